@@ -1,0 +1,173 @@
+"""Settings: one object, built once at each entry point and passed down.
+
+Precedence, highest first: command-line option, environment (``KB_AI_<NAME>``), the
+knowledge base's ``kb-ai.toml``, the default. Every setting has a help string; an
+unknown key in kb-ai.toml is an error that names the keys that exist.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb_ai.errors import ConfigError
+
+STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
+
+DEFAULT_TIMEOUTS = {
+    "extract": 180.0,
+    "classify": 120.0,
+    "write": 300.0,
+    "select": 60.0,
+    "answer": 180.0,
+    "rewrite": 60.0,
+    "default": 120.0,
+}
+
+
+def _setting(default: Any, help: str, env: bool = True) -> Any:
+    return field(default=default, metadata={"help": help, "env": env})
+
+
+@dataclass(frozen=True)
+class Settings:
+    kb_dir: Path = _setting(Path("kb"), "The knowledge base directory.", env=False)
+    model: str | None = _setting(
+        None, "The model, as litellm names it: openai/gpt-4o-mini, anthropic/claude-..., "
+        "ollama_chat/qwen2.5, or openai/<name> with api_base for any OpenAI-compatible server."
+    )
+    api_base: str | None = _setting(None, "Base URL of an OpenAI-compatible endpoint.")
+    api_key: str | None = _setting(None, "API key for that endpoint (or the provider's own variable).")
+    structured_output: str = _setting(
+        "auto",
+        "How JSON replies are requested: json_schema, json_object (with the schema), prompt "
+        "(schema in the prompt only), or auto (chosen per provider).",
+    )
+    max_concurrency: int = _setting(8, "Model calls in flight at once.")
+    max_retries: int = _setting(3, "Retries of a call that timed out or got a 429/5xx.")
+    retry_backoff: float = _setting(1.0, "Seconds before the first retry; doubles each time.")
+    breaker_threshold: int = _setting(
+        5, "Consecutive failed calls after which the endpoint is treated as down for the run."
+    )
+    timeout_extract: float = _setting(DEFAULT_TIMEOUTS["extract"], "Seconds per extract call.")
+    timeout_classify: float = _setting(DEFAULT_TIMEOUTS["classify"], "Seconds per classify call.")
+    timeout_write: float = _setting(DEFAULT_TIMEOUTS["write"], "Seconds per write call.")
+    timeout_select: float = _setting(DEFAULT_TIMEOUTS["select"], "Seconds per page selection call.")
+    timeout_answer: float = _setting(DEFAULT_TIMEOUTS["answer"], "Seconds per answer call.")
+    max_source_bytes: int = _setting(5_000_000, "Sources larger than this are refused.")
+    chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
+    catalog_budget_chars: int = _setting(
+        12_000, "Characters of catalog shown to the classify stage (ranked slice)."
+    )
+    patch_threshold_chars: int = _setting(
+        12_000, "Articles longer than this are merged by section patches, not rewritten."
+    )
+    select_k: int = _setting(6, "Pages the model may pick to answer a question.")
+    selection_budget_tokens: int = _setting(
+        6_000, "Token budget of the selection prompt; larger catalogs are shortlisted first."
+    )
+    read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
+    second_hop_pages: int = _setting(3, "Pages the model may ask for after the first reading.")
+    categories: tuple[str, ...] = _setting(
+        (), "Article types of this knowledge base, frozen on first compile.", env=False
+    )
+
+    def timeout(self, stage: str) -> float:
+        return float(getattr(self, f"timeout_{stage}", DEFAULT_TIMEOUTS["default"]))
+
+    @property
+    def state_dir(self) -> Path:
+        return self.kb_dir / ".kb-ai"
+
+    def require_model(self) -> str:
+        if not self.model:
+            raise ConfigError(
+                "No model configured",
+                hint="pass --model, set KB_AI_MODEL (e.g. KB_AI_MODEL=openai/gpt-4o-mini), "
+                "or add model = \"...\" to kb-ai.toml",
+            )
+        return self.model
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+TOML_KEYS = sorted(name for name in FIELDS if name != "kb_dir")
+
+
+def _coerce(name: str, value: Any) -> Any:
+    f = FIELDS[name]
+    default = f.default
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                return value.strip().lower() in ("1", "true", "yes", "on")
+            return bool(value)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, tuple):
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            return tuple(str(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"Setting {name!r} has an invalid value {value!r}",
+            hint=f"expected a value like {default!r}",
+        ) from exc
+    return None if value is None else str(value)
+
+
+def read_kb_file(kb_dir: Path) -> dict[str, Any]:
+    """The settings stored in <kb>/kb-ai.toml, validated (unknown keys are an error)."""
+    path = kb_dir / "kb-ai.toml"
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", hint="fix or remove the line") from exc
+    unknown = sorted(set(data) - set(TOML_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"Unknown setting(s) in {path}: {', '.join(unknown)}",
+            hint=f"known settings: {', '.join(TOML_KEYS)}",
+        )
+    return data
+
+
+def load_settings(
+    kb_dir: Path | str | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Build the settings: overrides (CLI) > environment > kb-ai.toml > defaults."""
+    env = os.environ if environ is None else environ
+    kb = Path(kb_dir or env.get("KB_AI_DIR") or "kb").expanduser()
+    values: dict[str, Any] = {}
+    for name, value in read_kb_file(kb).items():
+        values[name] = _coerce(name, value)
+    for name, f in FIELDS.items():
+        if f.metadata.get("env") and f"KB_AI_{name.upper()}" in env:
+            raw = env[f"KB_AI_{name.upper()}"]
+            if raw != "":
+                values[name] = _coerce(name, raw)
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            values[name] = _coerce(name, value)
+    if values.get("structured_output", "auto") not in STRUCTURED_MODES:
+        raise ConfigError(
+            f"structured_output must be one of {', '.join(STRUCTURED_MODES)}",
+            hint=f"got {values['structured_output']!r}",
+        )
+    if values.get("max_concurrency", 1) < 1:
+        raise ConfigError("max_concurrency must be at least 1")
+    return Settings(kb_dir=kb, **values)
+
+
+def describe_settings() -> list[tuple[str, str, Any]]:
+    """(name, help, default) for every setting, for `kb-ai config` and the README."""
+    return [(f.name, f.metadata["help"], f.default) for f in FIELDS.values()]
