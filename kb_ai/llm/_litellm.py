@@ -1,0 +1,143 @@
+"""The litellm transport: the only module that imports litellm, and only when first used.
+
+``import litellm`` takes seconds and, without LITELLM_LOCAL_MODEL_COST_MAP, fetches a
+price map from the internet; so it happens on the first call, never at import.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from kb_ai.errors import LLMError, LLMTimeoutError, LLMTransientError
+from kb_ai.llm._transport import RawReply, Request
+
+BODY_CHARS = 2000
+
+log = logging.getLogger(__name__)
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def map_error(exc: BaseException, model: str) -> LLMError | None:
+    """kb-ai's error for a litellm exception, chosen by its type; None if not litellm's."""
+    lm = _litellm()
+    import httpx
+    import openai
+
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    body = str(getattr(exc, "message", None) or exc)[:BODY_CHARS]
+    short = body.splitlines()[0][:300] if body else type(exc).__name__
+    # Timeout subclasses APIConnectionError, so it is checked first.
+    if isinstance(exc, lm.Timeout):
+        return LLMTimeoutError(f"{model} timed out: {short}", model=model, status=status,
+                               body=body)
+    transient = (lm.RateLimitError, lm.InternalServerError, lm.ServiceUnavailableError,
+                 lm.BadGatewayError, lm.APIConnectionError)
+    if isinstance(exc, transient):
+        return LLMTransientError(f"{model} failed: {short}", model=model, status=status,
+                                 body=body)
+    if isinstance(exc, openai.OpenAIError):  # the base of every litellm API error
+        cls = LLMTransientError if status is not None and status >= 500 else LLMError
+        return cls(f"{model} failed: {short}", model=model, status=status, body=body)
+    if isinstance(exc, httpx.TimeoutException):
+        return LLMTimeoutError(f"{model} timed out", model=model, body=body)
+    if isinstance(exc, httpx.TransportError):
+        return LLMTransientError(f"{model} unreachable: {short}", model=model, body=body)
+    return None
+
+
+class LiteLLMTransport:
+    """Calls litellm.acompletion with its own retries off (the client retries)."""
+
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            "timeout": request.timeout,
+            "temperature": 0,
+            "num_retries": 0,
+        }
+        if request.api_base:
+            kwargs["api_base"] = request.api_base
+        if request.api_key:
+            kwargs["api_key"] = request.api_key
+        if request.max_tokens:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.response_format is not None:
+            kwargs["response_format"] = request.response_format
+        return kwargs
+
+    async def send(self, request: Request) -> RawReply:
+        lm = _litellm()
+        try:
+            response = await lm.acompletion(**self._kwargs(request))
+        except Exception as exc:
+            mapped = map_error(exc, request.model)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        choice = response.choices[0]
+        usage = getattr(response, "usage", None)
+        return RawReply(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=self._cost(response),
+        )
+
+    def _cost(self, response: Any) -> float:
+        lm = _litellm()
+        try:
+            return float(lm.completion_cost(completion_response=response) or 0.0)
+        except (lm.ModelNotMappedError, lm.NotFoundError, lm.BadRequestError, LookupError,
+                ValueError, TypeError, AttributeError) as exc:
+            # Unknown models (any OpenAI-compatible server) have no price: cost 0.
+            log.debug("no cost for %s: %s", getattr(response, "model", "?"), exc)
+            return 0.0
+
+    async def stream(self, request: Request) -> AsyncIterator[str | RawReply]:
+        lm = _litellm()
+        parts: list[str] = []
+        finish: str | None = None
+        prompt_tokens = completion_tokens = 0
+        try:
+            response = await lm.acompletion(
+                **self._kwargs(request), stream=True, stream_options={"include_usage": True}
+            )
+            async for chunk in response:
+                usage = getattr(chunk, "usage", None)
+                if usage:
+                    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+                    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                finish = choice.finish_reason or finish
+                delta = getattr(choice.delta, "content", None)
+                if delta:
+                    parts.append(delta)
+                    yield delta
+        except Exception as exc:
+            mapped = map_error(exc, request.model)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        yield RawReply("".join(parts), finish, prompt_tokens, completion_tokens, 0.0)
+
+    def supports_response_schema(self, model: str) -> bool:
+        # litellm's capability map; it answers False (and does not raise) when unsure.
+        return bool(_litellm().supports_response_schema(model=model))
+
+    async def aclose(self) -> None:
+        return None

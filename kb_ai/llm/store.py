@@ -1,0 +1,160 @@
+"""The call log and the response cache, in the knowledge base's SQLite state.db.
+
+Every call is logged (``llm_calls``); every successful, fully parsed reply is cached
+(``llm_cache``) under a hash of everything that shapes it, so an identical request is
+never paid for twice. Without a database path nothing is logged and the cache lives in
+memory for the client's lifetime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS llm_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    stage TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    duration_s REAL NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    ok INTEGER NOT NULL,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    finish_reason TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    stage: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+    cached: bool = False
+    ok: bool = True
+    error: str | None = None
+
+
+def cache_key(
+    model: str,
+    api_base: str | None,
+    messages: list[dict],
+    schema: dict | None,
+    mode: str | None,
+    max_tokens: int | None,
+) -> str:
+    """sha256 over everything that shapes a reply."""
+    blob = json.dumps(
+        [model, api_base, messages, schema, mode, max_tokens],
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db_path, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(SCHEMA)
+    return conn
+
+
+class CallStore:
+    """Log and cache over one state.db (or memory, when db_path is None).
+
+    Opens a short-lived connection per operation: calls are seconds apart, and several
+    processes (the compiler, the web app) may share the file.
+    """
+
+    def __init__(self, db_path: Path | None) -> None:
+        self.db_path = db_path
+        self._memory: dict[str, CachedReply] = {}
+        self._ready = False
+
+    def _conn(self) -> sqlite3.Connection:
+        assert self.db_path is not None
+        if not self._ready:
+            conn = _connect(self.db_path)
+            self._ready = True
+            return conn
+        return sqlite3.connect(self.db_path, timeout=30)
+
+    def get(self, key: str) -> CachedReply | None:
+        if self.db_path is None:
+            return self._memory.get(key)
+        with closing(self._conn()) as conn:
+            row = conn.execute(
+                "SELECT text, finish_reason, prompt_tokens, completion_tokens "
+                "FROM llm_cache WHERE key = ?", (key,),
+            ).fetchone()
+        return CachedReply(*row) if row else None
+
+    def put(self, key: str, reply: CachedReply) -> None:
+        if self.db_path is None:
+            self._memory[key] = reply
+            return
+        with closing(self._conn()) as conn, conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO llm_cache (key, text, finish_reason, prompt_tokens, "
+                "completion_tokens, created) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, reply.text, reply.finish_reason, reply.prompt_tokens,
+                 reply.completion_tokens, time.time()),
+            )
+
+    def log(self, record: CallRecord) -> None:
+        if self.db_path is None:
+            return
+        with closing(self._conn()) as conn, conn:
+            conn.execute(
+                "INSERT INTO llm_calls (ts, stage, model, prompt_tokens, completion_tokens, "
+                "cost_usd, duration_s, cached, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (time.time(), record.stage, record.model, record.prompt_tokens,
+                 record.completion_tokens, record.cost_usd, record.duration_s,
+                 int(record.cached), int(record.ok), record.error),
+            )
+
+
+def usage_totals(db_path: Path) -> dict:
+    """What the model calls logged in state.db added up to, for ``kb-ai status``.
+
+    Cached calls are counted apart and cost nothing; failed calls count as calls.
+    """
+    totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
+              "cached_calls": 0, "failed_calls": 0}
+    if not Path(db_path).is_file():
+        return totals
+    with closing(_connect(Path(db_path))) as conn:
+        row = conn.execute(
+            "SELECT COALESCE(SUM(cached = 0), 0), COALESCE(SUM(prompt_tokens), 0), "
+            "COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_usd), 0.0), "
+            "COALESCE(SUM(cached = 1), 0), COALESCE(SUM(ok = 0), 0) FROM llm_calls"
+        ).fetchone()
+    keys = list(totals)
+    return {k: (float(v) if k == "cost_usd" else int(v)) for k, v in zip(keys, row, strict=True)}
