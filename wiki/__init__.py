@@ -1,0 +1,87 @@
+"""The knowledge base on disk: paths, raw sources, extractions, articles, indexes, history.
+
+Imports nothing of kb-ai but :mod:`kb_ai.errors`.
+"""
+
+from wiki.articles import (
+    Article,
+    article_body_text,
+    cut_summary,
+    delete_article,
+    derive_keys,
+    list_articles,
+    read_article,
+    write_article,
+)
+from wiki.catalog import (
+    CatalogEntry,
+    build_catalog,
+    entry_for,
+    format_entry,
+    load_catalog,
+    parse_master_index,
+    write_indexes,
+)
+from wiki.extraction import ExtractionRecord, read_extraction, write_extraction
+from wiki.files import atomic_write_bytes, atomic_write_text, sha256_bytes
+from wiki.git import commit_all, file_history, git, head_sha, show_diff
+from wiki.layout import KnowledgeBase
+from wiki.log import append_log
+from wiki.raw import RawSource, list_raw, read_raw, write_raw
+from wiki.slugs import is_slug, slugify, unique_slug
+from wiki.state import (
+    all_sources,
+    apply_migrations,
+    get_source,
+    last_run,
+    open_state,
+    record_run,
+    source_articles,
+    upsert_source,
+)
+
+__all__ = [
+    "Article",
+    "CatalogEntry",
+    "ExtractionRecord",
+    "KnowledgeBase",
+    "RawSource",
+    "all_sources",
+    "append_log",
+    "apply_migrations",
+    "article_body_text",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "build_catalog",
+    "commit_all",
+    "cut_summary",
+    "delete_article",
+    "derive_keys",
+    "entry_for",
+    "file_history",
+    "format_entry",
+    "get_source",
+    "git",
+    "head_sha",
+    "is_slug",
+    "last_run",
+    "list_articles",
+    "list_raw",
+    "load_catalog",
+    "open_state",
+    "parse_master_index",
+    "read_article",
+    "read_extraction",
+    "read_raw",
+    "record_run",
+    "sha256_bytes",
+    "show_diff",
+    "slugify",
+    "source_articles",
+    "unique_slug",
+    "upsert_source",
+    "write_article",
+    "write_extraction",
+    "write_indexes",
+    "write_raw",
+]

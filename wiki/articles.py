@@ -1,0 +1,220 @@
+"""Articles: the wiki pages, wiki/<type>/<slug>.md, with their frontmatter."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from kb_ai.errors import NotFoundError, UsageError
+from wiki._frontmatter import dump_document, load_document
+from wiki.files import atomic_write_text
+from wiki.slugs import is_slug
+
+if TYPE_CHECKING:
+    from wiki.layout import KnowledgeBase
+
+SUMMARY_MAX = 200
+
+
+@dataclass
+class Article:
+    """One article. ``path`` is KB-relative: "wiki/<type>/<slug>.md"; dates are ISO strings."""
+
+    path: str
+    title: str
+    type: str
+    summary: str
+    tags: list[str]
+    sources: list[str]
+    created: str
+    updated: str
+    body: str
+    keys: list[str] = field(default_factory=list)
+
+
+def read_article(kb: KnowledgeBase, rel: str) -> Article:
+    """The article at ``rel``. A hand-edited file may lack keys: they get defaults."""
+    path = kb.resolve(rel, under="wiki")
+    if not path.is_file():
+        raise NotFoundError(f"no article {rel}", hint="list the articles with `kb-ai list`")
+    rel = kb.relpath(path)
+    meta, body = load_document(path.read_text(encoding="utf-8"), rel)
+    parts = rel.split("/")
+    return Article(
+        path=rel,
+        title=_one_line(meta.get("title")) or _first_heading(body) or path.stem.replace("-", " "),
+        type=_one_line(meta.get("type")) or (parts[1] if len(parts) > 2 else ""),
+        summary=_one_line(meta.get("summary")),
+        tags=_str_list(meta.get("tags")),
+        sources=_str_list(meta.get("sources")),
+        created=_one_line(meta.get("created")),
+        updated=_one_line(meta.get("updated")),
+        body=body,
+        keys=_str_list(meta.get("keys")),
+    )
+
+
+def write_article(kb: KnowledgeBase, article: Article) -> Article:
+    """Write ``article`` atomically; returns it as written (summary cut to 200 chars)."""
+    path = kb.resolve(article.path, under="wiki")
+    rel = kb.relpath(path)
+    parts = rel.split("/")
+    if (
+        len(parts) != 3
+        or not parts[2].endswith(".md")
+        or not all(is_slug(p) for p in (parts[1], parts[2][:-3]))
+    ):
+        raise UsageError(
+            f"{article.path!r} is not an article path",
+            hint="articles live at wiki/<type>/<slug>.md",
+        )
+    if article.type != parts[1]:
+        raise UsageError(f"{rel} is in wiki/{parts[1]}/ but its type is {article.type!r}")
+    written = replace(
+        article,
+        path=rel,
+        title=_one_line(article.title),
+        summary=cut_summary(article.summary),
+        tags=_dedupe(article.tags),
+        keys=_dedupe(article.keys),
+        sources=_dedupe(article.sources),
+        created=_iso(article.created),
+        updated=_iso(article.updated),
+    )
+    meta: dict[str, Any] = {
+        "title": written.title,
+        "type": written.type,
+        "summary": written.summary,
+        "tags": written.tags,
+    }
+    if written.keys:
+        meta["keys"] = written.keys
+    meta |= {"sources": written.sources, "created": written.created, "updated": written.updated}
+    atomic_write_text(path, dump_document(meta, written.body))
+    return written
+
+
+def list_articles(kb: KnowledgeBase) -> list[str]:
+    """The KB-relative paths of all articles, sorted."""
+    if not kb.wiki_dir.is_dir():
+        return []
+    return sorted(
+        f"wiki/{p.parent.name}/{p.name}"
+        for p in kb.wiki_dir.glob("*/*.md")
+        if not p.name.startswith(".") and not p.parent.name.startswith(".") and p.is_file()
+    )
+
+
+def delete_article(kb: KnowledgeBase, rel: str) -> bool:
+    """Remove the article at ``rel``; False if there was none."""
+    path = kb.resolve(rel, under="wiki")
+    if not path.is_file():
+        return False
+    path.unlink()
+    if path.parent != kb.wiki_dir and not any(path.parent.iterdir()):
+        path.parent.rmdir()
+    return True
+
+
+def article_body_text(kb: KnowledgeBase, rel: str) -> str:
+    """The body of the article at ``rel``, without its frontmatter."""
+    return read_article(kb, rel).body
+
+
+def cut_summary(summary: str, limit: int = SUMMARY_MAX) -> str:
+    """``summary`` on one line and at most ``limit`` characters (cut ends with "…")."""
+    text = _one_line(summary)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:.") + "…"
+
+
+_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_TAG = re.compile(r"<[^>]+>")
+
+
+def derive_keys(body: str, limit: int = 16) -> list[str]:
+    """The first cell of each Markdown table data row in ``body``, in order, de-duplicated.
+
+    Header and separator rows are skipped, as are tables inside code fences; markup
+    (``**``, backticks, links, HTML tags) is stripped from the cells.
+    """
+    keys: list[str] = []
+    lines = [line.strip() for line in body.split("\n")]
+    fence = ""
+    in_table = False
+    separator_row = -1
+    for i, line in enumerate(lines):
+        if fence:
+            fence = "" if line.startswith(fence) else fence
+            continue
+        if line.startswith(("```", "~~~")):
+            fence, in_table = line[:3], False
+            continue
+        if i == separator_row:
+            continue
+        if in_table and "|" in line:
+            key = _plain(_first_cell(line))
+            if key and key not in keys:
+                keys.append(key)
+                if len(keys) >= limit:
+                    break
+            continue
+        next_line = lines[i + 1] if i + 1 < len(lines) else ""
+        in_table = "|" in line and "|" in next_line and bool(_SEPARATOR.match(next_line))
+        separator_row = i + 1 if in_table else -1
+    return keys
+
+
+def _first_cell(row: str) -> str:
+    cells = _CELL_SPLIT.split(row)
+    return cells[1] if row.startswith("|") and len(cells) > 1 else cells[0]
+
+
+def _plain(cell: str) -> str:
+    cell = _TAG.sub(" ", _LINK.sub(r"\1", cell)).replace("\\|", "|")
+    for mark in ("**", "__", "~~", "`"):
+        cell = cell.replace(mark, "")
+    cell = cell.strip()
+    if len(cell) >= 2 and cell[0] == cell[-1] and cell[0] in "*_":
+        cell = cell[1:-1]
+    return " ".join(cell.split())
+
+
+def _first_heading(body: str) -> str:
+    for line in body.split("\n"):
+        if line.startswith("# "):
+            return _one_line(line[2:])
+    return ""
+
+
+def _iso(value: object) -> str:
+    """A date or datetime as its ISO string; anything else as a one-line string."""
+    isoformat = getattr(value, "isoformat", None)
+    return isoformat() if callable(isoformat) else _one_line(value)
+
+
+def _one_line(value: object) -> str:
+    return "" if value is None else " ".join(str(value).split())
+
+
+def _str_list(value: object) -> list[str]:
+    if value is None or value == "":
+        return []
+    items = value if isinstance(value, list) else str(value).split(",")
+    return _dedupe(_one_line(item) for item in items if not isinstance(item, (dict, list)))
+
+
+def _dedupe(items: Any) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        item = _one_line(item)
+        if item and item not in out:
+            out.append(item)
+    return out

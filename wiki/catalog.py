@@ -1,0 +1,183 @@
+"""The catalog: index/master-index.md (one line per article) and index/topics.md.
+
+A master index line reads::
+
+    - [Title](wiki/type/slug.md) — summary | keys: a, b
+
+with `` | keys: ...`` left out when there are none. The few characters that would make
+a line ambiguous are escaped with a backslash: ``[ ]`` in titles, ``|`` in summaries,
+``|`` and ``,`` in keys (and a backslash before any of those).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from wiki.articles import Article, derive_keys, list_articles, read_article
+from wiki.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from wiki.layout import KnowledgeBase
+
+MASTER_HEADER = (
+    "# Master index\n\n"
+    "One line per article: title, path, summary and keys. Written by kb-ai on every compile.\n\n"
+)
+TOPICS_HEADER = "# Topics\n\nThe articles under each tag. Written by kb-ai on every compile.\n"
+KEYS_MARK = "keys:"
+
+
+@dataclass
+class CatalogEntry:
+    """What the catalog knows of one article."""
+
+    path: str
+    title: str
+    summary: str
+    keys: list[str] = field(default_factory=list)
+    type: str = ""
+    tags: list[str] = field(default_factory=list)
+
+
+def entry_for(article: Article) -> CatalogEntry:
+    """The catalog entry of ``article``; keys come from its tables when it declares none."""
+    return CatalogEntry(
+        path=article.path,
+        title=" ".join(article.title.split()),
+        summary=" ".join(article.summary.split()),
+        keys=list(article.keys) or derive_keys(article.body),
+        type=article.type,
+        tags=sorted(set(article.tags), key=_tag_order),
+    )
+
+
+def format_entry(e: CatalogEntry) -> str:
+    """The master index line of ``e``."""
+    line = f"- [{_escape(e.title, '[]')}]({e.path})"
+    if e.summary.strip():
+        line += f" — {_escape(e.summary, '|')}"
+    if e.keys:
+        line += f" | {KEYS_MARK} " + ", ".join(_escape(k, "|,") for k in e.keys)
+    return line
+
+
+_LINE = re.compile(
+    r"^\s*[-*+]\s+\[(?P<title>(?:\\.|[^\\\]])*)\]\((?P<path>[^()\s]+)\)(?P<rest>.*)$"
+)
+
+
+def parse_master_index(text: str) -> list[CatalogEntry]:
+    """The entries of a master index: the inverse of :func:`format_entry`.
+
+    Tolerant of hand edits: other lines are skipped, the dash before the summary may be
+    any dash or a colon, and the summary and keys may be missing.
+    """
+    entries = []
+    for line in text.split("\n"):
+        match = _LINE.match(line.rstrip("\r"))
+        if not match:
+            continue
+        path = match["path"]
+        rest = re.sub(r"^\s*(?:—|–|-{1,2}|:)\s*", "", match["rest"].strip())
+        parts = _split_unescaped(rest, "|")
+        keys: list[str] = []
+        if len(parts) > 1 and parts[-1].strip().startswith(KEYS_MARK):
+            raw_keys = parts.pop().strip()[len(KEYS_MARK) :]
+            keys = [k for k in (_unescape(k).strip() for k in _split_unescaped(raw_keys, ",")) if k]
+        summary = " ".join(_unescape("|".join(parts)).split())
+        segments = path.split("/")
+        entries.append(
+            CatalogEntry(
+                path=path,
+                title=" ".join(_unescape(match["title"]).split()),
+                summary=summary,
+                keys=keys,
+                type=segments[1] if len(segments) > 2 else "",
+            )
+        )
+    return entries
+
+
+def load_catalog(kb: KnowledgeBase) -> list[CatalogEntry]:
+    """The catalog as the last compile wrote it (tags from topics.md); [] if there is none."""
+    if not kb.master_index_path.is_file():
+        return []
+    entries = parse_master_index(kb.master_index_path.read_text(encoding="utf-8"))
+    if kb.topics_path.is_file():
+        tags = _parse_topics(kb.topics_path.read_text(encoding="utf-8"))
+        for entry in entries:
+            entry.tags = sorted(tags.get(entry.path, ()), key=_tag_order)
+    return entries
+
+
+def build_catalog(kb: KnowledgeBase) -> list[CatalogEntry]:
+    """The catalog read from the articles themselves, sorted by path."""
+    return [entry_for(read_article(kb, rel)) for rel in list_articles(kb)]
+
+
+def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> None:
+    """Write master-index.md and topics.md atomically; the same entries give the same bytes.
+
+    Entries are sorted by path; of two entries with the same path the later one wins.
+    """
+    by_path = {e.path: e for e in entries}
+    ordered = [by_path[p] for p in sorted(by_path)]
+    count = f"{len(ordered)} article{'s' if len(ordered) != 1 else ''}.\n\n"
+    master = MASTER_HEADER + count + "".join(format_entry(e) + "\n" for e in ordered)
+    atomic_write_text(kb.master_index_path, master)
+
+    by_tag: dict[str, list[CatalogEntry]] = {}
+    for e in ordered:
+        for tag in {" ".join(t.split()) for t in e.tags} - {""}:
+            by_tag.setdefault(tag, []).append(e)
+    sections = [
+        f"\n## {tag}\n\n"
+        + "".join(f"- [{_escape(e.title, '[]')}]({e.path})\n" for e in by_tag[tag])
+        for tag in sorted(by_tag, key=_tag_order)
+    ]
+    atomic_write_text(kb.topics_path, TOPICS_HEADER + "".join(sections))
+
+
+def _parse_topics(text: str) -> dict[str, list[str]]:
+    tags: dict[str, list[str]] = {}
+    tag = None
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            tag = line[3:].strip()
+        elif tag and (match := _LINE.match(line.rstrip("\r"))):
+            tags.setdefault(match["path"], []).append(tag)
+    return tags
+
+
+def _tag_order(tag: str) -> tuple[str, str]:
+    return (tag.casefold(), tag)
+
+
+def _escape(text: str, specials: str) -> str:
+    """Backslash ``specials``, and any backslash that :func:`_unescape` would eat."""
+    text = " ".join(text.split())
+    pattern = r"\\(?=[\\\[\]|,]|$)|[" + re.escape(specials) + "]"
+    return re.sub(pattern, lambda m: "\\" + m.group(0), text)
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\([\\\[\]|,])", r"\1", text)
+
+
+def _split_unescaped(text: str, sep: str) -> list[str]:
+    """``text`` split at each ``sep`` not escaped by a backslash (escapes are kept)."""
+    parts, current, i = [], "", 0
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text):
+            current += text[i : i + 2]
+            i += 2
+            continue
+        if text[i] == sep:
+            parts.append(current)
+            current = ""
+        else:
+            current += text[i]
+        i += 1
+    return [*parts, current]

@@ -1,0 +1,137 @@
+"""Git: the history of the knowledge base, through the git command line."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from typing import TYPE_CHECKING
+
+from kb_ai.errors import KbAiError, NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from wiki.layout import KnowledgeBase
+
+#: What kb-ai versions; everything else in the KB directory is left to the user.
+VERSIONED = ("raw", "extraction", "wiki", "index", "log.md", "kb-ai.toml", ".gitignore")
+
+KB_AI_IDENTITY = ("-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost")
+
+_REV = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/~^-]*")
+
+
+def git(kb: KnowledgeBase, *args: str) -> str:
+    """Run ``git <args>`` in the knowledge base and return its standard output.
+
+    Uses kb-ai's own identity when the environment configures none, so commits work on
+    a fresh machine. A failure becomes a :class:`KbAiError` carrying git's message.
+    """
+    return _run(kb, args).stdout
+
+
+def _run(
+    kb: KnowledgeBase, args: tuple[str, ...], check: bool = True
+) -> subprocess.CompletedProcess:
+    command = ["git", *_identity_args(str(kb.root), *_identity_env()), *args]
+    try:
+        proc = subprocess.run(command, cwd=kb.root, capture_output=True, text=True, check=False)
+    except FileNotFoundError as exc:
+        raise KbAiError(
+            "git is not installed", hint="install git; kb-ai keeps its history in it"
+        ) from exc
+    if check and proc.returncode != 0:
+        message = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
+        raise KbAiError(f"git {' '.join(args[:2])} failed in {kb.root}: {message}")
+    return proc
+
+
+def _identity_env() -> tuple[str | None, ...]:
+    names = (
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_EMAIL",
+        "EMAIL",
+    )
+    return tuple(os.environ.get(name) for name in names)
+
+
+@functools.lru_cache(maxsize=32)
+def _identity_args(root: str, *env: str | None) -> tuple[str, ...]:
+    """kb-ai's identity if ``git config user.email`` finds none (asked once per environment)."""
+    proc = subprocess.run(
+        ["git", "config", "user.email"], cwd=root, capture_output=True, text=True, check=False
+    )
+    has_email = proc.returncode == 0 and proc.stdout.strip()
+    has_env = os.environ.get("GIT_AUTHOR_EMAIL") and os.environ.get("GIT_COMMITTER_EMAIL")
+    return () if has_email or has_env else KB_AI_IDENTITY
+
+
+def head_sha(kb: KnowledgeBase) -> str | None:
+    """The short sha of HEAD, or None in a repository without commits."""
+    proc = _run(kb, ("rev-parse", "--short", "--verify", "--quiet", "HEAD^{commit}"), check=False)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip() or None
+
+
+def commit_all(kb: KnowledgeBase, message: str) -> str | None:
+    """Stage every change to the versioned parts and commit it.
+
+    Returns the short sha of the new commit, or None when nothing had changed.
+    """
+    tracked = set(git(kb, "ls-files", "-z", "--", *VERSIONED).split("\0"))
+    tracked_tops = {path.split("/", 1)[0] for path in tracked if path}
+    paths = [p for p in VERSIONED if (kb.root / p).exists() or p in tracked_tops]
+    if paths:
+        git(kb, "add", "-A", "--", *paths)
+    return _commit_staged(kb, message)
+
+
+def commit_paths(kb: KnowledgeBase, message: str, paths: list[str]) -> str | None:
+    """Commit exactly ``paths`` (leaving anything else staged alone); None if unchanged."""
+    git(kb, "add", "-A", "--", *paths)
+    if _run(kb, ("diff", "--cached", "--quiet", "--", *paths), check=False).returncode == 0:
+        return None
+    git(kb, "commit", "-q", "-m", message, "--", *paths)
+    return head_sha(kb)
+
+
+def _commit_staged(kb: KnowledgeBase, message: str) -> str | None:
+    if _run(kb, ("diff", "--cached", "--quiet"), check=False).returncode == 0:
+        return None
+    git(kb, "commit", "-q", "-m", message)
+    return head_sha(kb)
+
+
+def file_history(kb: KnowledgeBase, rel: str) -> list[dict[str, str]]:
+    """The commits that changed ``rel`` (following renames), newest first.
+
+    Each is ``{"sha": short sha, "date": ISO 8601 author date, "subject": first line}``.
+    """
+    kb.resolve(rel, under="")
+    if head_sha(kb) is None:
+        return []
+    out = git(kb, "log", "--follow", "--format=%h%x1f%aI%x1f%s%x1e", "--", rel)
+    history = []
+    for record in out.split("\x1e"):
+        record = record.strip("\n")
+        if record:
+            sha, date, subject = record.split("\x1f", 2)
+            history.append({"sha": sha, "date": date, "subject": subject})
+    return history
+
+
+def show_diff(kb: KnowledgeBase, sha: str, rel: str) -> str:
+    """The change commit ``sha`` made to ``rel``, as a unified diff ("" if it did not touch it)."""
+    kb.resolve(rel, under="")
+    if not _REV.fullmatch(sha):
+        raise UsageError(f"{sha!r} is not a commit", hint="use a sha from the file's history")
+    if _run(kb, ("cat-file", "-e", f"{sha}^{{commit}}"), check=False).returncode != 0:
+        raise NotFoundError(
+            f"no commit {sha} in {kb.root}", hint="use a sha from the file's history"
+        )
+    return git(kb, "show", "--format=", "--no-color", "--no-ext-diff", sha, "--", rel)

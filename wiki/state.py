@@ -1,0 +1,171 @@
+"""State: .kb-ai/state.db, the SQLite file kb-ai keeps out of git.
+
+Each component migrates its own tables with :func:`apply_migrations` under its own name;
+the wiki owns ``sources`` and ``runs``. Tables of other components are never touched.
+Helpers that write commit at once, unless the caller already holds a transaction (then
+the caller commits).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wiki.layout import KnowledgeBase
+
+WIKI_MIGRATIONS = (
+    """CREATE TABLE sources (
+        origin TEXT PRIMARY KEY,
+        raw_path TEXT,
+        checksum TEXT,
+        model TEXT,
+        prompt_version TEXT,
+        status TEXT,
+        error TEXT,
+        articles TEXT,  -- JSON list of article paths
+        updated_at TEXT
+    )""",
+    """CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT,
+        finished_at TEXT,
+        summary TEXT,  -- JSON object
+        commit_sha TEXT
+    )""",
+)
+
+
+def open_state(kb: KnowledgeBase) -> sqlite3.Connection:
+    """A connection to the KB's state.db (created and migrated as needed)."""
+    kb.state_dir.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(kb.state_db, timeout=5.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    apply_migrations(conn, "wiki", WIKI_MIGRATIONS)
+    return conn
+
+
+def apply_migrations(conn: sqlite3.Connection, component: str, steps: tuple[str, ...]) -> int:
+    """Run the steps of ``component`` not yet applied, in order; returns its new version.
+
+    The applied version of each component is kept in the ``schema_versions`` table.
+    Append new steps to the end; never edit or reorder the old ones.
+    """
+    with conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions"
+            " (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+    # BEGIN IMMEDIATE: two processes opening a new state.db must not both migrate it.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute(
+            "SELECT version FROM schema_versions WHERE component = ?", (component,)
+        ).fetchone()
+        version = row[0] if row else 0
+        for step in steps[version:]:
+            conn.execute(step)
+        if len(steps) > version:
+            conn.execute(
+                "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
+                " ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                (component, len(steps)),
+            )
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return max(version, len(steps))
+
+
+def get_source(conn: sqlite3.Connection, origin: str) -> sqlite3.Row | None:
+    """The state of the source ``origin``, or None if it was never seen."""
+    return conn.execute("SELECT * FROM sources WHERE origin = ?", (origin,)).fetchone()
+
+
+def all_sources(conn: sqlite3.Connection) -> dict[str, sqlite3.Row]:
+    """The state of every source by origin, in one query."""
+    return {row["origin"]: row for row in conn.execute("SELECT * FROM sources")}
+
+
+def upsert_source(
+    conn: sqlite3.Connection,
+    origin: str,
+    *,
+    raw_path: str | None = None,
+    checksum: str | None = None,
+    model: str | None = None,
+    prompt_version: str | None = None,
+    status: str | None = None,
+    error: str | None = None,
+    articles: list[str] | None = None,
+    updated_at: str | None = None,
+) -> None:
+    """Insert or replace the state of ``origin`` (every column, as given)."""
+    _write(
+        conn,
+        "INSERT INTO sources (origin, raw_path, checksum, model, prompt_version, status, error,"
+        " articles, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(origin) DO UPDATE SET raw_path = excluded.raw_path,"
+        " checksum = excluded.checksum, model = excluded.model,"
+        " prompt_version = excluded.prompt_version, status = excluded.status,"
+        " error = excluded.error, articles = excluded.articles, updated_at = excluded.updated_at",
+        (
+            origin,
+            raw_path,
+            checksum,
+            model,
+            None if prompt_version is None else str(prompt_version),
+            status,
+            error,
+            json.dumps(list(articles or []), ensure_ascii=False),
+            updated_at or _now(),
+        ),
+    )
+
+
+def source_articles(row: sqlite3.Row) -> list[str]:
+    """The article paths recorded for a source row."""
+    return json.loads(row["articles"]) if row["articles"] else []
+
+
+def record_run(
+    conn: sqlite3.Connection,
+    started: datetime | str,
+    finished: datetime | str,
+    summary: dict[str, Any],
+    commit: str | None,
+) -> int:
+    """Record a compile run; returns its id."""
+    cursor = _write(
+        conn,
+        "INSERT INTO runs (started_at, finished_at, summary, commit_sha) VALUES (?, ?, ?, ?)",
+        (_stamp(started), _stamp(finished), json.dumps(summary, ensure_ascii=False), commit),
+    )
+    return int(cursor.lastrowid)
+
+
+def last_run(conn: sqlite3.Connection) -> sqlite3.Row | None:
+    """The most recent run, or None before the first."""
+    return conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+
+
+def _write(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
+    owned = not conn.in_transaction
+    cursor = conn.execute(sql, params)
+    if owned:
+        conn.commit()
+    return cursor
+
+
+def _stamp(value: datetime | str) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
