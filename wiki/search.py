@@ -1,0 +1,367 @@
+"""Lexical search over the wiki's articles: the shortlist behind page selection.
+
+When the catalog is larger than the selection prompt's budget, the model cannot read
+every catalog line, so a lexical search picks the candidates it chooses from. The
+search reads titles, keys, summaries, tags and whole bodies, so a fact that sits only
+deep in an article can still be reached.
+
+The index is an SQLite FTS5 table (porter stemming over unicode61) beside a table of
+path -> content hash, so re-indexing an unchanged article does nothing. Chinese,
+Japanese and Korean runs are written into the same columns as overlapping character
+bigrams ("数据库" -> "数据 据库 库"), which unicode61 then sees as words; the question is
+cut the same way, so two-character words such as 数据 or 北京 are found (FTS5's trigram
+tokenizer needs three characters). The run's last character is kept on its own, so
+every character starts some token and a one-character query becomes a prefix query.
+
+A question is turned into an OR of quoted terms, stop words dropped; each term is also
+searched as a prefix of its crude stem ("deploys" -> deplo*), which reaches forms that
+porter stems apart (deploys -> deploi, deployment -> deploy). On a large index, terms
+found in very many articles are folded into one AND group, so a query scores a bounded
+number of rows whatever the wiki's size.
+
+This module imports nothing of kb-ai but its errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import unicodedata
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from kb_ai.errors import KbAiError
+
+__all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
+
+# Bump when what goes into the index changes (columns, tokenizer, segmentation):
+# the tables are then rebuilt empty and the next sync fills them again.
+_SCHEMA_VERSION = "1"
+
+_COLUMNS = ("title", "keys", "summary", "tags", "body")
+# bm25 column weights, in _COLUMNS order: what an article is named and keyed by counts
+# more than what it says in passing.
+_WEIGHTS = (10.0, 10.0, 4.0, 4.0, 1.0)
+
+# Rows a query may score before its commonest terms are narrowed into an AND group:
+# bm25 costs about a microsecond per matching row, so this keeps a query near 20 ms.
+_ROW_BUDGET = 20_000
+
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+# Hiragana, katakana (not the middle dot), CJK ideographs and their extensions,
+# compatibility ideographs, Hangul syllables and jamo.
+_CJK_CLASS = (
+    "\u1100-\u11ff\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
+)
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_WORD = re.compile(r"[^\W_]+")
+
+_STOP_WORDS_TEXT = """
+    a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom whose why will
+    with would you your yours yourself yourselves
+"""
+_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+# Question words of Chinese, as bigrams: they say what is asked, not what about.
+_CJK_STOP_TEXT = "什么 多少 哪些 哪个 哪里 哪位 为什 怎么 怎样 如何 是否 请问 是什 的是 是哪"
+_CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_TEXT.split())
+# Crude suffixes tried, longest first, to reach the other forms of a word by prefix.
+_SUFFIXES = (
+    "ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied", "ers", "er",
+    "es", "ed", "ly", "s",
+)  # fmt: skip
+_MIN_PREFIX = 5
+
+
+@dataclass(frozen=True)
+class SearchDoc:
+    """One article as the index sees it."""
+
+    path: str
+    title: str
+    summary: str
+    keys: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A found article. ``score`` is higher for a better match, comparable within one search."""
+
+    path: str
+    score: float
+
+
+class SearchIndex:
+    """The full-text index of a wiki's articles, kept in an SQLite database.
+
+    Writes run in one transaction each: committed when the connection was idle, a
+    savepoint inside the caller's transaction otherwise.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._owns_conn = False
+        with _transaction(conn):
+            _ensure_schema(conn)
+
+    @classmethod
+    def open(cls, db_path: str | os.PathLike[str]) -> SearchIndex:
+        """Open (creating if needed) the index in the database at ``db_path``."""
+        index = cls(sqlite3.connect(db_path))
+        index._owns_conn = True
+        return index
+
+    def close(self) -> None:
+        """Close the connection if this index opened it; a passed-in one is the caller's."""
+        if self._owns_conn:
+            self._conn.close()
+
+    def upsert(self, docs: Iterable[SearchDoc]) -> int:
+        """Index the given articles; return how many were new or changed."""
+        conn = self._conn
+        changed = 0
+        with _transaction(conn):
+            known = dict(conn.execute("SELECT path, hash FROM search_docs"))
+            for doc in docs:
+                digest = _content_hash(doc)
+                if known.get(doc.path) == digest:
+                    continue
+                if doc.path in known:
+                    (doc_id,) = conn.execute(
+                        "SELECT id FROM search_docs WHERE path = ?", (doc.path,)
+                    ).fetchone()
+                    conn.execute("DELETE FROM search_fts WHERE rowid = ?", (doc_id,))
+                    conn.execute("UPDATE search_docs SET hash = ? WHERE id = ?", (digest, doc_id))
+                else:
+                    doc_id = conn.execute(
+                        "INSERT INTO search_docs (path, hash) VALUES (?, ?)", (doc.path, digest)
+                    ).lastrowid
+                conn.execute(
+                    "INSERT INTO search_fts (rowid, title, keys, summary, tags, body)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (doc_id, *_index_fields(doc)),
+                )
+                known[doc.path] = digest
+                changed += 1
+        return changed
+
+    def remove(self, paths: Iterable[str]) -> None:
+        """Drop the given articles from the index; unknown paths are ignored."""
+        conn = self._conn
+        with _transaction(conn):
+            for path in paths:
+                row = conn.execute("SELECT id FROM search_docs WHERE path = ?", (path,)).fetchone()
+                if row is None:
+                    continue
+                conn.execute("DELETE FROM search_fts WHERE rowid = ?", row)
+                conn.execute("DELETE FROM search_docs WHERE id = ?", row)
+
+    def sync(self, docs: Iterable[SearchDoc]) -> None:
+        """Make the index hold exactly the given articles."""
+        docs = list(docs)
+        with _transaction(self._conn):
+            self.upsert(docs)
+            wanted = {doc.path for doc in docs}
+            indexed = [path for (path,) in self._conn.execute("SELECT path FROM search_docs")]
+            self.remove(path for path in indexed if path not in wanted)
+
+    def count(self) -> int:
+        """Number of indexed articles."""
+        return self._conn.execute("SELECT count(*) FROM search_docs").fetchone()[0]
+
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """The articles that best match ``query``, best first; [] when nothing can match.
+
+        Any text is a valid query: it is cut into terms here and each term is quoted,
+        so FTS5 operators and punctuation in a question are plain text.
+        """
+        clauses = _query_clauses(query)
+        if not clauses or limit <= 0:
+            return []
+        expression = self._plan(clauses, limit)
+        if expression is None:
+            return []
+        weights = ", ".join(str(w) for w in _WEIGHTS)
+        rows = self._conn.execute(
+            f"SELECT d.path, m.score FROM ("
+            f"  SELECT rowid AS id, bm25(search_fts, {weights}) AS score FROM search_fts"
+            f"  WHERE search_fts MATCH ? ORDER BY score LIMIT ?"
+            f") AS m JOIN search_docs AS d ON d.id = m.id ORDER BY m.score, d.path",
+            (expression, limit),
+        ).fetchall()
+        return [SearchHit(path, -score) for path, score in rows]
+
+    def _plan(self, clauses: list[str], limit: int) -> str | None:
+        """The FTS5 expression to run: an OR of the clauses, its cost bounded.
+
+        On an index small enough, every clause is OR'ed. On a larger one, clauses are
+        taken rarest first while the rows they match fit the budget; the commoner rest
+        must then match together (an AND group), which adds their weight to the
+        articles that have all of them without scoring every article that has one.
+        When even the rarest clause is over the budget, the AND of all is tried first.
+        """
+        if len(clauses) == 1 or self.count() <= _ROW_BUDGET:
+            return " OR ".join(clauses)
+        frequencies = {clause: self._matches(clause) for clause in clauses}
+        ranked = sorted((c for c in clauses if frequencies[c] > 0), key=frequencies.__getitem__)
+        if not ranked:
+            return None
+        chosen: list[str] = []
+        total = 0
+        for clause in ranked:
+            if chosen and total + frequencies[clause] > _ROW_BUDGET:
+                break
+            chosen.append(clause)
+            total += frequencies[clause]
+        rest = ranked[len(chosen) :]
+        if total > _ROW_BUDGET and rest:
+            together = " AND ".join(ranked)
+            if self._matches(together, cap=limit) >= limit:
+                return together
+        if len(rest) >= 2:
+            chosen.append("(" + " AND ".join(rest) + ")")
+        return " OR ".join(chosen)
+
+    def _matches(self, expression: str, cap: int = _ROW_BUDGET) -> int:
+        """How many articles match ``expression``, counted up to just past ``cap``."""
+        return self._conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
+            (expression, cap + 1),
+        ).fetchone()[0]
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT search_index")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO search_index")
+            conn.execute("RELEASE search_index")
+            raise
+        conn.execute("RELEASE search_index")
+    else:
+        conn.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+
+def _ensure_schema(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value TEXT)")
+    row = conn.execute("SELECT value FROM search_meta WHERE key = 'schema'").fetchone()
+    if row is not None and row[0] != _SCHEMA_VERSION:
+        conn.execute("DROP TABLE IF EXISTS search_fts")
+        conn.execute("DROP TABLE IF EXISTS search_docs")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS search_docs ("
+        " id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, hash TEXT NOT NULL)"
+    )
+    try:
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5("
+            f"{', '.join(_COLUMNS)}, tokenize = '{_TOKENIZER}')"
+        )
+    except sqlite3.OperationalError as exc:
+        if _has_fts5(conn):
+            raise
+        raise KbAiError(
+            f"The SQLite library of this Python ({sqlite3.sqlite_version}) has no FTS5,"
+            " which the wiki search needs.",
+            hint="use a Python built with FTS5, such as the python.org or Debian builds",
+        ) from exc
+    conn.execute(
+        "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('schema', ?)",
+        (_SCHEMA_VERSION,),
+    )
+
+
+def _has_fts5(conn: sqlite3.Connection) -> bool:
+    return bool(conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0])
+
+
+def _content_hash(doc: SearchDoc) -> str:
+    payload = [_SCHEMA_VERSION, doc.title, doc.summary, doc.keys, doc.tags, doc.body]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
+
+
+def _index_fields(doc: SearchDoc) -> tuple[str, ...]:
+    return tuple(
+        _segment(text)
+        for text in (doc.title, "\n".join(doc.keys), doc.summary, "\n".join(doc.tags), doc.body)
+    )
+
+
+def _segment(text: str) -> str:
+    """``text`` with each CJK run written as its overlapping bigrams and last character."""
+    return _CJK_RUN.sub(_bigrams_of_match, unicodedata.normalize("NFKC", text))
+
+
+def _bigrams_of_match(match: re.Match[str]) -> str:
+    run = match.group()
+    tokens = [run[i : i + 2] for i in range(len(run) - 1)]
+    tokens.append(run[-1])
+    return " " + " ".join(tokens) + " "
+
+
+def _query_clauses(query: str) -> list[str]:
+    """The FTS5 clauses a question stands for, each quoted, in order, without repeats."""
+    text = unicodedata.normalize("NFKC", query)
+    clauses: dict[str, None] = {}
+    position = 0
+    for match in _CJK_RUN.finditer(text):
+        _add_word_clauses(text[position : match.start()], clauses)
+        _add_cjk_clauses(match.group(), clauses)
+        position = match.end()
+    _add_word_clauses(text[position:], clauses)
+    return list(clauses)
+
+
+def _add_word_clauses(text: str, clauses: dict[str, None]) -> None:
+    for word in _WORD.findall(text.casefold()):
+        if word in _STOP_WORDS or (len(word) == 1 and not word.isdigit()):
+            continue
+        clauses[_quote(word)] = None
+        prefix = _crude_stem(word)
+        if len(prefix) >= _MIN_PREFIX:
+            clauses[_quote(prefix) + "*"] = None
+
+
+def _add_cjk_clauses(run: str, clauses: dict[str, None]) -> None:
+    if len(run) == 1:
+        clauses[_quote(run) + "*"] = None
+        return
+    for i in range(len(run) - 1):
+        bigram = run[i : i + 2]
+        if bigram not in _CJK_STOP_BIGRAMS:
+            clauses[_quote(bigram)] = None
+
+
+def _crude_stem(word: str) -> str:
+    """``word`` without one common suffix and a trailing e/i/y: a prefix of its kin."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_PREFIX - 1:
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("eiy") if len(word) > _MIN_PREFIX else word
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
