@@ -1,0 +1,29 @@
+import pytest
+
+from wiki import KnowledgeBase
+
+
+@pytest.fixture(autouse=True)
+def no_git_identity(tmp_path_factory, monkeypatch):
+    """Git as on a fresh machine: no user config, no system config, no identity."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    for name in (
+        "XDG_CONFIG_HOME",
+        "EMAIL",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def kb(tmp_path):
+    return KnowledgeBase.init(tmp_path / "kb")

@@ -1,0 +1,49 @@
+import os
+import stat
+
+import pytest
+
+from wiki import atomic_write_text, sha256_bytes
+
+
+def test_atomic_write_creates_parents_and_leaves_no_temp_files(tmp_path):
+    target = tmp_path / "a" / "b" / "x.md"
+
+    atomic_write_text(target, "one\n")
+    atomic_write_text(target, "two — ✓\r\n")
+
+    assert target.read_bytes() == "two — ✓\r\n".encode()
+    assert os.listdir(target.parent) == ["x.md"]
+
+
+def test_a_failed_write_leaves_the_original_intact(tmp_path, monkeypatch):
+    target = tmp_path / "x.md"
+    target.write_text("original\n")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_text(target, "new text that never lands\n")
+
+    assert target.read_text() == "original\n"
+    assert os.listdir(tmp_path) == ["x.md"]
+
+
+def test_new_files_get_ordinary_permissions_and_replaced_ones_keep_theirs(tmp_path):
+    target = tmp_path / "x.md"
+    atomic_write_text(target, "a")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+
+    target.chmod(0o640)
+    atomic_write_text(target, "b")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_sha256_bytes():
+    assert sha256_bytes(b"abc") == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )

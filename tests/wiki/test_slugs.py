@@ -1,0 +1,34 @@
+import pytest
+
+from wiki import slugify, unique_slug
+
+
+@pytest.mark.parametrize(
+    ("title", "slug"),
+    [
+        ("Deploying to Production", "deploying-to-production"),
+        ("Café Münster — Straße", "cafe-munster-straße"),
+        ("Ångström & Œuvre", "angstrom-œuvre"),
+        ("数据库迁移指南", "数据库迁移指南"),
+        ("会议记录 2024/05", "会议记录-2024-05"),
+        ("がぎぐ", "がぎぐ"),
+        ("Ｆｕｌｌ Ｗｉｄｔｈ", "full-width"),
+        ("v1.10 ../etc/passwd", "v1-10-etc-passwd"),
+        ("...", "untitled"),
+        ("", "untitled"),
+    ],
+)
+def test_slugify(title, slug):
+    assert slugify(title) == slug
+
+
+def test_slugify_cuts_long_titles_without_a_trailing_hyphen():
+    slug = slugify("word " * 40, max_len=12)
+    assert slug == "word-word-wo"
+    assert len(slugify("词" * 100)) == 60
+
+
+def test_unique_slug_counts_up():
+    assert unique_slug("a", set()) == "a"
+    assert unique_slug("a", {"a"}) == "a-2"
+    assert unique_slug("a", {"a", "a-2", "a-3"}) == "a-4"
