@@ -83,8 +83,16 @@ def test_a_hand_edited_article_gets_defaults_and_dates_stay_iso_strings(kb):
     article = read_article(kb, "wiki/topic/hand.md")
 
     assert article == Article(
-        path="wiki/topic/hand.md", title="Hand", type="topic", summary="", tags=["a", "b"],
-        sources=[], created="", updated="2024-06-01", body="Body\n", keys=[],
+        path="wiki/topic/hand.md",
+        title="Hand",
+        type="topic",
+        summary="",
+        tags=["a", "b"],
+        sources=[],
+        created="",
+        updated="2024-06-01",
+        body="Body\n",
+        keys=[],
     )
 
 

@@ -33,8 +33,11 @@ def test_raw_round_trip_keeps_the_text_byte_for_byte(kb):
     assert read_raw(kb, rel) == src
     assert list_raw(kb) == [rel]
     head = (kb.root / rel).read_text().split("---\n")[1]
-    assert head.splitlines()[:3] == ["title: 'Stand-up: no'", "origin: /home/me/notes/standup.md",
-                                     "kind: transcript"]
+    assert head.splitlines()[:3] == [
+        "title: 'Stand-up: no'",
+        "origin: /home/me/notes/standup.md",
+        "kind: transcript",
+    ]
 
 
 def test_raw_refuses_a_slug_that_is_a_path(kb):

@@ -1,0 +1,108 @@
+import pytest
+
+from wiki import (
+    Article,
+    CatalogEntry,
+    build_catalog,
+    entry_for,
+    format_entry,
+    load_catalog,
+    parse_master_index,
+    write_article,
+    write_indexes,
+)
+
+ENTRIES = [
+    CatalogEntry("wiki/topic/search.md", "Search", "How lookups work.", [], "topic", ["infra"]),
+    CatalogEntry(
+        "wiki/process/release.md",
+        "Release [v1.10]",
+        "What ships | when",
+        ["billing-api", "Smith, John", "a|b"],
+        "process",
+        ["infra", "release"],
+    ),
+    CatalogEntry("wiki/decision/empty.md", "No summary", "", ["k"], "decision", []),
+]
+
+
+def test_master_index_line_format():
+    entry = CatalogEntry(
+        "wiki/process/release.md", "Release checklist", "What ships when.", ["billing", "auth"]
+    )
+    assert format_entry(entry) == (
+        "- [Release checklist](wiki/process/release.md) — What ships when. | keys: billing, auth"
+    )
+    entry.keys = []
+    assert (
+        format_entry(entry) == "- [Release checklist](wiki/process/release.md) — What ships when."
+    )
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.path)
+def test_parse_is_the_inverse_of_format(entry):
+    untagged = CatalogEntry(entry.path, entry.title, entry.summary, entry.keys, entry.type, [])
+    assert parse_master_index(format_entry(untagged)) == [untagged]
+
+
+def test_parse_tolerates_hand_edits():
+    text = (
+        "# Master index\n\nSome words a person added.\n\n"
+        "* [Search](wiki/topic/search.md) - How lookups work.   |  keys: a ,b\r\n"
+        "- [Bare](wiki/topic/bare.md)\n"
+        "- not an entry\n"
+    )
+    assert parse_master_index(text) == [
+        CatalogEntry("wiki/topic/search.md", "Search", "How lookups work.", ["a", "b"], "topic"),
+        CatalogEntry("wiki/topic/bare.md", "Bare", "", [], "topic"),
+    ]
+
+
+def test_write_indexes_is_deterministic_and_loads_back(kb):
+    write_indexes(kb, ENTRIES)
+    master = kb.master_index_path.read_bytes()
+    topics = kb.topics_path.read_bytes()
+
+    write_indexes(kb, list(reversed(ENTRIES)))
+
+    assert kb.master_index_path.read_bytes() == master
+    assert kb.topics_path.read_bytes() == topics
+    lines = master.decode().splitlines()
+    assert lines[0] == "# Master index"
+    entry_lines = [line for line in lines if line.startswith("- [")]
+    assert [line.split("](")[1].split(")")[0] for line in entry_lines] == sorted(
+        e.path for e in ENTRIES
+    )
+    text = topics.decode()
+    assert text.index("## infra") < text.index("## release")
+    assert "## infra\n\n- [Release \\[v1.10\\]](wiki/process/release.md)\n" in text
+    assert load_catalog(kb) == sorted(ENTRIES, key=lambda e: e.path)
+
+
+def test_load_catalog_is_empty_without_an_index(kb):
+    assert load_catalog(kb) == []
+
+
+def test_entries_from_articles_derive_keys_from_tables(kb):
+    body = "| Name | Role |\n|---|---|\n| Ann | lead |\n| Bo | dev |\n"
+    article = Article(
+        "wiki/team/people.md",
+        "People",
+        "team",
+        "Who does what.",
+        ["team", "org"],
+        ["raw/a.md"],
+        "2024-01-01",
+        "2024-01-01",
+        body,
+    )
+    write_article(kb, article)
+
+    assert entry_for(article) == CatalogEntry(
+        "wiki/team/people.md", "People", "Who does what.", ["Ann", "Bo"], "team", ["org", "team"]
+    )
+    write_indexes(kb, build_catalog(kb))
+    assert load_catalog(kb) == [entry_for(article)]
+    assert "- [People](wiki/team/people.md) — Who does what. | keys: Ann, Bo\n" in (
+        kb.master_index_path.read_text()
+    )
