@@ -1,0 +1,32 @@
+"""The article types of a knowledge base, frozen in kb-ai.toml on first use.
+
+Freezing keeps a wiki's layout stable: a new prompt version or model must not start
+filing into a different set of folders. A team may edit the list by hand.
+"""
+
+from __future__ import annotations
+
+import json
+
+from compiler.classify import DEFAULT_CATEGORIES
+from kb_ai.errors import ConfigError
+from kb_ai.settings import Settings
+from wiki import KnowledgeBase, atomic_write_text, slugify
+
+
+def ensure_categories(kb: KnowledgeBase, settings: Settings) -> list[str]:
+    """The KB's categories; on the first compile, the defaults are written to kb-ai.toml."""
+    if settings.categories:
+        cats = [slugify(c) for c in settings.categories]
+        if len(set(cats)) != len(cats):
+            raise ConfigError("categories in kb-ai.toml must be distinct", hint=str(cats))
+        return cats
+    text = kb.config_path.read_text(encoding="utf-8") if kb.config_path.is_file() else ""
+    line = f"categories = {json.dumps(list(DEFAULT_CATEGORIES))}\n"
+    if text and not text.endswith("\n"):
+        text += "\n"
+    atomic_write_text(
+        kb.config_path,
+        text + "# Article types, frozen on the first compile (edit with care).\n" + line,
+    )
+    return list(DEFAULT_CATEGORIES)

@@ -1,0 +1,171 @@
+"""Extract: one model call per chunk, turning a source into structured notes."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from compiler.schemas import EXTRACTION_SCHEMA
+from compiler.sources import Source
+from kb_ai.errors import LLMOutputError
+from kb_ai.llm import LLM
+from kb_ai.prompts import PromptLibrary
+
+LIST_FIELDS = (
+    "topics",
+    "concepts",
+    "entities",
+    "decisions",
+    "facts",
+    "enumerations",
+    "action_items",
+)
+
+
+@dataclass
+class Extraction:
+    title: str = ""
+    summary: str = ""
+    topics: list[str] = field(default_factory=list)
+    concepts: list[dict[str, str]] = field(default_factory=list)
+    entities: list[dict[str, str]] = field(default_factory=list)
+    decisions: list[dict[str, str]] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+    enumerations: list[dict[str, Any]] = field(default_factory=list)
+    action_items: list[dict[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def from_data(cls, data: Any) -> Extraction:
+        """Validate a reply (or a stored record) into an Extraction, dropping malformed items."""
+        if not isinstance(data, dict):
+            raise LLMOutputError("extraction is not a JSON object")
+        ex = cls(title=_s(data.get("title")), summary=_s(data.get("summary")))
+        ex.topics = _strings(data.get("topics"))
+        ex.facts = _strings(data.get("facts"))
+        ex.concepts = _records(data.get("concepts"), ("name", "description"))
+        ex.entities = _records(data.get("entities"), ("name", "kind", "description"))
+        ex.decisions = _records(data.get("decisions"), ("what", "why", "who"))
+        ex.action_items = _records(data.get("action_items"), ("what", "who"))
+        ex.enumerations = [
+            {"name": _s(e.get("name")), "items": _strings(e.get("items"))}
+            for e in data.get("enumerations") or []
+            if isinstance(e, dict) and _strings(e.get("items"))
+        ]
+        return ex
+
+    def is_empty(self) -> bool:
+        return not self.summary and not any(getattr(self, f) for f in LIST_FIELDS)
+
+    def merge(self, other: Extraction) -> Extraction:
+        """Combine the extractions of two chunks of one source, in order, without duplicates."""
+        out = Extraction(
+            title=self.title or other.title,
+            summary=" ".join(s for s in (self.summary, other.summary) if s)[:800],
+        )
+        for name in LIST_FIELDS:
+            merged: list[Any] = []
+            for item in [*getattr(self, name), *getattr(other, name)]:
+                if item not in merged:
+                    merged.append(item)
+            setattr(out, name, merged)
+        return out
+
+    def as_data(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def names(self) -> list[str]:
+        """The subjects this extraction covers, for ranking and classification."""
+        names = [c["name"] for c in self.concepts] + [e["name"] for e in self.entities]
+        names += [d["what"][:80] for d in self.decisions]
+        return [n for n in dict.fromkeys(names) if n][:20]
+
+    def to_markdown(self) -> str:
+        """The material as compact Markdown, for the writer."""
+        out: list[str] = []
+        if self.summary:
+            out.append(f"Summary: {self.summary}")
+        if self.decisions:
+            out.append("Decisions:")
+            for d in self.decisions:
+                line = f"- {d['what']}"
+                if d.get("why"):
+                    line += f" Why: {d['why']}"
+                if d.get("who"):
+                    line += f" (by {d['who']})"
+                out.append(line)
+        if self.concepts:
+            out.append("Concepts:")
+            out += [f"- {c['name']}: {c['description']}" for c in self.concepts]
+        if self.entities:
+            out.append("Entities:")
+            out += [
+                f"- {e['name']}"
+                + (f" ({e['kind']})" if e.get("kind") else "")
+                + (f": {e['description']}" if e.get("description") else "")
+                for e in self.entities
+            ]
+        if self.facts:
+            out.append("Facts:")
+            out += [f"- {f}" for f in self.facts]
+        for e in self.enumerations:
+            out.append(f"Complete list, {e['name'] or 'items'} (keep every item, in order):")
+            out += [f"  {i}. {item}" for i, item in enumerate(e["items"], 1)]
+        if self.action_items:
+            out.append("Action items:")
+            out += [
+                f"- {a['what']}" + (f" (owner: {a['who']})" if a.get("who") else "")
+                for a in self.action_items
+            ]
+        return "\n".join(out)
+
+
+def _s(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return list(dict.fromkeys(s for v in value if (s := _s(v))))
+
+
+def _records(value: Any, keys: tuple[str, ...]) -> list[dict[str, str]]:
+    if not isinstance(value, list):
+        return []
+    out = []
+    for item in value:
+        if isinstance(item, dict) and _s(item.get(keys[0])):
+            record = {k: _s(item.get(k)) for k in keys}
+            if record not in out:
+                out.append(record)
+    return out
+
+
+async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Extraction:
+    """Extract every chunk of a source (concurrently; merged in chunk order)."""
+    count = len(source.chunks)
+
+    async def one(index: int, chunk: str) -> Extraction:
+        messages = prompts.render(
+            "extract",
+            title=source.title,
+            kind=source.kind,
+            chunk_index=index + 1,
+            chunk_count=count,
+            text=chunk,
+        )
+        reply = await llm.complete(
+            messages, stage="extract", schema=EXTRACTION_SCHEMA, schema_name="extraction"
+        )
+        return Extraction.from_data(reply.data)
+
+    parts = await asyncio.gather(*(one(i, c) for i, c in enumerate(source.chunks)))
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.merge(part)
+    if result.is_empty():
+        raise LLMOutputError("the model extracted nothing from this source")
+    if not result.title:
+        result.title = source.title
+    return result

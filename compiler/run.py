@@ -1,0 +1,509 @@
+"""One compile run: sources -> extract -> classify -> write -> index -> one git commit.
+
+Work runs concurrently (the LLM client bounds how many calls are in flight), but every
+decision that combines results is taken in input order, so the same input gives the
+same wiki whichever call finishes first. Ctrl-C cancels what is in flight and commits
+what finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextlib import closing, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from compiler.categories import ensure_categories
+from compiler.classify import CatalogRanker, Target, classify_source
+from compiler.extract import Extraction, extract_source
+from compiler.sources import Source, discover, file_checksum, read_source
+from compiler.write import Material, compile_article
+from kb_ai.errors import KbAiError
+from kb_ai.llm import LLM, Usage, open_llm
+from kb_ai.prompts import PromptLibrary
+from kb_ai.settings import Settings
+from wiki import (
+    ExtractionRecord,
+    KnowledgeBase,
+    RawSource,
+    all_sources,
+    append_log,
+    build_catalog,
+    commit_all,
+    entry_for,
+    load_catalog,
+    open_state,
+    read_article,
+    read_extraction,
+    record_run,
+    slugify,
+    source_articles,
+    unique_slug,
+    upsert_source,
+    write_extraction,
+    write_indexes,
+    write_raw,
+)
+from wiki import write_article as store_article
+
+PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
+ProgressFn = Callable[..., None]
+
+
+@dataclass
+class Failure:
+    source: str
+    error: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"source": self.source, "error": self.error}
+
+
+@dataclass
+class CompileResult:
+    sources: int = 0
+    compiled: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    commit: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    interrupted: bool = False
+    duration_s: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sources": self.sources,
+            "compiled": self.compiled,
+            "skipped": self.skipped,
+            "failed": [f.as_dict() for f in self.failed],
+            "created": self.created,
+            "updated": self.updated,
+            "commit": self.commit,
+            "usage": self.usage.as_dict(),
+            "interrupted": self.interrupted,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+
+@dataclass
+class _Work:
+    """One source on its way through extract and classify."""
+
+    source: Source
+    slug: str
+    raw_path: str
+    previous_articles: list[str]
+    previous_text: str | None = None
+    extraction: Extraction | None = None
+    targets: list[Target] = field(default_factory=list)
+    error: str | None = None
+
+
+def extraction_version() -> str:
+    return PROMPTS.version("extract")
+
+
+class Compiler:
+    """Compiles sources into one knowledge base. One instance per run."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        settings: Settings,
+        *,
+        llm_factory: Callable[..., LLM] = open_llm,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.kb = kb
+        self.settings = settings
+        self.llm_factory = llm_factory
+        self.progress = progress or (lambda *a, **k: None)
+        self.interrupted = False
+        self._live: list[asyncio.Task] = []
+        self._llm: LLM | None = None
+
+    # -- entry points ---------------------------------------------------------------
+
+    async def compile_paths(
+        self, paths: Iterable[str | Path], *, force: bool = False
+    ) -> CompileResult:
+        started = time.monotonic()
+        candidates, problems = discover(paths)
+        result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
+        with closing(open_state(self.kb)) as conn:
+            known = all_sources(conn)
+        pending: list[Source] = []
+        for cand in candidates:
+            try:
+                checksum, data = file_checksum(cand.path, self.settings.max_source_bytes)
+                row = known.get(cand.origin)
+                if (
+                    not force
+                    and row is not None
+                    and row["checksum"] == checksum
+                    and row["status"] == "ok"
+                ):
+                    result.skipped.append(cand.origin)
+                    continue
+                pending.append(
+                    read_source(
+                        cand,
+                        max_bytes=self.settings.max_source_bytes,
+                        chunk_chars=self.settings.chunk_chars,
+                        data=data,
+                        checksum=checksum,
+                    )
+                )
+            except KbAiError as exc:
+                result.failed.append(Failure(cand.origin, str(exc)))
+        result.sources = len(candidates)
+        return await self._compile(pending, result, started, known)
+
+    async def compile_sources(
+        self, sources: Sequence[Source], *, force: bool = False
+    ) -> CompileResult:
+        """Compile sources handed over directly (the web queue, agent hooks)."""
+        started = time.monotonic()
+        result = CompileResult(sources=len(sources))
+        with closing(open_state(self.kb)) as conn:
+            known = all_sources(conn)
+        pending = []
+        for src in sources:
+            row = known.get(src.origin)
+            if (
+                not force
+                and row is not None
+                and row["checksum"] == src.checksum
+                and row["status"] == "ok"
+            ):
+                result.skipped.append(src.origin)
+            else:
+                pending.append(src)
+        return await self._compile(pending, result, started, known)
+
+    # -- the run ---------------------------------------------------------------------
+
+    async def _compile(
+        self, pending: list[Source], result: CompileResult, started: float, known: dict
+    ) -> CompileResult:
+        run_started = datetime.now(UTC)
+        if pending:
+            self._install_interrupt()
+            try:
+                await self._run_pipeline(pending, result, known)
+            finally:
+                self._remove_interrupt()
+            if self._llm is not None:
+                result.usage = self._llm.usage
+        result.interrupted = self.interrupted
+        result.duration_s = time.monotonic() - started
+        with closing(open_state(self.kb)) as conn:
+            record_run(
+                conn,
+                run_started.isoformat(),
+                datetime.now(UTC).isoformat(),
+                result.as_dict(),
+                result.commit,
+            )
+        return result
+
+    async def _run_pipeline(
+        self, pending: list[Source], result: CompileResult, known: dict
+    ) -> None:
+        llm = self._llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
+        categories = ensure_categories(self.kb, self.settings)
+        catalog = load_catalog(self.kb) or build_catalog(self.kb)
+        ranker = CatalogRanker(catalog)
+        existing_paths = {e.path for e in catalog}
+        work = self._allocate(pending, known)
+        self.progress("stage", name="extract", total=len(work))
+
+        async def prepare(w: _Work) -> None:
+            await self._prepare(llm, w, ranker, categories)
+            self.progress("advance", name="extract")
+
+        outcomes = await self._run_all(prepare(w) for w in work)
+        for w, outcome in zip(work, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                w.error = str(outcome)
+            elif outcome is _CANCELLED:
+                w.error = "interrupted before it finished"
+        plan = self._plan(work, existing_paths)
+        if self.interrupted:
+            plan = {}
+        self.progress("stage", name="write", total=len(plan))
+        written: set[str] = set()  # stored on disk: what the run commits, whatever else happens
+
+        async def write(path: str, target: Target, material: list[Material]) -> None:
+            existing = read_article(self.kb, path) if target.exists else None
+            article = await compile_article(
+                llm,
+                PROMPTS,
+                target,
+                material,
+                existing,
+                patch_threshold=self.settings.patch_threshold_chars,
+            )
+            store_article(self.kb, article)
+            written.add(path)
+            self.progress("advance", name="write")
+
+        items = list(plan.items())
+        outcomes = await self._run_all(write(p, t, m) for p, (t, m, _) in items)
+        article_errors: dict[str, str] = {}
+        for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
+            if path in written:
+                written.add(path)
+                (result.updated if target.exists else result.created).append(path)
+            else:
+                reason = "interrupted" if outcome is _CANCELLED else str(outcome)
+                article_errors[path] = f"writing {path} failed: {reason}"
+        self._finish(work, plan, written, article_errors, result)
+
+    def _allocate(self, pending: list[Source], known: dict) -> list[_Work]:
+        """Raw slugs are handed out in input order, before anything runs concurrently."""
+        taken = {PurePosixPath(p).stem for p in (r["raw_path"] for r in known.values()) if p}
+        work = []
+        for src in pending:
+            row = known.get(src.origin)
+            if row is not None and row["raw_path"]:
+                raw_path = row["raw_path"]
+                slug = PurePosixPath(raw_path).stem
+                previous = source_articles(row)
+            else:
+                slug = unique_slug(slugify(src.title), taken)
+                raw_path = f"raw/{slug}.md"
+                previous = []
+            taken.add(slug)
+            work.append(_Work(src, slug, raw_path, previous))
+        return work
+
+    async def _prepare(
+        self, llm: LLM, w: _Work, ranker: CatalogRanker, categories: Sequence[str]
+    ) -> None:
+        src = w.source
+        model = self.settings.model or ""
+        version = extraction_version()
+        old = self._read_previous_extraction(w.raw_path, w.slug)
+        write_raw(
+            self.kb,
+            RawSource(
+                slug=w.slug,
+                title=src.title,
+                origin=src.origin,
+                kind=src.kind,
+                checksum=src.checksum,
+                ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                text=src.text,
+            ),
+        )
+        reusable = (
+            old is not None
+            and old.source_checksum == src.checksum
+            and old.model == model
+            and old.prompt_version == version
+        )
+        if reusable:  # an interrupted or failed run already paid for this extraction
+            w.extraction = Extraction.from_data(old.data)
+        else:
+            w.extraction = await extract_source(llm, PROMPTS, src)
+            write_extraction(
+                self.kb,
+                w.slug,
+                ExtractionRecord(
+                    source=w.raw_path,
+                    source_checksum=src.checksum,
+                    model=model,
+                    prompt_version=version,
+                    extracted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    data=w.extraction.as_data(),
+                ),
+            )
+            if old is not None and old.source_checksum != src.checksum and w.previous_articles:
+                w.previous_text = Extraction.from_data(old.data).to_markdown()
+        w.targets = await classify_source(
+            llm,
+            PROMPTS,
+            source_title=src.title,
+            extraction=w.extraction,
+            ranker=ranker,
+            categories=categories,
+            budget_chars=self.settings.catalog_budget_chars,
+        )
+
+    def _read_previous_extraction(self, raw_path: str, slug: str) -> ExtractionRecord | None:
+        path = self.kb.extraction_dir / f"{slug}.md"
+        if not path.is_file():
+            return None
+        try:
+            return read_extraction(self.kb, f"extraction/{slug}.md")
+        except KbAiError:
+            return None
+
+    def _plan(
+        self, work: list[_Work], existing: set[str]
+    ) -> dict[str, tuple[Target, list[Material], list[int]]]:
+        """Group material by article, in input order; the first creator of a subject wins."""
+        plan: dict[str, tuple[Target, list[Material], list[int]]] = {}
+        by_slug: dict[str, str] = {PurePosixPath(p).stem: p for p in existing}
+        for i, w in enumerate(work):
+            if w.error or w.extraction is None:
+                continue
+            text = w.extraction.to_markdown()
+            targets = list(w.targets)
+            for (
+                old
+            ) in w.previous_articles:  # a revised source must be able to take back what it said
+                if old in existing and all(t.path != old for t in targets):
+                    targets.append(Target(old, "", "", exists=True))
+            for t in targets:
+                slug = PurePosixPath(t.path).stem
+                path = by_slug.setdefault(slug, t.path)
+                if path != t.path or (path in plan and not t.exists):
+                    t = plan[path][0] if path in plan else Target(path, t.title, t.type, True)
+                revised = w.previous_text is not None and path in w.previous_articles
+                material = Material(w.raw_path, text, revised, w.previous_text if revised else None)
+                entry = plan.setdefault(path, (t, [], []))
+                entry[1].append(material)
+                entry[2].append(i)
+        return plan
+
+    def _finish(
+        self,
+        work: list[_Work],
+        plan: dict,
+        written: set[str],
+        article_errors: dict[str, str],
+        result: CompileResult,
+    ) -> None:
+        model = self.settings.model or ""
+        version = extraction_version()
+        articles_of: dict[int, list[str]] = {}
+        for path, (_, _, indexes) in plan.items():
+            for i in indexes:
+                articles_of.setdefault(i, []).append(path)
+        with closing(open_state(self.kb)) as conn:
+            for i, w in enumerate(work):
+                paths = articles_of.get(i, [])
+                error = w.error or next(
+                    (article_errors[p] for p in paths if p in article_errors), None
+                )
+                if error is None and not paths:
+                    error = (
+                        "interrupted before it finished"
+                        if self.interrupted
+                        else "no article was planned"
+                    )
+                if error is None:
+                    result.compiled.append(w.source.origin)
+                else:
+                    result.failed.append(Failure(w.source.origin, error))
+                upsert_source(
+                    conn,
+                    w.source.origin,
+                    raw_path=w.raw_path,
+                    checksum=w.source.checksum,
+                    model=model,
+                    prompt_version=version,
+                    status="ok" if error is None else "failed",
+                    error=error,
+                    articles=sorted(set(paths) | set(w.previous_articles))
+                    if error is None
+                    else w.previous_articles,
+                )
+        if written:
+            entries = build_catalog(self.kb)
+            write_indexes(self.kb, entries)
+            self._update_search([entry_for(read_article(self.kb, p)) for p in sorted(written)])
+        self._log(result)
+        result.commit = commit_all(self.kb, self._commit_message(result))
+
+    def _update_search(self, entries: list) -> None:
+        try:
+            from wiki.search import SearchIndex, search_doc_for
+        except ImportError:  # the search index lands with the ask issue
+            return
+        with closing(open_state(self.kb)) as conn:
+            SearchIndex(conn).upsert(search_doc_for(self.kb, e) for e in entries)
+
+    def _log(self, result: CompileResult) -> None:
+        lines = [
+            f"sources: {len(result.compiled)} compiled, {len(result.skipped)} unchanged, {len(result.failed)} failed"
+        ]
+        lines += [f"created {p}" for p in result.created]
+        lines += [f"updated {p}" for p in result.updated]
+        lines += [f"failed {f.source}: {f.error}" for f in result.failed]
+        if self.interrupted:
+            lines.append("interrupted: the rest will be compiled by the next run")
+        append_log(self.kb, "compile", lines)
+
+    @staticmethod
+    def _commit_message(result: CompileResult) -> str:
+        head = (
+            f"compile: {len(result.compiled)} source(s), {len(result.created)} created, "
+            f"{len(result.updated)} updated"
+        )
+        if result.failed:
+            head += f", {len(result.failed)} failed"
+        body = [
+            *(f"created {p}" for p in result.created),
+            *(f"updated {p}" for p in result.updated),
+        ]
+        return head + ("\n\n" + "\n".join(body) if body else "")
+
+    # -- concurrency and interruption -------------------------------------------------
+
+    async def _run_all(self, coros: Iterable[Awaitable[None]]) -> list[Any]:
+        """Run concurrently; each outcome is None, the KbAiError raised, or _CANCELLED."""
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        if self.interrupted:
+            for t in tasks:
+                t.cancel()
+        self._live = tasks
+        if tasks:
+            await asyncio.wait(tasks)
+        self._live = []
+        outcomes: list[Any] = []
+        for t in tasks:
+            if t.cancelled():
+                outcomes.append(_CANCELLED)
+            elif isinstance(t.exception(), KbAiError):
+                outcomes.append(t.exception())
+            elif t.exception() is not None:
+                raise t.exception()  # a bug, not a model or input failure: let it surface
+            else:
+                outcomes.append(None)
+        return outcomes
+
+    def interrupt(self) -> None:
+        """Stop: cancel what is in flight; what finished is still indexed and committed."""
+        self.interrupted = True
+        for t in self._live:
+            t.cancel()
+        self._remove_interrupt()  # a second Ctrl-C stops at once
+
+    def _install_interrupt(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            with suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self.interrupt)
+
+    def _remove_interrupt(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            with suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+
+class _Cancelled:
+    def __repr__(self) -> str:
+        return "<cancelled>"
+
+
+_CANCELLED = _Cancelled()

@@ -1,0 +1,249 @@
+"""Sources: find the files to compile, read them safely, normalise them to text, chunk them.
+
+Every way a file can be unusable (missing, binary, empty, too large, not UTF-8) becomes a
+SourceError with a message that says what to do; the run reports it and goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb_ai.errors import SourceError, UsageError
+
+# Extensions picked up when a directory is given. A file named explicitly is read
+# whatever its extension, as long as it is text.
+TEXT_EXTENSIONS = frozenset(
+    {
+        ".md",
+        ".markdown",
+        ".mdown",
+        ".mkd",
+        ".txt",
+        ".text",
+        ".rst",
+        ".adoc",
+        ".asciidoc",
+        ".org",
+        ".textile",
+        ".wiki",
+    }
+)
+KIND_BY_EXTENSION = {".md": "note", ".markdown": "note", ".txt": "note", ".rst": "document"}
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
+_RST_TITLE = re.compile(r"^(?:([=\-~^*#+])\1{2,}\n)?(\S[^\n]*)\n([=\-~^*#+])\3{2,}\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input, read and normalised."""
+
+    origin: str  # where it came from: a resolved path, or a name given by the caller
+    title: str
+    kind: str  # note | document | transcript
+    text: str  # normalised: UTF-8, \n line ends, no BOM
+    checksum: str  # sha256 of the original bytes
+    size: int = 0
+    chunks: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file found on disk, not read yet (reading is deferred so unchanged files cost a hash)."""
+
+    path: Path
+    origin: str
+
+
+def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[str, str]]]:
+    """Expand the given files and directories into candidates.
+
+    Returns (candidates in a stable order, problems as (path, message)). A directory
+    contributes its text files (hidden files and directories skipped); a file given by
+    name is always a candidate.
+    """
+    found: dict[str, Candidate] = {}
+    problems: list[tuple[str, str]] = []
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if not p.exists():
+            problems.append((str(raw), f"{raw}: no such file or directory"))
+            continue
+        if p.is_dir():
+            files = sorted(_walk(p))
+            if not files:
+                exts = ", ".join(sorted(TEXT_EXTENSIONS)[:6])
+                problems.append(
+                    (str(raw), f"{raw}: nothing to compile here (looked for {exts}, ...)")
+                )
+            for f in files:
+                origin = str(f.resolve())
+                found.setdefault(origin, Candidate(f, origin))
+        elif p.is_file():
+            origin = str(p.resolve())
+            found.setdefault(origin, Candidate(p, origin))
+        else:
+            problems.append((str(raw), f"{raw}: not a regular file"))
+    return list(found.values()), problems
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            path = Path(dirpath) / name
+            if path.suffix.lower() in TEXT_EXTENSIONS and path.is_file():
+                yield path
+
+
+def file_checksum(path: Path, max_bytes: int) -> tuple[str, bytes]:
+    """(sha256, bytes) of a file, refusing files over max_bytes before reading them."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read it ({exc.strerror})") from exc
+    if size > max_bytes:
+        raise SourceError(
+            f"{path}: {size:,} bytes is over the {max_bytes:,}-byte limit",
+            hint="split it, or raise max_source_bytes in kb-ai.toml",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read it ({exc.strerror})") from exc
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """UTF-8 text with normalised line ends, or a SourceError saying why not."""
+    if not data.strip():
+        raise SourceError(f"{name}: the file is empty")
+    head = data[:8192]
+    if b"\x00" in head:
+        raise SourceError(f"{name}: looks like a binary file", hint="only text files compile")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"{name}: not valid UTF-8 (byte {exc.start})",
+            hint="convert it first, e.g. iconv -f latin1 -t utf-8",
+        ) from exc
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\t\f\v")
+    if controls > 0.05 * min(len(text), 8192):
+        raise SourceError(f"{name}: looks like a binary file", hint="only text files compile")
+    if not text.strip():
+        raise SourceError(f"{name}: the file is empty")
+    return text
+
+
+def guess_title(text: str, fallback: str) -> str:
+    m = _HEADING.search(text[:4000])
+    if m:
+        return _clean_title(m.group(2))
+    m = _RST_TITLE.search(text[:4000])
+    if m:
+        return _clean_title(m.group(2))
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if 0 < len(first) <= 80 and not first.endswith((".", ",", ";", ":")):
+        return _clean_title(first)
+    stem = re.sub(r"[-_]+", " ", fallback).strip()
+    return stem[:1].upper() + stem[1:] if stem else "Untitled"
+
+
+def _clean_title(title: str) -> str:
+    return re.sub(r"[*_`]+", "", title).strip()[:120] or "Untitled"
+
+
+def chunk_text(text: str, limit: int) -> list[str]:
+    """Split text into pieces of at most ``limit`` characters, at headings, then paragraphs,
+    then lines, so no piece ends mid-sentence when it can be helped."""
+    if len(text) <= limit:
+        return [text]
+    for splitter in (r"\n(?=#{1,3} )", r"\n\s*\n", r"\n"):
+        parts = re.split(splitter, text)
+        if len(parts) > 1:
+            break
+    else:
+        return [text[i : i + limit] for i in range(0, len(text), limit)]
+    chunks: list[str] = []
+    current = ""
+    for part in parts:
+        if len(part) > limit:
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.extend(chunk_text(part, limit))
+            continue
+        joined = f"{current}\n\n{part}" if current else part
+        if len(joined) > limit:
+            chunks.append(current)
+            current = part
+        else:
+            current = joined
+    if current:
+        chunks.append(current)
+    return [c for c in chunks if c.strip()]
+
+
+def read_source(
+    candidate: Candidate,
+    *,
+    max_bytes: int,
+    chunk_chars: int,
+    data: bytes | None = None,
+    checksum: str | None = None,
+) -> Source:
+    """Read one candidate into a normalised Source (raises SourceError)."""
+    if data is None or checksum is None:
+        checksum, data = file_checksum(candidate.path, max_bytes)
+    name = str(candidate.path)
+    text = decode_text(data, name)
+    kind = KIND_BY_EXTENSION.get(candidate.path.suffix.lower(), "document")
+    title = guess_title(text, candidate.path.stem)
+    return Source(
+        origin=candidate.origin,
+        title=title,
+        kind=kind,
+        text=text,
+        checksum=checksum,
+        size=len(data),
+        chunks=chunk_text(text, chunk_chars),
+    )
+
+
+def source_from_text(
+    origin: str,
+    title: str,
+    text: str,
+    *,
+    kind: str = "note",
+    chunk_chars: int,
+    max_bytes: int,
+) -> Source:
+    """A Source from text handed over directly (the web form, a hook)."""
+    data = text.encode("utf-8")
+    if len(data) > max_bytes:
+        raise SourceError(
+            f"{origin}: {len(data):,} bytes is over the {max_bytes:,}-byte limit",
+            hint="split it, or raise max_source_bytes in kb-ai.toml",
+        )
+    clean = decode_text(data, origin)
+    if not origin:
+        raise UsageError("a source needs a name")
+    return Source(
+        origin=origin,
+        title=title.strip()[:120] or guess_title(clean, origin),
+        kind=kind,
+        text=clean,
+        checksum=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        chunks=chunk_text(clean, chunk_chars),
+    )

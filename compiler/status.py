@@ -1,0 +1,75 @@
+"""`kb-ai status`: what the knowledge base holds and what is out of date."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from compiler.run import extraction_version
+from kb_ai.llm import usage_totals
+from kb_ai.settings import Settings
+from wiki import KnowledgeBase, all_sources, last_run, list_articles, open_state
+
+
+def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
+    """A report of sources, articles, staleness, the last run and model use so far.
+
+    Stale means one of: the source file changed on disk since it was compiled, it is
+    gone, or it was extracted by another model or prompt version (lag: reported, never
+    recompiled behind the user's back).
+    """
+    version = extraction_version()
+    with closing(open_state(kb)) as conn:
+        rows = all_sources(conn)
+        run = last_run(conn)
+    failed, changed, missing, lag = [], [], [], []
+    for origin, row in sorted(rows.items()):
+        if row["status"] != "ok":
+            failed.append({"source": origin, "error": row["error"] or "unknown error"})
+        path = Path(origin)
+        if path.is_absolute():
+            if not path.is_file():
+                missing.append(origin)
+            elif _sha256(path) != row["checksum"]:
+                changed.append(origin)
+        if row["status"] == "ok" and (
+            row["prompt_version"] != version
+            or (settings.model and row["model"] and row["model"] != settings.model)
+        ):
+            lag.append(origin)
+    last = None
+    if run is not None:
+        summary = json.loads(run["summary"]) if run["summary"] else {}
+        last = {
+            "started_at": run["started_at"],
+            "finished_at": run["finished_at"],
+            "commit": run["commit_sha"],
+            "compiled": summary.get("compiled", []),
+            "failed": summary.get("failed", []),
+            "skipped": summary.get("skipped", []),
+        }
+    return {
+        "kb": str(kb.root),
+        "model": settings.model,
+        "prompt_version": version,
+        "articles": len(list_articles(kb)),
+        "sources": {
+            "total": len(rows),
+            "ok": sum(1 for r in rows.values() if r["status"] == "ok"),
+            "failed": len(failed),
+        },
+        "failed": failed,
+        "stale": {"changed": changed, "missing": missing, "lag": lag},
+        "last_run": last,
+        "usage": usage_totals(kb.state_db),
+    }
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -1,0 +1,175 @@
+"""Write: one model call per touched article, creating it or merging material into it.
+
+Short articles are rewritten whole with the new material; long ones are merged by
+section patches so that what the model does not touch stays byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from compiler.classify import Target
+from compiler.schemas import ARTICLE_SCHEMA, PATCH_SCHEMA
+from kb_ai.errors import LLMOutputError
+from kb_ai.llm import LLM
+from kb_ai.prompts import PromptLibrary
+from wiki import Article, derive_keys
+
+
+@dataclass(frozen=True)
+class Material:
+    source: str  # raw/<slug>.md
+    text: str  # the extraction as Markdown
+    revised: bool = False
+    previous: str | None = None  # the earlier extraction of a revised source
+
+
+_FENCE = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.S)
+_FRONTMATTER = re.compile(r"^---\n.*?\n---\n", re.S)
+_HEADING = re.compile(r"^(#{2,6})\s+(.+?)\s*#*\s*$")
+
+
+def clean_body(body: str, title: str) -> str:
+    """Undo what models wrap an article in: a fence, frontmatter, the title as a heading."""
+    text = body.strip()
+    m = _FENCE.match(text)
+    if m:
+        text = m.group(1).strip()
+    text = _FRONTMATTER.sub("", text, count=1).strip()
+    lines = text.splitlines()
+    if lines and re.match(r"^#\s+", lines[0]):
+        heading = lines[0].lstrip("#").strip().lower()
+        if heading == title.strip().lower() or len(lines) > 1:
+            text = "\n".join(lines[1:]).strip()
+    return text
+
+
+def _clean_tags(tags: object) -> list[str]:
+    if not isinstance(tags, list):
+        return []
+    out = [re.sub(r"\s+", "-", t.strip().lower().lstrip("#")) for t in tags if isinstance(t, str)]
+    return list(dict.fromkeys(t for t in out if t))[:8]
+
+
+def _summary(value: object, body: str) -> str:
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        first = next((ln for ln in body.splitlines() if ln.strip() and not ln.startswith("#")), "")
+        text = first.strip()
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:199].rstrip() + "…"
+
+
+def split_sections(body: str) -> list[tuple[str | None, str]]:
+    """(heading text or None for the preamble, the section's whole text incl. heading line)."""
+    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    in_code = False
+    for line in body.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        m = None if in_code else _HEADING.match(line)
+        if m:
+            sections.append((m.group(2).strip(), [line]))
+        else:
+            sections[-1][1].append(line)
+    return [
+        (h, "\n".join(lines))
+        for h, lines in sections
+        if h is not None or any(x.strip() for x in lines)
+    ]
+
+
+def apply_patches(body: str, patches: list[dict]) -> str:
+    """Apply section patches; a patch naming an unknown section adds that section."""
+    sections = split_sections(body)
+    for patch in patches:
+        if not isinstance(patch, dict):
+            continue
+        name = str(patch.get("section") or "").strip().lstrip("#").strip()
+        content = str(patch.get("content") or "").strip()
+        op = patch.get("op")
+        if not name or not content:
+            continue
+        index = next(
+            (i for i, (h, _) in enumerate(sections) if h and h.lower() == name.lower()), None
+        )
+        if index is None:
+            sections.append((name, f"## {name}\n\n{content}"))
+            continue
+        heading, text = sections[index]
+        first_line = text.splitlines()[0]
+        if op == "replace":
+            content = clean_body(content, name)
+            sections[index] = (heading, f"{first_line}\n\n{content}")
+        else:
+            sections[index] = (heading, f"{text.rstrip()}\n\n{content}")
+    return "\n\n".join(text.strip() for _, text in sections).strip()
+
+
+async def compile_article(
+    llm: LLM,
+    prompts: PromptLibrary,
+    target: Target,
+    material: list[Material],
+    existing: Article | None,
+    *,
+    patch_threshold: int,
+    today: date | None = None,
+) -> Article:
+    """Create or merge one article from the material; returns it (not yet on disk)."""
+    day = (today or date.today()).isoformat()
+    title = existing.title if existing else target.title
+    kind = existing.type if existing else target.type
+    if existing and len(existing.body) > patch_threshold:
+        sections = [h for h, _ in split_sections(existing.body) if h]
+        messages = prompts.render(
+            "patch",
+            title=title,
+            type=kind,
+            existing=existing.body,
+            sections=sections,
+            material=material,
+        )
+        reply = await llm.complete(
+            messages, stage="write", schema=PATCH_SCHEMA, schema_name="patches"
+        )
+        data = reply.data if isinstance(reply.data, dict) else {}
+        patches = data.get("patches")
+        if not isinstance(patches, list):
+            raise LLMOutputError("the model returned no section patches")
+        body = apply_patches(existing.body, patches)
+    else:
+        messages = prompts.render(
+            "write",
+            title=title,
+            type=kind,
+            existing=existing.body if existing else "",
+            material=material,
+        )
+        reply = await llm.complete(
+            messages, stage="write", schema=ARTICLE_SCHEMA, schema_name="article"
+        )
+        data = reply.data if isinstance(reply.data, dict) else {}
+        raw_body = data.get("body")
+        body = clean_body(raw_body, title) if isinstance(raw_body, str) else ""
+    if not body.strip():
+        raise LLMOutputError(f"the model returned an empty article for {target.path}")
+    sources = list(existing.sources) if existing else []
+    for m in material:
+        if m.source not in sources:
+            sources.append(m.source)
+    tags = _clean_tags(data.get("tags")) or (list(existing.tags) if existing else [])
+    return Article(
+        path=existing.path if existing else target.path,
+        title=title,
+        type=kind,
+        summary=_summary(data.get("summary"), body),
+        tags=tags,
+        sources=sources,
+        created=existing.created if existing else day,
+        updated=day,
+        body=body + "\n",
+        keys=derive_keys(body),
+    )

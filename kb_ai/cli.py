@@ -1,0 +1,224 @@
+"""The `kb-ai` command. It only translates: options into settings, results into text or
+JSON, kb-ai errors into messages and exit statuses. The work lives in compiler/ and
+retrieval/.
+
+Nothing heavy is imported at start-up (litellm takes seconds), so `kb-ai --help` and
+the agent hooks stay fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kb_ai.errors import KbAiError, UsageError
+from kb_ai.settings import Settings, load_settings
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CliError(click.ClickException):
+    """A kb-ai error as the CLI reports it: one line, and the right exit status."""
+
+    def __init__(self, error: KbAiError) -> None:
+        super().__init__(str(error))
+        self.exit_code = EXIT_USAGE if isinstance(error, UsageError) else EXIT_FAILED
+
+
+def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KbAiError as exc:
+            raise CliError(exc) from exc
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+class Context:
+    def __init__(self, kb_dir: str | None, model: str | None) -> None:
+        self.kb_dir = kb_dir
+        self.model = model
+
+    def settings(self, **overrides: Any) -> Settings:
+        overrides.setdefault("model", self.model)
+        return load_settings(self.kb_dir, overrides)
+
+
+pass_context = click.make_pass_decorator(Context)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--kb",
+    "kb_dir",
+    envvar="KB_AI_DIR",
+    metavar="DIR",
+    help="Knowledge base directory [env KB_AI_DIR; default ./kb].",
+)
+@click.option(
+    "--model",
+    envvar="KB_AI_MODEL",
+    metavar="MODEL",
+    help="Model as litellm names it, e.g. openai/gpt-4o-mini [env KB_AI_MODEL].",
+)
+@click.version_option(package_name="kb-ai")
+@click.pass_context
+def main(ctx: click.Context, kb_dir: str | None, model: str | None) -> None:
+    """kb-ai compiles notes, documents and agent transcripts into a git-versioned Markdown
+    wiki, and answers questions from it with citations.
+
+    \b
+    Start:  kb-ai init && kb-ai compile notes/
+    Models: --model or KB_AI_MODEL; KB_AI_API_BASE and KB_AI_API_KEY for any
+            OpenAI-compatible endpoint.
+    """
+    ctx.obj = Context(kb_dir, model)
+
+
+@main.command()
+@pass_context
+@translate_errors
+def init(ctx: Context) -> None:
+    """Create the knowledge base directory as a git repository."""
+    from wiki import KnowledgeBase
+
+    settings = ctx.settings()
+    kb = KnowledgeBase.init(settings.kb_dir)
+    click.echo(f"Knowledge base ready at {kb.root}")
+    click.echo(f"Next: kb-ai --kb {kb.root} compile <files or folders>")
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--model", help="Model for this run (overrides KB_AI_MODEL and kb-ai.toml).")
+@click.option(
+    "--concurrency", type=click.IntRange(1, 256), help="Model calls in flight (default 8)."
+)
+@click.option("--force", is_flag=True, help="Recompile sources even when they are unchanged.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@pass_context
+@translate_errors
+def compile(
+    ctx: Context,
+    paths: tuple[str, ...],
+    model: str | None,
+    concurrency: int | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Compile files and folders into wiki articles; one git commit per run.
+
+    Unchanged sources are skipped without a model call. Exit status: 0 when every
+    source compiled or was unchanged, 1 when some failed, 2 for bad usage, 130 when
+    interrupted (what finished is committed).
+    """
+    from compiler import Compiler
+    from kb_ai.progress import StageProgress
+    from wiki import KnowledgeBase
+
+    settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency)
+    kb = KnowledgeBase.open(settings.kb_dir)
+    show = not as_json and sys.stderr.isatty()
+    with StageProgress(enabled=show) as progress:
+        compiler = Compiler(kb, settings, progress=progress)
+        result = asyncio.run(compiler.compile_paths(paths, force=force))
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
+    else:
+        _print_compile(result)
+    if result.interrupted:
+        sys.exit(EXIT_INTERRUPTED)
+    if result.failed:
+        sys.exit(EXIT_FAILED)
+
+
+def _print_compile(result: Any) -> None:
+    done = len(result.compiled)
+    parts = [f"{len(result.skipped)} unchanged"] if result.skipped else []
+    if result.failed:
+        parts.append(f"{len(result.failed)} failed")
+    extra = f" ({', '.join(parts)})" if parts else ""
+    click.echo(f"Compiled {done} of {result.sources} source(s){extra} in {result.duration_s:.1f} s")
+    for path in result.created:
+        click.echo(f"  created  {path}")
+    for path in result.updated:
+        click.echo(f"  updated  {path}")
+    for failure in result.failed:
+        click.echo(f"  failed   {failure.source}: {failure.error}", err=True)
+    u = result.usage
+    tail = f"{u.calls} model call(s), {u.prompt_tokens:,} prompt tokens, ${u.cost_usd:.4f}"
+    if result.commit:
+        click.echo(f"Commit {result.commit} · {tail}")
+    elif u.calls or done:
+        click.echo(tail)
+    if result.interrupted:
+        click.echo(
+            "Interrupted: what finished is committed; run the command again for the rest.", err=True
+        )
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@pass_context
+@translate_errors
+def status(ctx: Context, as_json: bool) -> None:
+    """Sources, articles, what is stale, the last run, and tokens and cost so far."""
+    from compiler import kb_status
+    from wiki import KnowledgeBase
+
+    settings = ctx.settings()
+    kb = KnowledgeBase.open(settings.kb_dir)
+    report = kb_status(kb, settings)
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False))
+        return
+    click.echo(f"Knowledge base {kb.root}")
+    click.echo(f"  articles  {report['articles']}")
+    s = report["sources"]
+    click.echo(f"  sources   {s['total']} ({s['ok']} compiled, {s['failed']} failed)")
+    for f in report["failed"]:
+        click.echo(f"    failed  {f['source']}: {f['error']}")
+    stale = report["stale"]
+    if stale["changed"]:
+        click.echo(f"  changed on disk since compiled: {len(stale['changed'])} (run kb-ai compile)")
+        for origin in stale["changed"][:10]:
+            click.echo(f"    {origin}")
+    if stale["missing"]:
+        click.echo(f"  missing on disk: {len(stale['missing'])}")
+    if stale["lag"]:
+        click.echo(
+            f"  lag: {len(stale['lag'])} source(s) extracted with another model or prompt "
+            f"(now {report['model'] or 'no model'}, prompt {report['prompt_version']}); "
+            "recompile with: kb-ai compile --force <paths>"
+        )
+    run = report["last_run"]
+    if run:
+        click.echo(
+            f"  last run  {run['finished_at']}: {len(run['compiled'])} compiled, "
+            f"{len(run['failed'])} failed, commit {run['commit'] or '-'}"
+        )
+    else:
+        click.echo("  last run  never (kb-ai compile <paths>)")
+    u = report["usage"]
+    click.echo(
+        f"  model use {u['calls']} call(s), {u['prompt_tokens']:,} prompt + "
+        f"{u['completion_tokens']:,} completion tokens, ${u['cost_usd']:.4f}"
+    )
+
+
+def run() -> None:  # pragma: no cover - console entry for python -m kb_ai
+    main(prog_name="kb-ai")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

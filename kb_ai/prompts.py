@@ -1,0 +1,62 @@
+"""Prompts are Jinja2 files beside the code that renders them.
+
+A prompt file defines two blocks, ``system`` and ``user``; rendering one gives the
+chat messages. Undefined variables fail loudly (StrictUndefined). A prompt's version
+is a hash of its file, recorded with every extraction so a changed prompt shows up as
+lag in ``kb-ai status`` instead of a silent recompile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+
+def _tojson(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=None)
+
+
+class PromptLibrary:
+    """The prompt templates of one directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @cached_property
+    def env(self) -> jinja2.Environment:
+        env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(self.directory)),
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        env.filters["tojson"] = _tojson
+        return env
+
+    def render(self, name: str, **context: Any) -> list[dict[str, str]]:
+        """The messages of prompt ``name`` (file ``<name>.j2``) for this context."""
+        template = self.env.get_template(f"{name}.j2")
+        ctx = template.new_context(context)
+        messages = []
+        for role in ("system", "user"):
+            block = template.blocks.get(role)
+            if block is None:
+                continue
+            text = "".join(block(ctx)).strip()
+            if text:
+                messages.append({"role": role, "content": text})
+        if not messages:
+            raise ValueError(f"prompt {name!r} defines neither a system nor a user block")
+        return messages
+
+    def version(self, name: str) -> str:
+        """A short hash of the prompt file: changes whenever the prompt does."""
+        source = (self.directory / f"{name}.j2").read_bytes()
+        return hashlib.sha256(source).hexdigest()[:12]

@@ -1,0 +1,17 @@
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch, tmp_path_factory):
+    """Tests never see the developer's kb-ai settings, model keys or git identity."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(("KB_AI_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "OLLAMA_")):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,197 @@
+"""A deterministic stand-in for a model that plays kb-ai's stages.
+
+It reads the request the way a model would (the schema asked for tells the stage, the
+prompt carries the material) and answers with valid, grounded JSON built from the text
+it was given, so end-to-end tests and benchmarks run the real pipeline over real HTTP
+without a real model. Behaviour a test needs to break is scripted with
+FakeOpenAIServer.queue(...) instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from tests.fakes.openai_server import Reply
+
+_WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+_STOP = set(
+    ["this", "that", "with", "from", "have", "were", "will", "what", "when", "which", "their", "there", "they", "them", "into", "about", "also", "been", "more", "than", "only", "other", "some", "such", "then", "these", "those", "would", "could", "should", "after", "before", "because", "while", "where", "must", "each", "over", "under", "very", "most", "much", "many", "just", "like"]
+)
+
+
+def schema_of(request: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema the request asks for, whatever structured-output mode was used."""
+    fmt = request.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return fmt.get("json_schema", {}).get("schema", {})
+    if fmt.get("schema"):
+        return fmt["schema"]
+    for message in request.get("messages", []):
+        content = message.get("content") or ""
+        start = content.find('{"type": "object"')
+        if start < 0:
+            start = content.find('{"type":"object"')
+        if start >= 0:
+            try:
+                return json.JSONDecoder().raw_decode(content[start:])[0]
+            except json.JSONDecodeError:
+                continue
+    return {}
+
+
+def stage_of(request: dict[str, Any]) -> str:
+    props = schema_of(request).get("properties", {})
+    for key, stage in (
+        ("decisions", "extract"),
+        ("articles", "classify"),
+        ("patches", "patch"),
+        ("body", "write"),
+        ("paths", "select"),
+        ("question", "rewrite"),
+    ):
+        if key in props:
+            return stage
+    return "answer"
+
+
+def _user(request: dict[str, Any]) -> str:
+    users = [m.get("content") or "" for m in request.get("messages", []) if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def _between(text: str, tag: str) -> list[str]:
+    return re.findall(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+
+
+def _sentences(text: str) -> list[str]:
+    plain = re.sub(r"^#+\s.*$", "", text, flags=re.M)
+    plain = re.sub(r"[*_`>|]", "", plain)
+    parts = re.split(r"(?<=[.!?])\s+|\n\s*\n", plain)
+    return [" ".join(p.split()) for p in parts if len(p.split()) >= 4]
+
+
+def _topics(text: str, n: int = 4) -> list[str]:
+    words = [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP]
+    return [w for w, _ in Counter(words).most_common(n)]
+
+
+def extract(request: dict[str, Any]) -> dict[str, Any]:
+    user = _user(request)
+    title_m = re.search(r"^Source: (.+?) \(", user, re.M)
+    title = title_m.group(1) if title_m else "Untitled"
+    text = "\n".join(_between(user, "source"))
+    sentences = _sentences(text)
+    decisions = [
+        {"what": s[:300], "why": "", "who": ""}
+        for s in sentences
+        if re.search(r"\b(decid|decision|we will|agreed|chose)", s, re.I)
+    ][:5]
+    items = re.findall(r"^\s*(?:[-*]|\d+\.)\s+(.+)$", text, re.M)
+    return {
+        "title": title,
+        "summary": (sentences[0] if sentences else title)[:400],
+        "topics": _topics(text),
+        "concepts": [
+            {"name": title[:80], "description": (sentences[0] if sentences else title)[:400]}
+        ],
+        "entities": [],
+        "decisions": decisions,
+        "facts": [s[:400] for s in sentences[1:9]],
+        "enumerations": [{"name": "items", "items": [i[:200] for i in items[:40]]}]
+        if items
+        else [],
+        "action_items": [],
+    }
+
+
+def classify(request: dict[str, Any]) -> dict[str, Any]:
+    user = _user(request)
+    schema = schema_of(request)
+    action_props = schema["properties"]["articles"]["items"]["properties"]
+    types = action_props["type"].get("enum") or ["concept"]
+    title_m = re.search(r"^New material, from (.+?):$", user, re.M)
+    title = title_m.group(1).strip() if title_m else "Untitled"
+    for line_title, path in re.findall(r"^- \[(.+?)\]\((wiki/[^)]+)\)", user, re.M):
+        if line_title.strip().lower() == title.lower():
+            return {
+                "articles": [
+                    {
+                        "action": "update",
+                        "path": path,
+                        "type": path.split("/")[1],
+                        "title": line_title,
+                        "reason": "same subject",
+                    }
+                ]
+            }
+    kind = (
+        "decision"
+        if "decision" in types and re.search(r"decision|\badr\b|decid", user, re.I)
+        else types[0]
+    )
+    return {
+        "articles": [
+            {"action": "create", "path": "", "type": kind, "title": title, "reason": "new subject"}
+        ]
+    }
+
+
+def _material_sections(user: str) -> list[tuple[str, str]]:
+    sources = re.findall(r"^Material from (\S+?)(?::| \(|$)", user, re.M)
+    return list(zip(sources, _between(user, "material"), strict=False))
+
+
+def write(request: dict[str, Any]) -> dict[str, Any]:
+    user = _user(request)
+    existing = _between(user, "article")
+    body = existing[0].strip() if existing else ""
+    summary = ""
+    for source, text in _material_sections(user):
+        lines = text.strip().splitlines()
+        if lines and lines[0].startswith("Summary: "):
+            summary = summary or lines[0][len("Summary: ") :]
+        section = f"## From {source}\n\n{text.strip()}"
+        body = f"{body}\n\n{section}".strip()
+    return {"title": "", "summary": summary[:200], "tags": _topics(body, 3), "body": body}
+
+
+def patch(request: dict[str, Any]) -> dict[str, Any]:
+    user = _user(request)
+    patches = [
+        {"section": f"From {source}", "op": "add", "content": text.strip()[:8000]}
+        for source, text in _material_sections(user)
+    ]
+    return {"summary": "", "tags": [], "patches": patches[:8]}
+
+
+def select(request: dict[str, Any]) -> dict[str, Any]:
+    """Pick the catalog lines that share the most words with the question."""
+    user = _user(request)
+    q = re.search(r"^Question: (.+)$", user, re.M)
+    words = set(_WORD.findall((q.group(1) if q else user).lower()))
+    scored = []
+    for path, line in re.findall(r"^- \[.+?\]\((wiki/[^)]+)\)(.*)$", user, re.M):
+        overlap = len(words & set(_WORD.findall(line.lower())))
+        if overlap:
+            scored.append((-overlap, path))
+    return {"paths": [p for _, p in sorted(scored)[:3]]}
+
+
+HANDLERS = {
+    "extract": extract,
+    "classify": classify,
+    "write": write,
+    "patch": patch,
+    "select": select,
+}
+
+
+def respond(request: dict[str, Any]) -> Reply:
+    stage = stage_of(request)
+    handler = HANDLERS.get(stage)
+    if handler is None:
+        return Reply("The wiki does not cover this.")
+    return Reply(json.dumps(handler(request), ensure_ascii=False))
