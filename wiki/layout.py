@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from kb_ai.errors import NotAKnowledgeBaseError, PathEscapeError, UsageError
 from wiki.files import atomic_write_text
-from wiki.git import commit_paths, git
+from wiki.git import commit_all, commit_paths, git, head_sha
 from wiki.log import LOG_HEADER
 
 CONFIG_NAME = "kb-ai.toml"
@@ -99,19 +99,25 @@ class KnowledgeBase:
                 listed = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
                 raise UsageError(
                     f"{root} is not empty and not a kb-ai knowledge base (it holds {listed})",
-                    hint="choose an empty or new directory; sources are added with `kb-ai add`",
+                    hint="choose an empty or new directory for the knowledge base",
                 )
         for directory in (kb.raw_dir, kb.extraction_dir, kb.wiki_dir, kb.index_dir, kb.state_dir):
             directory.mkdir(parents=True, exist_ok=True)
-        written = [CONFIG_NAME, ".gitignore", "log.md"]
+        changed = []
         if not kb.config_path.exists():
             atomic_write_text(kb.config_path, CONFIG_HEADER)
-        _ensure_ignored(root / ".gitignore", f"{STATE_DIR_NAME}/")
+            changed.append(CONFIG_NAME)
+        if _ensure_ignored(root / ".gitignore", f"{STATE_DIR_NAME}/"):
+            changed.append(".gitignore")
         if not kb.log_path.exists():
             atomic_write_text(kb.log_path, LOG_HEADER)
+            changed.append("log.md")
         if not (root / ".git").exists():
             git(kb, "init", "-q", "-b", "main")
-        commit_paths(kb, "Create the kb-ai knowledge base", written)
+        if head_sha(kb) is None:  # a new repository: its first commit holds the whole KB
+            commit_all(kb, "Create the kb-ai knowledge base")
+        elif changed:  # only what init added; the user's own edits stay theirs to commit
+            commit_paths(kb, "Add what the kb-ai knowledge base was missing", changed)
         return kb
 
     def resolve(self, rel: str, *, under: str = "wiki") -> Path:
@@ -163,10 +169,12 @@ def _normalise(rel: str) -> str:
     return posixpath.normpath(rel.replace("\\", "/"))
 
 
-def _ensure_ignored(gitignore: Path, pattern: str) -> None:
+def _ensure_ignored(gitignore: Path, pattern: str) -> bool:
+    """Add ``pattern`` to ``gitignore`` unless it is there; True if the file changed."""
     text = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     if pattern in (line.strip() for line in text.splitlines()):
-        return
+        return False
     if text and not text.endswith("\n"):
         text += "\n"
     atomic_write_text(gitignore, text + pattern + "\n")
+    return True

@@ -22,11 +22,13 @@ def append_log(
     section = "\n".join([f"## {stamp} {' '.join(title.split())}", "", *items]) + "\n"
     path = kb.log_path
     path.parent.mkdir(parents=True, exist_ok=True)
-    existing = path.read_bytes() if path.exists() else b""
-    prefix = "" if existing else LOG_HEADER
-    if existing and not existing.endswith(b"\n"):
-        prefix = "\n"
-    with open(path, "a", encoding="utf-8", newline="") as f:
-        f.write(prefix + "\n" + section)
+    with open(path, "a+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        if end == 0:
+            prefix = LOG_HEADER
+        else:
+            f.seek(end - 1)
+            prefix = "" if f.read(1) == b"\n" else "\n"
+        f.write((prefix + "\n" + section).encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())

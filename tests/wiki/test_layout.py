@@ -107,3 +107,17 @@ def test_resolve_and_relpath_agree_inside(kb):
     assert kb.resolve("log.md", under="") == kb.log_path
     with pytest.raises(PathEscapeError):
         kb.relpath(kb.root.parent / "elsewhere.md")
+
+
+def test_init_again_leaves_the_users_uncommitted_edits_alone(kb):
+    kb.config_path.write_text('model = "openai/gpt-4o-mini"\n')
+    (kb.root / ".gitignore").write_text("*.tmp\n")
+
+    KnowledgeBase.init(kb.root)
+
+    assert git(kb, "log", "-1", "--format=%s").strip() == (
+        "Add what the kb-ai knowledge base was missing"
+    )
+    assert git(kb, "show", "HEAD:.gitignore") == "*.tmp\n.kb-ai/\n"
+    assert git(kb, "status", "--porcelain").strip() == "M kb-ai.toml"
+    assert kb.config_path.read_text() == 'model = "openai/gpt-4o-mini"\n'
