@@ -121,3 +121,12 @@ def test_init_again_leaves_the_users_uncommitted_edits_alone(kb):
     assert git(kb, "show", "HEAD:.gitignore") == "*.tmp\n.kb-ai/\n"
     assert git(kb, "status", "--porcelain").strip() == "M kb-ai.toml"
     assert kb.config_path.read_text() == 'model = "openai/gpt-4o-mini"\n'
+
+
+def test_init_inside_another_repository_makes_a_repository_of_its_own(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+
+    kb = KnowledgeBase.init(tmp_path / "kb")
+
+    assert git(kb, "rev-parse", "--show-toplevel").strip() == str(kb.root)
+    assert git(kb, "log", "--format=%s").strip() == "Create the kb-ai knowledge base"
