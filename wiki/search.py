@@ -5,8 +5,10 @@ every catalog line, so a lexical search picks the candidates it chooses from. Th
 search reads titles, keys, summaries, tags and whole bodies, so a fact that sits only
 deep in an article can still be reached.
 
-The index is an SQLite FTS5 table (porter stemming over unicode61) beside a table of
-path -> content hash, so re-indexing an unchanged article does nothing. Chinese,
+The index is an SQLite FTS5 table of all fields (porter stemming over unicode61), a
+second one of the head fields only (title, keys, summary, tags) whose score is added so
+a long body does not drown its own title, and a table of path -> content hash, so
+re-indexing an unchanged article does nothing. Chinese,
 Japanese and Korean runs are written into the same columns as overlapping character
 bigrams ("数据库" -> "数据 据库 库"), which unicode61 then sees as words; the question is
 cut the same way, so two-character words such as 数据 or 北京 are found (FTS5's trigram
@@ -43,9 +45,13 @@ __all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
 _SCHEMA_VERSION = "1"
 
 _COLUMNS = ("title", "keys", "summary", "tags", "body")
-# bm25 column weights, in _COLUMNS order: what an article is named and keyed by counts
-# more than what it says in passing.
+_HEAD_COLUMNS = _COLUMNS[:-1]
+# bm25 column weights, in column order: what an article is named and keyed by counts
+# more than what it says in passing. bm25 divides by the length of the whole row, so a
+# long body would drown its own title: the head fields are also indexed on their own
+# (search_head) and that score is added, which keeps a title hit above a body mention.
 _WEIGHTS = (10.0, 10.0, 4.0, 4.0, 1.0)
+_HEAD_WEIGHTS = (1.0, 1.0, 0.4, 0.4)
 
 # Rows a query may score before its commonest terms are narrowed into an AND group:
 # bm25 costs about a microsecond per matching row, so this keeps a query near 20 ms.
@@ -143,16 +149,22 @@ class SearchIndex:
                     (doc_id,) = conn.execute(
                         "SELECT id FROM search_docs WHERE path = ?", (doc.path,)
                     ).fetchone()
-                    conn.execute("DELETE FROM search_fts WHERE rowid = ?", (doc_id,))
+                    _delete_row(conn, doc_id)
                     conn.execute("UPDATE search_docs SET hash = ? WHERE id = ?", (digest, doc_id))
                 else:
                     doc_id = conn.execute(
                         "INSERT INTO search_docs (path, hash) VALUES (?, ?)", (doc.path, digest)
                     ).lastrowid
+                fields = _index_fields(doc)
                 conn.execute(
                     "INSERT INTO search_fts (rowid, title, keys, summary, tags, body)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    (doc_id, *_index_fields(doc)),
+                    (doc_id, *fields),
+                )
+                conn.execute(
+                    "INSERT INTO search_head (rowid, title, keys, summary, tags)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (doc_id, *fields[:-1]),
                 )
                 known[doc.path] = digest
                 changed += 1
@@ -166,7 +178,7 @@ class SearchIndex:
                 row = conn.execute("SELECT id FROM search_docs WHERE path = ?", (path,)).fetchone()
                 if row is None:
                     continue
-                conn.execute("DELETE FROM search_fts WHERE rowid = ?", row)
+                _delete_row(conn, row[0])
                 conn.execute("DELETE FROM search_docs WHERE id = ?", row)
 
     def sync(self, docs: Iterable[SearchDoc]) -> None:
@@ -195,12 +207,18 @@ class SearchIndex:
         if expression is None:
             return []
         weights = ", ".join(str(w) for w in _WEIGHTS)
+        head_weights = ", ".join(str(w) for w in _HEAD_WEIGHTS)
         rows = self._conn.execute(
             f"SELECT d.path, m.score FROM ("
-            f"  SELECT rowid AS id, bm25(search_fts, {weights}) AS score FROM search_fts"
-            f"  WHERE search_fts MATCH ? ORDER BY score LIMIT ?"
+            f"  SELECT id, sum(part) AS score FROM ("
+            f"    SELECT rowid AS id, bm25(search_fts, {weights}) AS part FROM search_fts"
+            f"    WHERE search_fts MATCH :q"
+            f"    UNION ALL"
+            f"    SELECT rowid, bm25(search_head, {head_weights}) FROM search_head"
+            f"    WHERE search_head MATCH :q"
+            f"  ) GROUP BY id ORDER BY score LIMIT :limit"
             f") AS m JOIN search_docs AS d ON d.id = m.id ORDER BY m.score, d.path",
-            (expression, limit),
+            {"q": expression, "limit": limit},
         ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
 
@@ -269,16 +287,18 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
     row = conn.execute("SELECT value FROM search_meta WHERE key = 'schema'").fetchone()
     if row is not None and row[0] != _SCHEMA_VERSION:
         conn.execute("DROP TABLE IF EXISTS search_fts")
+        conn.execute("DROP TABLE IF EXISTS search_head")
         conn.execute("DROP TABLE IF EXISTS search_docs")
     conn.execute(
         "CREATE TABLE IF NOT EXISTS search_docs ("
         " id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, hash TEXT NOT NULL)"
     )
     try:
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5("
-            f"{', '.join(_COLUMNS)}, tokenize = '{_TOKENIZER}')"
-        )
+        for table, columns in (("search_fts", _COLUMNS), ("search_head", _HEAD_COLUMNS)):
+            conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
+                f"{', '.join(columns)}, tokenize = '{_TOKENIZER}')"
+            )
     except sqlite3.OperationalError as exc:
         if _has_fts5(conn):
             raise
@@ -295,6 +315,11 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
 
 def _has_fts5(conn: sqlite3.Connection) -> bool:
     return bool(conn.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()[0])
+
+
+def _delete_row(conn: sqlite3.Connection, doc_id: int) -> None:
+    conn.execute("DELETE FROM search_fts WHERE rowid = ?", (doc_id,))
+    conn.execute("DELETE FROM search_head WHERE rowid = ?", (doc_id,))
 
 
 def _content_hash(doc: SearchDoc) -> str:
