@@ -20,7 +20,7 @@ from compiler.schemas import classification_schema
 from kb_ai.errors import LLMOutputError
 from kb_ai.llm import LLM
 from kb_ai.prompts import PromptLibrary
-from wiki import CatalogEntry, format_entry, slugify
+from wiki import CatalogEntry, format_entry, normalise_article_path, slugify
 
 DEFAULT_CATEGORIES = ("concept", "decision", "howto", "reference", "pitfall", "convention")
 CATEGORY_HELP = {
@@ -93,15 +93,6 @@ class Target:
     exists: bool
 
 
-def normalise_path(path: str) -> str:
-    """Spellings a model uses for a catalog path, reduced to wiki/<type>/<slug>.md."""
-    p = path.strip().strip("<>`'\"").split("#", 1)[0].strip()
-    p = re.sub(r"^\(?\.?/+", "", p).rstrip(")")
-    if p and not p.endswith(".md"):
-        p += ".md"
-    return p
-
-
 async def classify_source(
     llm: LLM,
     prompts: PromptLibrary,
@@ -160,7 +151,7 @@ def _target(
     action = item.get("action")
     raw_path = item.get("path") if isinstance(item.get("path"), str) else ""
     if raw_path.strip():
-        path = normalise_path(raw_path)
+        path = normalise_article_path(raw_path)
         if path in known:
             entry = known[path]
             return Target(path, entry.title, entry.type, exists=True)

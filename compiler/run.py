@@ -36,7 +36,6 @@ from wiki import (
     append_log,
     build_catalog,
     commit_all,
-    entry_for,
     load_catalog,
     open_state,
     read_article,
@@ -51,6 +50,7 @@ from wiki import (
     write_raw,
 )
 from wiki import write_article as store_article
+from wiki.indexing import refresh_search_index
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
@@ -422,17 +422,13 @@ class Compiler:
         if written:
             entries = build_catalog(self.kb)
             write_indexes(self.kb, entries)
-            self._update_search([entry_for(read_article(self.kb, p)) for p in sorted(written)])
+            self._update_search(written)
         self._log(result)
         result.commit = commit_all(self.kb, self._commit_message(result))
 
-    def _update_search(self, entries: list) -> None:
-        try:
-            from wiki.search import SearchIndex, search_doc_for
-        except ImportError:  # the search index lands with the ask issue
-            return
+    def _update_search(self, written: set[str]) -> None:
         with closing(open_state(self.kb)) as conn:
-            SearchIndex(conn).upsert(search_doc_for(self.kb, e) for e in entries)
+            refresh_search_index(self.kb, conn, sorted(written))
 
     def _log(self, result: CompileResult) -> None:
         lines = [

@@ -216,6 +216,10 @@ def status(ctx: Context, as_json: bool) -> None:
     )
 
 
+# Commands defined in their own modules register themselves on `main`.
+from kb_ai import cli_ask  # noqa: E402,F401
+
+
 def run() -> None:  # pragma: no cover - console entry for python -m kb_ai
     main(prog_name="kb-ai")
 

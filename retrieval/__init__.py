@@ -1,0 +1,35 @@
+"""Answering from the wiki: catalog -> shortlist -> selection -> reading -> cited answer."""
+
+from retrieval.ask import (
+    NOT_COVERED,
+    Answer,
+    Asker,
+    EmptyWikiError,
+    Event,
+    SelectionError,
+    Turn,
+    ask,
+)
+from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
+from retrieval.pages import Citation, Page, check_paths, read_page, validate_citations
+from retrieval.sessions import ChatStore
+
+__all__ = [
+    "NOT_COVERED",
+    "Answer",
+    "Asker",
+    "Catalog",
+    "ChatStore",
+    "Citation",
+    "EmptyWikiError",
+    "Event",
+    "Page",
+    "SelectionError",
+    "Turn",
+    "ask",
+    "check_paths",
+    "estimate_tokens",
+    "pick_candidates",
+    "read_page",
+    "validate_citations",
+]

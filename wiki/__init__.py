@@ -19,6 +19,7 @@ from wiki.catalog import (
     entry_for,
     format_entry,
     load_catalog,
+    normalise_article_path,
     parse_master_index,
     write_indexes,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "last_run",
     "list_articles",
     "list_raw",
+    "normalise_article_path",
     "load_catalog",
     "open_state",
     "parse_master_index",

@@ -53,6 +53,20 @@ def entry_for(article: Article) -> CatalogEntry:
     )
 
 
+def normalise_article_path(path: str) -> str:
+    """The spellings models and people use for an article path, reduced to ``wiki/<type>/<slug>.md``.
+
+    Handles a leading slash or ``./``, surrounding quotes, brackets or backticks, a missing
+    ``.md`` and an ``#anchor``, so a real page is never dropped for its spelling. The
+    result is not checked for existence or escape: callers compare it with known paths.
+    """
+    p = path.strip().strip("<>`'\"").split("#", 1)[0].strip()
+    p = re.sub(r"^\(?(?:\./|/)*", "", p).rstrip(")").strip()
+    if p and not p.endswith(".md"):
+        p += ".md"
+    return p
+
+
 def format_entry(e: CatalogEntry) -> str:
     """The master index line of ``e``."""
     line = f"- [{_escape(e.title, '[]')}]({e.path})"

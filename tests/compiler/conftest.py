@@ -13,7 +13,8 @@ def responder_handler(stage, messages, schema):
     request = {"messages": messages}
     if schema is not None:
         request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
-    return json.loads(kb_responder.respond(request).content)
+    content = kb_responder.respond(request).content
+    return json.loads(content) if schema is not None else content
 
 
 @pytest.fixture

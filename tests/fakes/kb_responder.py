@@ -180,12 +180,42 @@ def select(request: dict[str, Any]) -> dict[str, Any]:
     return {"paths": [p for _, p in sorted(scored)[:3]]}
 
 
+def rewrite(request: dict[str, Any]) -> dict[str, Any]:
+    """Make a follow-up standalone by carrying the earlier question's subject along."""
+    user = _user(request)
+    latest = re.search(r"^Latest question: (.+)$", user, re.M)
+    earlier = re.findall(r"^user: (.+)$", user, re.M)
+    question = latest.group(1) if latest else ""
+    if earlier:
+        question = f"{question} (regarding: {earlier[-1]})"
+    return {"question": question}
+
+
+def answer(request: dict[str, Any]) -> str:
+    """Cite the page that shares the most words with the question, quoting its first fact."""
+    user = _user(request)
+    q = re.search(r"^Question: (.+)$", user, re.M)
+    words = set(_WORD.findall((q.group(1) if q else "").lower())) - _STOP
+    best = None
+    for title, path, text in re.findall(r'<page title="(.*?)" path="(.*?)">\n(.*?)\n</page>', user, re.S):
+        overlap = len(words & set(_WORD.findall(text.lower())))
+        if overlap >= 2 and (best is None or overlap > best[0]):
+            best = (overlap, title, path, text)
+    if best is None:
+        return "The wiki does not cover this question."
+    _, title, path, text = best
+    facts = _sentences(text)
+    fact = facts[0] if facts else text.strip().splitlines()[0]
+    return f"{fact} [{title}]({path})"
+
+
 HANDLERS = {
     "extract": extract,
     "classify": classify,
     "write": write,
     "patch": patch,
     "select": select,
+    "rewrite": rewrite,
 }
 
 
@@ -193,5 +223,5 @@ def respond(request: dict[str, Any]) -> Reply:
     stage = stage_of(request)
     handler = HANDLERS.get(stage)
     if handler is None:
-        return Reply("The wiki does not cover this.")
+        return Reply(answer(request))
     return Reply(json.dumps(handler(request), ensure_ascii=False))

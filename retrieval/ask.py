@@ -1,0 +1,331 @@
+"""Ask: question -> (standalone question) -> candidates -> selected pages -> read whole
+-> (one bounded second hop) -> answer with citations validated against the pages read.
+
+`ask_events` yields what a user interface shows as it happens (status, answer deltas)
+and ends with one `done` event carrying the Answer, or an `error` event. `ask` runs it
+to the end. No step ever answers without context silently: a failed selection is an
+error the user sees, and a question the pages do not cover is answered as such.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb_ai.errors import KbAiError, LLMError, LLMOutputError, UsageError
+from kb_ai.llm import LLM, Completion, Usage
+from kb_ai.prompts import PromptLibrary
+from kb_ai.settings import Settings
+from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
+from retrieval.pages import Citation, Page, check_paths, linked_paths, read_page, validate_citations
+from wiki import KnowledgeBase, normalise_article_path, open_state
+from wiki.indexing import refresh_search_index
+from wiki.search import SearchIndex
+
+PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
+NOT_COVERED = "The wiki does not cover this question."
+MAX_QUESTION_CHARS = 4_000
+
+
+class EmptyWikiError(UsageError):
+    """The knowledge base has no articles to answer from."""
+
+
+class SelectionError(LLMError):
+    """Page selection failed, so there is no context to answer from."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: str  # "user" | "assistant"
+    content: str
+
+
+@dataclass
+class Answer:
+    answer: str
+    citations: list[Citation] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    question: str = ""  # the standalone question actually answered
+    covered: bool = True
+    shortlisted: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "citations": [c.as_dict() for c in self.citations],
+            "read": self.read,
+            "usage": self.usage.as_dict(),
+            "question": self.question,
+            "covered": self.covered,
+        }
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # status | delta | done | error
+    data: dict[str, Any]
+
+
+def _schema_paths(paths: list[str], k: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "paths": {"type": "array", "items": {"type": "string", "enum": paths}, "maxItems": k}
+        },
+        "required": ["paths"],
+        "additionalProperties": False,
+    }
+
+
+REWRITE_SCHEMA = {
+    "type": "object",
+    "properties": {"question": {"type": "string", "maxLength": 1000}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
+
+
+class Asker:
+    """Answers questions from one knowledge base with one LLM client."""
+
+    def __init__(self, kb: KnowledgeBase, settings: Settings, llm: LLM) -> None:
+        self.kb = kb
+        self.settings = settings
+        self.llm = llm
+        self.usage = Usage()
+
+    def _paid(self, reply: Completion) -> Completion:
+        self.usage = self.usage + reply.usage
+        return reply
+
+    async def events(
+        self, question: str, *, history: Sequence[Turn] = (), paths: Sequence[str] | None = None
+    ) -> AsyncIterator[Event]:
+        try:
+            async for event in self._events(question, history, paths):
+                yield event
+        except KbAiError as exc:
+            yield Event(
+                "error",
+                {"error": str(exc), "kind": type(exc).__name__, "usage": self.usage.as_dict()},
+            )
+
+    async def _events(
+        self, question: str, history: Sequence[Turn], paths: Sequence[str] | None
+    ) -> AsyncIterator[Event]:
+        question = " ".join(question.split())
+        if not question:
+            raise UsageError(
+                "The question is empty", hint='ask something, e.g. kb-ai ask "Why did we ..."'
+            )
+        if len(question) > MAX_QUESTION_CHARS:
+            raise UsageError(
+                f"The question is over {MAX_QUESTION_CHARS:,} characters", hint="shorten it"
+            )
+        catalog = Catalog.load(self.kb)
+        if paths:
+            chosen = check_paths(self.kb, list(paths))
+            standalone = question
+        else:
+            if not len(catalog):
+                raise EmptyWikiError(
+                    "The wiki has no articles yet",
+                    hint="compile some notes first: kb-ai compile <paths>",
+                )
+            standalone = question
+            if history:
+                yield Event("status", {"stage": "rewriting"})
+                standalone = await self._rewrite(question, history)
+            yield Event("status", {"stage": "selecting"})
+            chosen, shortlisted = await self._select(standalone, catalog)
+            if not chosen:
+                answer = Answer(NOT_COVERED, [], [], self.usage, standalone, False, shortlisted)
+                yield Event("delta", {"text": answer.answer})
+                yield Event("done", answer.as_dict())
+                return
+        yield Event("status", {"stage": "reading", "paths": chosen})
+        pages = [read_page(self.kb, p, self.settings.read_chars) for p in chosen]
+        more = await self._second_hop(standalone, pages, catalog) if not paths else []
+        if more:
+            yield Event("status", {"stage": "reading", "paths": more})
+            pages += [read_page(self.kb, p, self.settings.read_chars) for p in more]
+        yield Event("status", {"stage": "answering"})
+        messages = PROMPTS.render(
+            "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
+        )
+        parts: list[str] = []
+        final: Completion | None = None
+        async for item in self.llm.stream(messages, stage="answer"):
+            if isinstance(item, Completion):
+                final = self._paid(item)
+            else:
+                parts.append(item)
+                yield Event("delta", {"text": item})
+        raw = final.text if final is not None and final.text else "".join(parts)
+        text, cited = validate_citations(raw, pages)
+        if not text.strip():
+            raise LLMOutputError("the model returned an empty answer")
+        covered = bool(cited) or not _says_not_covered(text)
+        answer = Answer(text, cited, [p.path for p in pages], self.usage, standalone, covered)
+        yield Event("done", answer.as_dict())
+
+    async def _rewrite(self, question: str, history: Sequence[Turn]) -> str:
+        messages = PROMPTS.render(
+            "rewrite", history=[t.__dict__ for t in history[-8:]], question=question
+        )
+        reply = self._paid(
+            await self.llm.complete(
+                messages, stage="rewrite", schema=REWRITE_SCHEMA, schema_name="question"
+            )
+        )
+        rewritten = reply.data.get("question") if isinstance(reply.data, dict) else None
+        return (
+            " ".join(rewritten.split())
+            if isinstance(rewritten, str) and rewritten.strip()
+            else question
+        )
+
+    def selection_prompt(
+        self, question: str, catalog: Catalog
+    ) -> tuple[list[dict], list[str], bool]:
+        """The selection messages within the budget, the candidate paths, and whether the
+        catalog was shortlisted."""
+        overhead = estimate_tokens(
+            "".join(
+                m["content"]
+                for m in PROMPTS.render(
+                    "select",
+                    lines=[],
+                    question=question,
+                    k=self.settings.select_k,
+                    shortlisted=True,
+                    total=len(catalog),
+                )
+            )
+        )
+        budget = max(self.settings.selection_budget_tokens - overhead - 64, 0)
+        cands = pick_candidates(
+            catalog, question, budget, lambda q, limit: self._search(q, limit, len(catalog))
+        )
+        messages = PROMPTS.render(
+            "select",
+            lines=cands.lines,
+            question=question,
+            k=self.settings.select_k,
+            shortlisted=cands.shortlisted,
+            total=cands.total,
+        )
+        return messages, cands.paths, cands.shortlisted
+
+    def _search(self, question: str, limit: int, articles: int) -> list[str]:
+        with closing(open_state(self.kb)) as conn:
+            index = SearchIndex(conn)
+            if index.count() != articles:  # built before the index existed, or edited by hand
+                index = refresh_search_index(self.kb, conn)
+            return [hit.path for hit in index.search(question, limit=limit)]
+
+    async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
+        messages, paths, shortlisted = self.selection_prompt(question, catalog)
+        if not paths:
+            return [], shortlisted
+        k = self.settings.select_k
+        try:
+            reply = self._paid(
+                await self.llm.complete(
+                    messages,
+                    stage="select",
+                    schema=_schema_paths(paths, k),
+                    schema_name="selection",
+                )
+            )
+        except LLMError as exc:
+            raise SelectionError(
+                f"Page selection failed, so no answer was given: {exc}",
+                model=exc.model,
+                status=exc.status,
+                body=exc.body,
+                hint="try again, or name the pages with --paths",
+            ) from exc
+        picked = reply.data.get("paths") if isinstance(reply.data, dict) else None
+        if not isinstance(picked, list):
+            raise SelectionError("Page selection returned no list of paths, so no answer was given")
+        allowed = set(paths)
+        chosen: list[str] = []
+        for p in picked:
+            if isinstance(p, str):
+                path = normalise_article_path(p)
+                if not path.startswith("wiki/"):
+                    path = f"wiki/{path}"
+                if path in allowed and path not in chosen:
+                    chosen.append(path)
+        return chosen[:k], shortlisted
+
+    async def _second_hop(self, question: str, pages: list[Page], catalog: Catalog) -> list[str]:
+        n = self.settings.second_hop_pages
+        if n <= 0:
+            return []
+        linked = linked_paths(pages, catalog.lines)[:20]
+        if not linked:
+            return []
+        messages = PROMPTS.render(
+            "hop", question=question, pages=pages, lines=[catalog.lines[p] for p in linked], n=n
+        )
+        try:
+            reply = self._paid(
+                await self.llm.complete(
+                    messages,
+                    stage="select",
+                    schema=_schema_paths(linked, n),
+                    schema_name="selection",
+                )
+            )
+        except LLMError:
+            return []  # the first pages are read; a failed optional hop does not stop the answer
+        picked = reply.data.get("paths") if isinstance(reply.data, dict) else []
+        return [
+            p
+            for p in dict.fromkeys(normalise_article_path(x) for x in picked if isinstance(x, str))
+            if p in linked
+        ][:n]
+
+
+_NOT_COVERED = re.compile(
+    r"(does not|doesn't|do not|don't) (cover|contain|mention|say|include)|not covered|no information|"
+    r"没有|未涉及|不包含|記載がありません",
+    re.I,
+)
+
+
+def _says_not_covered(text: str) -> bool:
+    return bool(_NOT_COVERED.search(text[:400]))
+
+
+async def ask(
+    kb: KnowledgeBase,
+    settings: Settings,
+    llm: LLM,
+    question: str,
+    *,
+    history: Sequence[Turn] = (),
+    paths: Sequence[str] | None = None,
+) -> Answer:
+    """Answer one question; raises the KbAiError an `error` event would carry."""
+    asker = Asker(kb, settings, llm)
+    async for event in asker._events(question, history, paths):
+        if event.type == "done":
+            d = event.data
+            return Answer(
+                d["answer"],
+                [Citation(**c) for c in d["citations"]],
+                d["read"],
+                asker.usage,
+                d["question"],
+                d["covered"],
+            )
+    raise LLMOutputError("the answer ended without a result")

@@ -1,0 +1,118 @@
+"""Reading pages whole (cut at a budget, visibly) and keeping citations honest."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kb_ai.errors import NotFoundError, PathEscapeError
+from wiki import KnowledgeBase, normalise_article_path, read_article
+
+_LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]{1,200})(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str
+    title: str
+    text: str
+    cut: bool
+
+
+@dataclass(frozen=True)
+class Citation:
+    title: str
+    path: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"title": self.title, "path": self.path}
+
+
+def cut_marker(omitted: int) -> str:
+    return f"\n\n[… cut here: {omitted:,} more characters of this page were not read]"
+
+
+def read_page(kb: KnowledgeBase, path: str, budget_chars: int) -> Page:
+    """An article's body without frontmatter, cut at budget_chars with a visible marker."""
+    kb.resolve(path, under="wiki")
+    article = read_article(kb, path)
+    body = article.body.strip()
+    if len(body) <= budget_chars:
+        return Page(path, article.title, body, False)
+    head = body[:budget_chars]
+    space = head.rfind("\n")
+    if space > budget_chars * 0.8:
+        head = head[:space]
+    return Page(path, article.title, head + cut_marker(len(body) - len(head)), True)
+
+
+def check_paths(kb: KnowledgeBase, paths: list[str]) -> list[str]:
+    """Paths a user named (`--paths`), normalised and checked: inside wiki/, and existing."""
+    out = []
+    for raw in paths:
+        path = normalise_article_path(raw)
+        if not path.startswith("wiki/"):
+            path = f"wiki/{path}"
+        try:
+            full = kb.resolve(path, under="wiki")
+        except PathEscapeError as exc:
+            raise PathEscapeError(
+                f"{raw!r} is outside the wiki", hint="name pages as wiki/<type>/<slug>.md"
+            ) from exc
+        if not full.is_file():
+            raise NotFoundError(
+                f"No article {raw!r} in this wiki", hint="see index/master-index.md for the paths"
+            )
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def linked_paths(pages: list[Page], known: set[str] | dict[str, str]) -> list[str]:
+    """Articles the pages point at ([[wikilinks]] by slug or title, Markdown links by path)
+    that exist and were not read yet."""
+    read = {p.path for p in pages}
+    by_slug: dict[str, str] = {}
+    for path in known:
+        by_slug.setdefault(path.rsplit("/", 1)[-1][:-3], path)
+    found: list[str] = []
+    for page in pages:
+        for m in _LINK.finditer(page.text):
+            target = normalise_article_path(m.group(2))
+            if target in known and target not in read and target not in found:
+                found.append(target)
+        for m in _WIKILINK.finditer(page.text):
+            name = m.group(1).strip()
+            slug = re.sub(r"[^\w]+", "-", name.lower()).strip("-")
+            target = normalise_article_path(name) if "/" in name else by_slug.get(slug, "")
+            if target in known and target not in read and target not in found:
+                found.append(target)
+    return found
+
+
+def validate_citations(answer: str, pages: list[Page]) -> tuple[str, list[Citation]]:
+    """Keep citations of pages that were read (rewritten to their canonical path), remove
+    the rest. Returns the cleaned answer and the cited pages in order of first citation."""
+    by_path = {p.path: p for p in pages}
+    cited: list[Citation] = []
+
+    def fix(m: re.Match[str]) -> str:
+        target = m.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # an outside link, not a citation
+            return m.group(0)
+        path = normalise_article_path(target)
+        if not path.startswith("wiki/"):
+            path = f"wiki/{path}"
+        page = by_path.get(path)
+        if page is None:
+            return ""
+        if all(c.path != path for c in cited):
+            cited.append(Citation(page.title, path))
+        return f"[{m.group(1)}]({path})"
+
+    cleaned = _LINK.sub(fix, answer)
+    cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
+    cleaned = re.sub(r"\(\s*\)|\[\s*\]", "", cleaned)
+    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned).strip()
+    return cleaned, cited

@@ -1,0 +1,265 @@
+"""Answering from the wiki, against a fake of our own LLM boundary."""
+
+import asyncio
+from contextlib import closing
+from dataclasses import replace
+
+import pytest
+
+from kb_ai.errors import LLMTransientError, NotFoundError, PathEscapeError, UsageError
+from kb_ai.settings import load_settings
+from retrieval import (
+    NOT_COVERED,
+    Asker,
+    Catalog,
+    EmptyWikiError,
+    SelectionError,
+    Turn,
+    ask,
+    estimate_tokens,
+)
+from tests.compiler.conftest import responder_handler
+from tests.fakes.fake_llm import FakeLLM
+from wiki import Article, KnowledgeBase, build_catalog, open_state, write_article, write_indexes
+from wiki.indexing import refresh_search_index
+
+
+def make_wiki(kb, articles):
+    for path, title, summary, body in articles:
+        kind = path.split("/")[1]
+        write_article(
+            kb,
+            Article(path, title, kind, summary, [], ["raw/x.md"], "2026-01-01", "2026-01-01", body),
+        )
+    write_indexes(kb, build_catalog(kb))
+    with closing(open_state(kb)) as conn:
+        refresh_search_index(kb, conn)
+
+
+DNS = (
+    "wiki/decision/dns-out-of-puppet.md",
+    "DNS out of puppet",
+    "Why DNS records moved to Terraform.",
+    "We moved DNS records out of the puppet module into Terraform because puppet runs were slow.\n",
+)
+BACKUP = (
+    "wiki/howto/backups.md",
+    "Backups",
+    "How nightly backups run.",
+    "Backups run nightly at 02:00 and are kept for 30 days.\n",
+)
+
+
+@pytest.fixture
+def kb(tmp_path):
+    return KnowledgeBase.init(tmp_path / "kb")
+
+
+@pytest.fixture
+def settings(kb):
+    return load_settings(kb.root, {"model": "fake/model"}, environ={})
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_answers_with_validated_citations_and_returns_what_was_read(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM().enqueue(
+        {"paths": ["/wiki/decision/dns-out-of-puppet", "wiki/nope/invented.md"]},
+        "Puppet runs were slow [DNS](./wiki/decision/dns-out-of-puppet.md#why), "
+        "see also [Made up](wiki/concept/made-up.md).",
+    )
+    answer = run(ask(kb, settings, llm, "Why did we move DNS out of puppet?"))
+    assert answer.read == ["wiki/decision/dns-out-of-puppet.md"]  # the invented path was dropped
+    assert [c.path for c in answer.citations] == ["wiki/decision/dns-out-of-puppet.md"]
+    assert answer.citations[0].title == "DNS out of puppet"
+    assert "[DNS](wiki/decision/dns-out-of-puppet.md)" in answer.answer
+    assert "made-up" not in answer.answer and "Made up" not in answer.answer
+    assert llm.stages() == ["select", "answer"]
+    assert answer.usage.calls == 2
+    # the answer prompt carried the page read whole, without frontmatter
+    page_prompt = llm.calls[1].messages[-1]["content"]
+    assert "puppet runs were slow" in page_prompt and "sources:" not in page_prompt
+
+
+def test_selection_prompt_offers_catalog_paths_as_an_enum(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM().enqueue({"paths": []})
+    run(ask(kb, settings, llm, "Why DNS?"))
+    enum = llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
+    assert sorted(enum) == sorted([DNS[0], BACKUP[0]])
+    assert llm.calls[0].schema["properties"]["paths"]["maxItems"] == settings.select_k
+
+
+def test_no_relevant_page_gives_the_not_covered_answer_without_guessing(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM().enqueue({"paths": []})
+    answer = run(ask(kb, settings, llm, "What is the office wifi password?"))
+    assert answer.answer == NOT_COVERED
+    assert answer.citations == [] and answer.read == [] and not answer.covered
+    assert llm.stages() == ["select"]  # no answer call without pages
+
+
+def test_pages_that_do_not_answer_give_a_plain_no_and_no_citation(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, "The wiki does not cover the wifi password.")
+    answer = run(ask(kb, settings, llm, "What is the wifi password for backups?"))
+    assert answer.citations == [] and not answer.covered
+
+
+def test_explicit_paths_answer_from_exactly_those_pages(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM().enqueue("At 02:00 [Backups](wiki/howto/backups.md).")
+    answer = run(ask(kb, settings, llm, "When do backups run?", paths=["howto/backups.md"]))
+    assert answer.read == [BACKUP[0]] and llm.stages() == ["answer"]
+    with pytest.raises(PathEscapeError):
+        run(ask(kb, settings, FakeLLM(), "x", paths=["wiki/../raw/x.md"]))
+    with pytest.raises(NotFoundError):
+        run(ask(kb, settings, FakeLLM(), "x", paths=["wiki/howto/nope.md"]))
+
+
+def test_bad_questions_and_an_empty_wiki_are_clear_errors(kb, settings):
+    with pytest.raises(EmptyWikiError, match="no articles"):
+        run(ask(kb, settings, FakeLLM(), "Anything?"))
+    make_wiki(kb, [DNS])
+    with pytest.raises(UsageError, match="empty"):
+        run(ask(kb, settings, FakeLLM(), "   "))
+
+
+def test_a_failed_selection_is_an_error_never_an_answer_without_context(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM().enqueue(LLMTransientError("fake/model returned HTTP 503"))
+    with pytest.raises(SelectionError, match="no answer was given"):
+        run(ask(kb, settings, llm, "Why DNS?"))
+    garbage = FakeLLM().enqueue("I think the DNS page is best.")
+    with pytest.raises(Exception, match="(?i)json|selection"):
+        run(ask(kb, settings, garbage, "Why DNS?"))
+    assert garbage.stages() == ["select"]
+
+
+def test_a_model_failing_mid_stream_is_reported_as_an_error_event(kb, settings):
+    make_wiki(kb, [DNS])
+
+    class Broken(FakeLLM):
+        async def stream(self, messages, *, stage, max_tokens=None):
+            yield "Puppet runs "
+            raise LLMTransientError("connection dropped after the first words")
+
+    llm = Broken().enqueue({"paths": [DNS[0]]})
+
+    async def events():
+        return [e async for e in Asker(kb, settings, llm).events("Why DNS?")]
+
+    evs = run(events())
+    assert [e.type for e in evs][-2:] == ["delta", "error"]
+    assert "connection dropped" in evs[-1].data["error"]
+
+
+def _big_wiki(kb, n, extra=()):
+    articles = [
+        (
+            f"wiki/reference/service-{i}.md",
+            f"Service {i} runbook",
+            f"How service {i} is deployed, monitored and restarted by the platform team.",
+            f"Service {i} runs on cluster {i % 7}. Restart it with systemctl restart svc{i}.\n"
+            + "Filler text about operations. " * 40,
+        )
+        for i in range(n)
+    ]
+    make_wiki(kb, [*articles, *extra])
+
+
+def test_a_wiki_larger_than_the_budget_is_shortlisted_and_the_prompt_stays_within_it(kb, settings):
+    deep = (
+        "wiki/reference/vault.md",
+        "Secrets store",
+        "Where secrets live.",
+        "General notes. " * 400
+        + "\nThe quarterly rotation of the zanzibar certificate is owned by Priya.\n",
+    )
+    _big_wiki(kb, 300, [deep])
+    small = replace(settings, selection_budget_tokens=2000)
+    assert Catalog.load(kb).text_tokens > small.selection_budget_tokens
+    llm = FakeLLM().enqueue(
+        {"paths": ["wiki/reference/vault.md"]},
+        "Priya owns it [Secrets store](wiki/reference/vault.md).",
+    )
+    answer = run(ask(kb, small, llm, "Who owns the zanzibar certificate rotation?"))
+    prompt = "".join(m["content"] for m in llm.calls[0].messages)
+    assert estimate_tokens(prompt) <= small.selection_budget_tokens
+    # the body-only fact brought its page into the shortlist
+    assert "wiki/reference/vault.md" in llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
+    assert answer.read == ["wiki/reference/vault.md"] and answer.citations
+
+
+def test_a_chinese_question_with_a_two_character_keyword_finds_its_page(kb, settings):
+    zh = (
+        "wiki/concept/shu-ju-ku.md",
+        "存储方案",
+        "团队的存储选择。",
+        "我们的数据保存在北京机房，每天备份一次。\n",
+    )
+    _big_wiki(kb, 200, [zh])
+    small = replace(settings, selection_budget_tokens=1500)
+    llm = FakeLLM().enqueue(
+        {"paths": [zh[0]]}, "数据保存在北京机房 [存储方案](wiki/concept/shu-ju-ku.md)。"
+    )
+    answer = run(ask(kb, small, llm, "北京在哪里？"))
+    assert zh[0] in llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
+    assert [c.path for c in answer.citations] == [zh[0]]
+
+
+def test_a_follow_up_is_rewritten_into_a_standalone_question_before_selection(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM(responder_handler)
+    history = [
+        Turn("user", "How do nightly backups run?"),
+        Turn("assistant", "At 02:00 [Backups](wiki/howto/backups.md)."),
+    ]
+    answer = run(ask(kb, settings, llm, "How long are they kept?", history=history))
+    assert llm.stages()[:2] == ["rewrite", "select"]
+    assert "backups" in llm.calls[0].messages[-1]["content"].lower()
+    select_prompt = llm.calls[1].messages[-1]["content"]
+    assert (
+        "Question: How long are they kept? (regarding: How do nightly backups run?)"
+        in select_prompt
+    )
+    assert answer.question.startswith("How long are they kept?")
+
+
+def test_one_bounded_second_hop_reads_a_linked_page(kb, settings):
+    a = (
+        "wiki/decision/dns-out-of-puppet.md",
+        "DNS out of puppet",
+        "Why DNS moved.",
+        "DNS moved to Terraform; the zone layout is in [[Internal zones]].\n",
+    )
+    b = (
+        "wiki/reference/internal-zones.md",
+        "Internal zones",
+        "The internal DNS zones.",
+        "Zones: a.internal, b.internal.\n",
+    )
+    make_wiki(kb, [a, b, BACKUP])
+    llm = FakeLLM().enqueue(
+        {"paths": [a[0]]},
+        {"paths": [b[0]]},
+        "Zones are a.internal [Internal zones](wiki/reference/internal-zones.md).",
+    )
+    answer = run(ask(kb, settings, llm, "Which internal zones did DNS move into?"))
+    assert answer.read == [a[0], b[0]]
+    assert llm.stages() == ["select", "select", "answer"]
+    assert llm.calls[1].schema["properties"]["paths"]["items"]["enum"] == [b[0]]
+    assert llm.calls[1].schema["properties"]["paths"]["maxItems"] == settings.second_hop_pages
+
+
+def test_long_pages_are_cut_with_a_visible_marker(kb, settings):
+    long = ("wiki/reference/long.md", "Long", "A long page.", "word " * 5000)
+    make_wiki(kb, [long])
+    llm = FakeLLM().enqueue({"paths": [long[0]]}, "It is long [Long](wiki/reference/long.md).")
+    run(ask(kb, replace(settings, read_chars=1000), llm, "How long is the long page?"))
+    prompt = llm.calls[1].messages[-1]["content"]
+    assert "cut here" in prompt and "more characters of this page were not read" in prompt
+    assert prompt.count("word") < 300
