@@ -53,9 +53,9 @@ _HEAD_COLUMNS = _COLUMNS[:-1]
 _WEIGHTS = (10.0, 10.0, 4.0, 4.0, 1.0)
 _HEAD_WEIGHTS = (1.0, 1.0, 0.4, 0.4)
 
-# Rows a query may score before its commonest terms are narrowed into an AND group:
-# bm25 costs about a microsecond per matching row, so this keeps a query near 20 ms.
-_ROW_BUDGET = 20_000
+# Rows a query may score on a large index: scoring costs a few microseconds a row (bm25
+# in two tables), so this keeps a search near 10-20 ms whatever the wiki's size.
+_ROW_BUDGET = 5_000
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -203,60 +203,90 @@ class SearchIndex:
         clauses = _query_clauses(query)
         if not clauses or limit <= 0:
             return []
-        expression = self._plan(clauses, limit)
+        expression, whole = self._plan(clauses)
         if expression is None:
             return []
         weights = ", ".join(str(w) for w in _WEIGHTS)
         head_weights = ", ".join(str(w) for w in _HEAD_WEIGHTS)
+        head = (
+            f"SELECT rowid AS id, bm25(search_head, {head_weights}) AS score FROM search_head"
+            f" WHERE search_head MATCH :q"
+        )
+        if whole:
+            ranked = (
+                f"SELECT id, sum(score) AS score FROM ("
+                f"  SELECT rowid AS id, bm25(search_fts, {weights}) AS score FROM search_fts"
+                f"  WHERE search_fts MATCH :q UNION ALL {head}"
+                f") GROUP BY id"
+            )
+        else:
+            ranked = head
         rows = self._conn.execute(
-            f"SELECT d.path, m.score FROM ("
-            f"  SELECT id, sum(part) AS score FROM ("
-            f"    SELECT rowid AS id, bm25(search_fts, {weights}) AS part FROM search_fts"
-            f"    WHERE search_fts MATCH :q"
-            f"    UNION ALL"
-            f"    SELECT rowid, bm25(search_head, {head_weights}) FROM search_head"
-            f"    WHERE search_head MATCH :q"
-            f"  ) GROUP BY id ORDER BY score LIMIT :limit"
-            f") AS m JOIN search_docs AS d ON d.id = m.id ORDER BY m.score, d.path",
+            f"SELECT d.path, m.score FROM ({ranked} ORDER BY score LIMIT :limit) AS m"
+            f" JOIN search_docs AS d ON d.id = m.id ORDER BY m.score, d.path",
             {"q": expression, "limit": limit},
         ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
 
-    def _plan(self, clauses: list[str], limit: int) -> str | None:
-        """The FTS5 expression to run: an OR of the clauses, its cost bounded.
+    def _plan(self, clauses: dict[str, str | None]) -> tuple[str | None, bool]:
+        """The FTS5 expression to run, and whether over whole articles or heads only.
 
-        On an index small enough, every clause is OR'ed. On a larger one, clauses are
-        taken rarest first while the rows they match fit the budget; the commoner rest
-        must then match together (an AND group), which adds their weight to the
-        articles that have all of them without scoring every article that has one.
-        When even the rarest clause is over the budget, the AND of all is tried first.
+        A small index gets the OR of every clause. On a larger one the expression must
+        fit the row budget (see ``_fit``). When every term is common in whole articles,
+        the heads (title, keys, summary, tags) decide, where words are rarer; when they
+        are common there too, the articles having them all.
         """
-        if len(clauses) == 1 or self.count() <= _ROW_BUDGET:
-            return " OR ".join(clauses)
-        frequencies = {clause: self._matches(clause) for clause in clauses}
-        ranked = sorted((c for c in clauses if frequencies[c] > 0), key=frequencies.__getitem__)
-        if not ranked:
-            return None
+        if self.count() <= _ROW_BUDGET:
+            return " OR ".join(clauses), True
+        for table, whole in (("search_fts", True), ("search_head", False)):
+            expression = self._fit(table, clauses)
+            if expression:
+                return expression, whole
+        exact = [clause for clause, widened in clauses.items() if widened is None]
+        together = " AND ".join(exact)
+        if 0 < self._matches("search_head", together, _ROW_BUDGET) <= _ROW_BUDGET:
+            return together, False
+        if self._matches("search_fts", together, 0):
+            return together, True
+        return " OR ".join(clauses), True
+
+    def _fit(self, table: str, clauses: dict[str, str | None]) -> str | None:
+        """An OR of the rarest clauses whose matches fit the budget, or None.
+
+        Clauses are taken rarest first while the rows they match fit; the commoner
+        rest join as one AND group when the articles having them all fit too, which
+        adds their weight where they all occur without scoring every article that has
+        one. Prefix clauses of common words stay out: they would only cost. None when
+        even the rarest clause matches more rows than the budget.
+        """
+        frequencies: dict[str, int] = {}
+        for clause, widened in clauses.items():
+            if widened is not None and frequencies.get(widened, 0) > _ROW_BUDGET:
+                frequencies[clause] = _ROW_BUDGET + 1  # at least as common as its word
+            else:
+                frequencies[clause] = self._matches(table, clause, _ROW_BUDGET)
+        ranked = sorted((c for c in clauses if frequencies[c]), key=frequencies.__getitem__)
         chosen: list[str] = []
         total = 0
         for clause in ranked:
-            if chosen and total + frequencies[clause] > _ROW_BUDGET:
+            if total + frequencies[clause] > _ROW_BUDGET:
                 break
             chosen.append(clause)
             total += frequencies[clause]
-        rest = ranked[len(chosen) :]
-        if total > _ROW_BUDGET and rest:
-            together = " AND ".join(ranked)
-            if self._matches(together, cap=limit) >= limit:
-                return together
-        if len(rest) >= 2:
-            chosen.append("(" + " AND ".join(rest) + ")")
+        if not chosen:
+            return None
+        rest = [clause for clause in ranked[len(chosen) :] if clauses[clause] is None]
+        if rest:
+            group = " AND ".join(rest)
+            room = _ROW_BUDGET - total
+            if 0 < self._matches(table, group, room) <= room:
+                chosen.append(f"({group})")
         return " OR ".join(chosen)
 
-    def _matches(self, expression: str, cap: int = _ROW_BUDGET) -> int:
-        """How many articles match ``expression``, counted up to just past ``cap``."""
+    def _matches(self, table: str, expression: str, cap: int) -> int:
+        """How many rows of ``table`` match ``expression``, counted up to just past ``cap``."""
         return self._conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM search_fts WHERE search_fts MATCH ? LIMIT ?)",
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (expression, cap + 1),
         ).fetchone()[0]
 
@@ -346,37 +376,41 @@ def _bigrams_of_match(match: re.Match[str]) -> str:
     return " " + " ".join(tokens) + " "
 
 
-def _query_clauses(query: str) -> list[str]:
-    """The FTS5 clauses a question stands for, each quoted, in order, without repeats."""
+def _query_clauses(query: str) -> dict[str, str | None]:
+    """The FTS5 clauses a question stands for, each quoted, in order, without repeats.
+
+    Each maps to the clause it widens (a word's prefix clause to the word's), or None.
+    """
     text = unicodedata.normalize("NFKC", query)
-    clauses: dict[str, None] = {}
+    clauses: dict[str, str | None] = {}
     position = 0
     for match in _CJK_RUN.finditer(text):
         _add_word_clauses(text[position : match.start()], clauses)
         _add_cjk_clauses(match.group(), clauses)
         position = match.end()
     _add_word_clauses(text[position:], clauses)
-    return list(clauses)
+    return clauses
 
 
-def _add_word_clauses(text: str, clauses: dict[str, None]) -> None:
+def _add_word_clauses(text: str, clauses: dict[str, str | None]) -> None:
     for word in _WORD.findall(text.casefold()):
         if word in _STOP_WORDS or (len(word) == 1 and not word.isdigit()):
             continue
-        clauses[_quote(word)] = None
+        exact = _quote(word)
+        clauses.setdefault(exact, None)
         prefix = _crude_stem(word)
         if len(prefix) >= _MIN_PREFIX:
-            clauses[_quote(prefix) + "*"] = None
+            clauses.setdefault(_quote(prefix) + "*", exact)
 
 
-def _add_cjk_clauses(run: str, clauses: dict[str, None]) -> None:
+def _add_cjk_clauses(run: str, clauses: dict[str, str | None]) -> None:
     if len(run) == 1:
-        clauses[_quote(run) + "*"] = None
+        clauses.setdefault(_quote(run) + "*", None)
         return
     for i in range(len(run) - 1):
         bigram = run[i : i + 2]
         if bigram not in _CJK_STOP_BIGRAMS:
-            clauses[_quote(bigram)] = None
+            clauses.setdefault(_quote(bigram), None)
 
 
 def _crude_stem(word: str) -> str:

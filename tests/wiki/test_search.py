@@ -334,16 +334,28 @@ def test_large_index_plan_keeps_the_best_hits(
     index: SearchIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the row budget, common terms still lift the articles that have them all."""
-    common = [
-        doc(f"wiki/n/{i}.md", f"Note {i}", f"ledger audit {filler(i, 200)}") for i in range(14)
-    ]
+    ledger = [doc(f"wiki/l/{i}.md", f"L{i}", f"ledger {filler(i, 200)}") for i in range(8)]
+    audit = [doc(f"wiki/a/{i}.md", f"A{i}", f"audit {filler(i, 200)}") for i in range(8)]
     full = doc("wiki/n/full.md", "Vendor", f"zeppelin ledger audit {filler(99, 200)}")
     short = doc("wiki/n/short.md", "Airships", "zeppelin")
-    index.upsert([*common, *office_docs(26), full, short])
+    index.upsert([*ledger, *audit, *office_docs(26), full, short])
     query = "zeppelin ledger audit"
     assert paths(index.search(query, limit=2)) == [full.path, short.path]
 
-    monkeypatch.setattr(search_module, "_ROW_BUDGET", 3)
+    monkeypatch.setattr(search_module, "_ROW_BUDGET", 6)
 
     assert paths(index.search(query, limit=2)) == [full.path, short.path]
-    assert len(index.search("ledger audit", limit=5)) == 5  # every term common: still answers
+    assert paths(index.search("ledger audit")) == [full.path]  # every term common
+
+
+def test_large_index_with_only_common_terms_ranks_by_heads(
+    index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bodies = [
+        doc(f"wiki/n/{i}.md", f"Note {i}", f"ledger audit {filler(i, 200)}") for i in range(20)
+    ]
+    titled = doc("wiki/policy/ledger-audit.md", "Ledger audit policy", "Twice a year.")
+    index.upsert([*bodies, titled, *office_docs(20)])
+    monkeypatch.setattr(search_module, "_ROW_BUDGET", 6)
+
+    assert paths(index.search("how is the ledger audit done?")) == [titled.path]
