@@ -8,18 +8,21 @@ deep in an article can still be reached.
 The index is an SQLite FTS5 table of all fields (porter stemming over unicode61), a
 second one of the head fields only (title, keys, summary, tags) whose score is added so
 a long body does not drown its own title, and a table of path -> content hash, so
-re-indexing an unchanged article does nothing. Chinese,
-Japanese and Korean runs are written into the same columns as overlapping character
-bigrams ("数据库" -> "数据 据库 库"), which unicode61 then sees as words; the question is
-cut the same way, so two-character words such as 数据 or 北京 are found (FTS5's trigram
-tokenizer needs three characters). The run's last character is kept on its own, so
-every character starts some token and a one-character query becomes a prefix query.
+re-indexing an unchanged article does nothing.
 
-A question is turned into an OR of quoted terms, stop words dropped; each term is also
+Chinese, Japanese and Korean runs are written into the same columns as overlapping
+character bigrams ("数据库" -> "数据 据库 库"), which unicode61 then sees as words; the
+question is cut the same way, so two-character words such as 数据 or 北京 are found
+(FTS5's trigram tokenizer needs three characters). The run's last character is kept on
+its own, so every character starts some token and a one-character query becomes a
+prefix query.
+
+A question is turned into an OR of quoted terms, stop words dropped; each word is also
 searched as a prefix of its crude stem ("deploys" -> deplo*), which reaches forms that
-porter stems apart (deploys -> deploi, deployment -> deploy). On a large index, terms
-found in very many articles are folded into one AND group, so a query scores a bounded
-number of rows whatever the wiki's size.
+porter stems apart (deploys -> deploi, deployment -> deploy). On a large index a query
+scores a bounded number of rows whatever the wiki's size: the rarest terms are OR'ed,
+the commoner ones must occur together, and when every term is common the heads decide
+(see ``SearchIndex._plan``).
 
 This module imports nothing of kb-ai but its errors.
 """
@@ -42,7 +45,7 @@ __all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
 
 # Bump when what goes into the index changes (columns, tokenizer, segmentation):
 # the tables are then rebuilt empty and the next sync fills them again.
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
 
 _COLUMNS = ("title", "keys", "summary", "tags", "body")
 _HEAD_COLUMNS = _COLUMNS[:-1]
@@ -204,8 +207,6 @@ class SearchIndex:
         if not clauses or limit <= 0:
             return []
         expression, whole = self._plan(clauses)
-        if expression is None:
-            return []
         weights = ", ".join(str(w) for w in _WEIGHTS)
         head_weights = ", ".join(str(w) for w in _HEAD_WEIGHTS)
         head = (
@@ -228,7 +229,7 @@ class SearchIndex:
         ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
 
-    def _plan(self, clauses: dict[str, str | None]) -> tuple[str | None, bool]:
+    def _plan(self, clauses: dict[str, str | None]) -> tuple[str, bool]:
         """The FTS5 expression to run, and whether over whole articles or heads only.
 
         A small index gets the OR of every clause. On a larger one the expression must
@@ -337,10 +338,11 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
             " which the wiki search needs.",
             hint="use a Python built with FTS5, such as the python.org or Debian builds",
         ) from exc
-    conn.execute(
-        "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('schema', ?)",
-        (_SCHEMA_VERSION,),
-    )
+    if row is None or row[0] != _SCHEMA_VERSION:
+        conn.execute(
+            "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('schema', ?)",
+            (_SCHEMA_VERSION,),
+        )
 
 
 def _has_fts5(conn: sqlite3.Connection) -> bool:

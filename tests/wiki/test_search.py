@@ -359,3 +359,15 @@ def test_large_index_with_only_common_terms_ranks_by_heads(
     monkeypatch.setattr(search_module, "_ROW_BUDGET", 6)
 
     assert paths(index.search("how is the ledger audit done?")) == [titled.path]
+
+
+def test_an_index_built_by_another_version_is_rebuilt(conn: sqlite3.Connection) -> None:
+    SearchIndex(conn).upsert(office_docs(3))
+    conn.execute("UPDATE search_meta SET value = 'older' WHERE key = 'schema'")
+    conn.commit()
+
+    index = SearchIndex(conn)
+
+    assert index.count() == 0
+    assert index.upsert(office_docs(3)) == 3
+    assert paths(index.search("office note 1"))[0] == "wiki/misc/office-1.md"
