@@ -51,6 +51,7 @@ from wiki import (
 )
 from wiki import write_article as store_article
 from wiki.indexing import refresh_search_index
+from wiki.lock import KbLock
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
@@ -196,11 +197,18 @@ class Compiler:
     ) -> CompileResult:
         run_started = datetime.now(UTC)
         if pending:
+            lock = KbLock(self.kb.state_dir / "compile.lock")
+            if not lock.acquire(blocking=False):
+                self.progress("waiting", reason="another compile of this knowledge base is running")
+                await asyncio.to_thread(lock.acquire)
             self._install_interrupt()
             try:
                 await self._run_pipeline(pending, result, known)
             finally:
                 self._remove_interrupt()
+                lock.release()
+                if self._llm is not None and hasattr(self._llm, "aclose"):
+                    await self._llm.aclose()
             if self._llm is not None:
                 result.usage = self._llm.usage
         result.interrupted = self.interrupted

@@ -1,0 +1,220 @@
+"""The compile queue: submissions wait on disk and in SQLite until a worker compiles them.
+
+A submission is spooled to ``.kb-ai/inbox/`` and recorded in the ``tasks`` table before
+the caller is told it was accepted, so nothing submitted is lost. A worker claims tasks
+with a lease; a worker that dies leaves its lease to expire, and the next worker picks
+the task up again. Duplicate content is recognised by its hash. Failed tasks keep their
+error and can be retried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from kb_ai.errors import NotFoundError, UsageError
+from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes
+
+MIGRATIONS = (
+    "CREATE TABLE tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, filename TEXT NOT NULL,"
+    " kind TEXT NOT NULL, checksum TEXT NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL,"
+    " stage TEXT, error TEXT, attempts INTEGER NOT NULL DEFAULT 0, lease_owner TEXT,"
+    " lease_expires TEXT, result TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    "CREATE INDEX tasks_state ON tasks(state, created_at)",
+    "CREATE INDEX tasks_checksum ON tasks(checksum)",
+)
+STATES = ("queued", "running", "done", "failed")
+COLUMNS = (
+    "id",
+    "title",
+    "filename",
+    "kind",
+    "checksum",
+    "size",
+    "state",
+    "stage",
+    "error",
+    "attempts",
+    "lease_owner",
+    "lease_expires",
+    "result",
+    "created_at",
+    "updated_at",
+)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stamp(when: datetime) -> str:
+    return when.isoformat(timespec="milliseconds")
+
+
+class TaskQueue:
+    """Tasks of one knowledge base. Takes an open connection to its state.db."""
+
+    def __init__(self, kb: KnowledgeBase, conn: sqlite3.Connection) -> None:
+        self.kb = kb
+        self.conn = conn
+        apply_migrations(conn, "queue", MIGRATIONS)
+
+    @property
+    def inbox(self) -> Path:
+        return self.kb.state_dir / "inbox"
+
+    def spool_path(self, task_id: str) -> Path:
+        return self.inbox / f"{task_id}.txt"
+
+    def submit(
+        self, title: str, content: bytes, *, filename: str = "", kind: str = "note"
+    ) -> tuple[dict[str, Any], bool]:
+        """Queue a document. Returns (task, created); created is False for a duplicate of a
+        task that is queued, running or done (a failed one is queued again)."""
+        if not content.strip():
+            raise UsageError(
+                "The document is empty", hint="paste some text or choose a non-empty file"
+            )
+        checksum = hashlib.sha256(content).hexdigest()
+        existing = self.conn.execute(
+            "SELECT * FROM tasks WHERE checksum = ? ORDER BY created_at DESC LIMIT 1", (checksum,)
+        ).fetchone()
+        if existing is not None:
+            task = self._row(existing)
+            if task["state"] == "failed":
+                return self.retry(task["id"]), True
+            return task, False
+        task_id = uuid.uuid4().hex[:16]
+        atomic_write_bytes(self.spool_path(task_id), content)
+        now = _stamp(_now())
+        clean_title = " ".join(title.split())[:200]
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+                (task_id, clean_title, filename[:200], kind, checksum, len(content), now, now),
+            )
+        return self.get(task_id), True
+
+    def claim(
+        self, owner: str, *, limit: int = 1, lease_seconds: float = 300.0
+    ) -> list[dict[str, Any]]:
+        """Lease up to ``limit`` tasks: queued ones, and running ones whose lease expired."""
+        now = _now()
+        expires = _stamp(now + timedelta(seconds=lease_seconds))
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = self.conn.execute(
+                "SELECT id FROM tasks WHERE state = 'queued'"
+                " OR (state = 'running' AND lease_expires < ?) ORDER BY created_at, id LIMIT ?",
+                (_stamp(now), limit),
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            for task_id in ids:
+                self.conn.execute(
+                    "UPDATE tasks SET state = 'running', stage = 'queued', lease_owner = ?, lease_expires = ?,"
+                    " attempts = attempts + 1, error = NULL, updated_at = ? WHERE id = ?",
+                    (owner, expires, _stamp(now), task_id),
+                )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return [self.get(i) for i in ids]
+
+    def renew(self, task_ids: list[str], owner: str, *, lease_seconds: float = 300.0) -> None:
+        expires = _stamp(_now() + timedelta(seconds=lease_seconds))
+        with self.conn:
+            self.conn.executemany(
+                "UPDATE tasks SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                [(expires, t, owner) for t in task_ids],
+            )
+
+    def set_stage(self, task_ids: list[str], stage: str) -> None:
+        now = _stamp(_now())
+        with self.conn:
+            self.conn.executemany(
+                "UPDATE tasks SET stage = ?, updated_at = ? WHERE id = ? AND state = 'running'",
+                [(stage, now, t) for t in task_ids],
+            )
+
+    def finish(self, task_id: str, *, error: str | None = None, result: dict | None = None) -> None:
+        state = "failed" if error else "done"
+        with self.conn:
+            self.conn.execute(
+                "UPDATE tasks SET state = ?, stage = NULL, error = ?, result = ?, lease_owner = NULL,"
+                " lease_expires = NULL, updated_at = ? WHERE id = ?",
+                (
+                    state,
+                    error,
+                    json.dumps(result or {}, ensure_ascii=False),
+                    _stamp(_now()),
+                    task_id,
+                ),
+            )
+
+    def release(self, task_ids: list[str], owner: str) -> None:
+        """Hand tasks back to the queue untouched (the worker is stopping)."""
+        with self.conn:
+            self.conn.executemany(
+                "UPDATE tasks SET state = 'queued', stage = NULL, lease_owner = NULL, lease_expires = NULL"
+                " WHERE id = ? AND lease_owner = ? AND state = 'running'",
+                [(t, owner) for t in task_ids],
+            )
+
+    def retry(self, task_id: str) -> dict[str, Any]:
+        task = self.get(task_id)
+        if task["state"] != "failed":
+            raise UsageError(f"Task {task_id} is {task['state']}; only failed tasks can be retried")
+        with self.conn:
+            self.conn.execute(
+                "UPDATE tasks SET state = 'queued', error = NULL, updated_at = ? WHERE id = ?",
+                (_stamp(_now()), task_id),
+            )
+        return self.get(task_id)
+
+    def delete(self, task_id: str) -> None:
+        task = self.get(task_id)
+        if task["state"] == "running":
+            raise UsageError(f"Task {task_id} is being compiled; delete it when it has finished")
+        with self.conn:
+            self.conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+        self.spool_path(task_id).unlink(missing_ok=True)
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        row = self.conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"No task {task_id!r}", hint="list tasks with GET /api/tasks")
+        return self._row(row)
+
+    def list(self, limit: int = 200) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT * FROM tasks ORDER BY created_at DESC, id LIMIT ?", (limit,)
+        )
+        return [self._row(r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATES, 0)
+        for state, n in self.conn.execute("SELECT state, count(*) FROM tasks GROUP BY state"):
+            counts[state] = n
+        return counts
+
+    def read_content(self, task_id: str) -> bytes:
+        path = self.spool_path(task_id)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError as exc:
+            raise NotFoundError(
+                f"The submitted file of task {task_id} is gone from {path}"
+            ) from exc
+
+    @staticmethod
+    def _row(row: sqlite3.Row | tuple) -> dict[str, Any]:
+        task = dict(zip(COLUMNS, tuple(row), strict=True))
+        task["result"] = json.loads(task["result"]) if task["result"] else None
+        return task

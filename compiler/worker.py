@@ -1,0 +1,145 @@
+"""The queue's worker: claims queued tasks in batches and compiles each batch in one run
+(one git commit), through the same pipeline as `kb-ai compile`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Callable
+from contextlib import closing
+from typing import Any
+
+from compiler.queue import TaskQueue
+from compiler.run import Compiler
+from compiler.sources import Source, source_from_text
+from kb_ai.errors import KbAiError
+from kb_ai.llm import LLM, open_llm
+from kb_ai.settings import Settings
+from wiki import KnowledgeBase, open_state
+
+log = logging.getLogger(__name__)
+
+
+def task_origin(task: dict[str, Any]) -> str:
+    """A stable origin for a submitted document: its content hash (never a client's file name)."""
+    return f"submitted:{task['checksum'][:16]}"
+
+
+class Worker:
+    """Compiles queued tasks until stopped. One per server; batches make runs efficient."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        settings: Settings,
+        *,
+        llm_factory: Callable[..., LLM] = open_llm,
+        batch: int = 16,
+        poll_seconds: float = 0.5,
+        lease_seconds: float = 600.0,
+        owner: str | None = None,
+    ) -> None:
+        self.kb = kb
+        self.settings = settings
+        self.llm_factory = llm_factory
+        self.batch = batch
+        self.poll_seconds = poll_seconds
+        self.lease_seconds = lease_seconds
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.wake = asyncio.Event()
+        self.stopping = False
+
+    async def run_forever(self) -> None:
+        while not self.stopping:
+            done = await self.run_once()
+            if not done:
+                self.wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+
+    async def run_once(self) -> int:
+        """Claim and compile one batch; returns the number of tasks handled."""
+        with closing(open_state(self.kb)) as conn:
+            tasks = TaskQueue(self.kb, conn).claim(
+                self.owner, limit=self.batch, lease_seconds=self.lease_seconds
+            )
+        if not tasks:
+            return 0
+        ids = [t["id"] for t in tasks]
+        renew = asyncio.create_task(self._renew(ids))
+        try:
+            await self._compile(tasks)
+        except asyncio.CancelledError:
+            with closing(open_state(self.kb)) as conn:
+                TaskQueue(self.kb, conn).release(ids, self.owner)
+            raise
+        finally:
+            renew.cancel()
+        return len(tasks)
+
+    async def _compile(self, tasks: list[dict[str, Any]]) -> None:
+        sources: list[Source] = []
+        by_origin: dict[str, list[str]] = {}
+        with closing(open_state(self.kb)) as conn:
+            queue = TaskQueue(self.kb, conn)
+            for task in tasks:
+                try:
+                    text = queue.read_content(task["id"]).decode("utf-8")
+                    src = source_from_text(
+                        task_origin(task),
+                        task["title"] or task["filename"],
+                        text,
+                        kind=task["kind"],
+                        chunk_chars=self.settings.chunk_chars,
+                        max_bytes=self.settings.max_source_bytes,
+                    )
+                except UnicodeDecodeError as exc:
+                    queue.finish(
+                        task["id"],
+                        error=f"not valid UTF-8 (byte {exc.start}): convert it to UTF-8 text first",
+                    )
+                    continue
+                except KbAiError as exc:
+                    queue.finish(task["id"], error=str(exc))
+                    continue
+                if src.origin not in by_origin:
+                    sources.append(src)
+                by_origin.setdefault(src.origin, []).append(task["id"])
+        if not sources:
+            return
+        ids = [i for group in by_origin.values() for i in group]
+
+        def progress(event: str, **data: Any) -> None:
+            if event == "stage":
+                with closing(open_state(self.kb)) as conn:
+                    TaskQueue(self.kb, conn).set_stage(ids, data["name"])
+
+        compiler = Compiler(self.kb, self.settings, llm_factory=self.llm_factory, progress=progress)
+        try:
+            result = await compiler.compile_sources(sources)
+        except KbAiError as exc:  # e.g. no model configured: every task of the batch says why
+            with closing(open_state(self.kb)) as conn:
+                queue = TaskQueue(self.kb, conn)
+                for task_id in ids:
+                    queue.finish(task_id, error=str(exc))
+            return
+        failed = {f.source: f.error for f in result.failed}
+        summary = {"created": result.created, "updated": result.updated, "commit": result.commit}
+        with closing(open_state(self.kb)) as conn:
+            queue = TaskQueue(self.kb, conn)
+            for origin, task_ids in by_origin.items():
+                for task_id in task_ids:
+                    queue.finish(task_id, error=failed.get(origin), result=summary)
+
+    async def _renew(self, ids: list[str]) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            with closing(open_state(self.kb)) as conn:
+                TaskQueue(self.kb, conn).renew(ids, self.owner, lease_seconds=self.lease_seconds)
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.wake.set()

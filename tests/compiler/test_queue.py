@@ -1,0 +1,104 @@
+"""The compile queue and its worker: nothing submitted is lost, a dead worker's task is
+compiled by the next one, duplicates are recognised, failures keep their reason."""
+
+import asyncio
+import time
+from contextlib import closing
+
+import pytest
+
+from compiler.queue import TaskQueue
+from compiler.worker import Worker
+from kb_ai.errors import LLMTimeoutError, NotFoundError, UsageError
+from tests.compiler.conftest import responder_handler
+from tests.fakes.fake_llm import FakeLLM
+from wiki import git, list_articles, open_state
+
+
+@pytest.fixture
+def queue(kb):
+    conn = open_state(kb)
+    yield TaskQueue(kb, conn)
+    conn.close()
+
+
+NOTE = b"# Release train\n\nReleases leave every Tuesday at 10:00 from the main branch.\n"
+
+
+def test_submission_is_on_disk_and_in_the_table_before_submit_returns(queue):
+    task, created = queue.submit("Release train", NOTE, filename="release.md")
+    assert created and task["state"] == "queued"
+    assert queue.spool_path(task["id"]).read_bytes() == NOTE
+    again, created = queue.submit("Another title", NOTE)
+    assert not created and again["id"] == task["id"]  # same content: a duplicate
+    with pytest.raises(UsageError, match="empty"):
+        queue.submit("x", b"  \n")
+
+
+def test_a_lease_that_expires_is_claimed_again(queue):
+    task, _ = queue.submit("Release train", NOTE)
+    first = queue.claim("worker-a", lease_seconds=0.05)
+    assert [t["id"] for t in first] == [task["id"]]
+    assert queue.claim("worker-b") == []  # still leased
+    time.sleep(0.1)
+    second = queue.claim("worker-b")
+    assert [t["id"] for t in second] == [task["id"]] and second[0]["attempts"] == 2
+
+
+def test_retry_and_delete(queue):
+    task, _ = queue.submit("Release train", NOTE)
+    queue.claim("w")
+    with pytest.raises(UsageError, match="being compiled"):
+        queue.delete(task["id"])
+    queue.finish(task["id"], error="model timed out")
+    assert queue.get(task["id"])["error"] == "model timed out"
+    assert queue.retry(task["id"])["state"] == "queued"
+    queue.delete(task["id"])
+    with pytest.raises(NotFoundError):
+        queue.get(task["id"])
+    assert not queue.spool_path(task["id"]).exists()
+
+
+def test_the_worker_compiles_a_batch_in_one_commit(kb, settings, queue):
+    queue.submit("Release train", NOTE)
+    queue.submit("On call", b"# On call\n\nThe on-call rota changes every Monday at 09:00.\n")
+    worker = Worker(kb, settings, llm_factory=lambda s, **k: FakeLLM(responder_handler))
+    assert asyncio.run(worker.run_once()) == 2
+    tasks = queue.list()
+    assert {t["state"] for t in tasks} == {"done"}
+    assert sorted(list_articles(kb)) == ["wiki/concept/on-call.md", "wiki/concept/release-train.md"]
+    assert len(git(kb, "log", "--format=%s").splitlines()) == 2
+
+
+def test_a_model_that_is_down_fails_tasks_with_the_reason_and_loses_none(kb, settings, queue):
+    task, _ = queue.submit("Release train", NOTE)
+    down = FakeLLM(lambda *a: LLMTimeoutError("fake/model did not answer within 180 s"))
+    asyncio.run(Worker(kb, settings, llm_factory=lambda s, **k: down).run_once())
+    failed = queue.get(task["id"])
+    assert failed["state"] == "failed" and "did not answer" in failed["error"]
+    queue.retry(task["id"])
+    asyncio.run(
+        Worker(kb, settings, llm_factory=lambda s, **k: FakeLLM(responder_handler)).run_once()
+    )
+    assert queue.get(task["id"])["state"] == "done"
+
+
+def test_a_task_leased_by_a_dead_worker_is_compiled_by_the_next(kb, settings):
+    with closing(open_state(kb)) as conn:
+        q = TaskQueue(kb, conn)
+        task, _ = q.submit("Release train", NOTE)
+        q.claim("dead-server", lease_seconds=0.05)  # it claimed, then died
+    time.sleep(0.1)
+    worker = Worker(kb, settings, llm_factory=lambda s, **k: FakeLLM(responder_handler))
+    assert asyncio.run(worker.run_once()) == 1
+    with closing(open_state(kb)) as conn:
+        assert TaskQueue(kb, conn).get(task["id"])["state"] == "done"
+    assert list_articles(kb) == ["wiki/concept/release-train.md"]
+
+
+def test_binary_or_invalid_text_fails_the_task_with_a_reason(kb, settings, queue):
+    task, _ = queue.submit("Latin", "caf\xe9".encode("latin-1") + b" notes")
+    asyncio.run(
+        Worker(kb, settings, llm_factory=lambda s, **k: FakeLLM(responder_handler)).run_once()
+    )
+    assert "UTF-8" in queue.get(task["id"])["error"]
