@@ -230,32 +230,20 @@ class Asker:
                 index = refresh_search_index(self.kb, conn)
             return [hit.path for hit in index.search(question, limit=limit)]
 
-    async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
-        messages, paths, shortlisted = self.selection_prompt(question, catalog)
-        if not paths:
-            return [], shortlisted
-        k = self.settings.select_k
-        try:
-            reply = self._paid(
-                await self.llm.complete(
-                    messages,
-                    stage="select",
-                    schema=_schema_paths(paths, k),
-                    schema_name="selection",
-                )
+    async def _pick(self, messages: list[dict], offered: list[str], limit: int) -> list[str] | None:
+        """Ask the model to pick among ``offered`` paths; None when the reply has no list.
+
+        Spellings are normalised before they are compared, so a real page is never lost
+        to a leading slash or a missing .md; anything not offered is dropped."""
+        reply = self._paid(
+            await self.llm.complete(
+                messages, stage="select", schema=_schema_paths(offered, limit), schema_name="selection"
             )
-        except LLMError as exc:
-            raise SelectionError(
-                f"Page selection failed, so no answer was given: {exc}",
-                model=exc.model,
-                status=exc.status,
-                body=exc.body,
-                hint="try again, or name the pages with --paths",
-            ) from exc
+        )
         picked = reply.data.get("paths") if isinstance(reply.data, dict) else None
         if not isinstance(picked, list):
-            raise SelectionError("Page selection returned no list of paths, so no answer was given")
-        allowed = set(paths)
+            return None
+        allowed = set(offered)
         chosen: list[str] = []
         for p in picked:
             if isinstance(p, str):
@@ -264,7 +252,25 @@ class Asker:
                     path = f"wiki/{path}"
                 if path in allowed and path not in chosen:
                     chosen.append(path)
-        return chosen[:k], shortlisted
+        return chosen[:limit]
+
+    async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
+        messages, paths, shortlisted = self.selection_prompt(question, catalog)
+        if not paths:
+            return [], shortlisted
+        try:
+            chosen = await self._pick(messages, paths, self.settings.select_k)
+        except LLMError as exc:
+            raise SelectionError(
+                f"Page selection failed, so no answer was given: {exc}",
+                model=exc.model,
+                status=exc.status,
+                body=exc.body,
+                hint="try again, or name the pages with --paths",
+            ) from exc
+        if chosen is None:
+            raise SelectionError("Page selection returned no list of paths, so no answer was given")
+        return chosen, shortlisted
 
     async def _second_hop(self, question: str, pages: list[Page], catalog: Catalog) -> list[str]:
         n = self.settings.second_hop_pages
@@ -277,22 +283,9 @@ class Asker:
             "hop", question=question, pages=pages, lines=[catalog.lines[p] for p in linked], n=n
         )
         try:
-            reply = self._paid(
-                await self.llm.complete(
-                    messages,
-                    stage="select",
-                    schema=_schema_paths(linked, n),
-                    schema_name="selection",
-                )
-            )
+            return await self._pick(messages, linked, n) or []
         except LLMError:
             return []  # the first pages are read; a failed optional hop does not stop the answer
-        picked = reply.data.get("paths") if isinstance(reply.data, dict) else []
-        return [
-            p
-            for p in dict.fromkeys(normalise_article_path(x) for x in picked if isinstance(x, str))
-            if p in linked
-        ][:n]
 
 
 _NOT_COVERED = re.compile(

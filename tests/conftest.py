@@ -15,3 +15,18 @@ def clean_environment(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    """The stand-in model server (real HTTP, OpenAI wire format) answering every kb-ai
+    stage from its prompt, with the KB_AI_* environment pointing at it."""
+    from tests.fakes.kb_responder import respond
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(respond) as server:
+        monkeypatch.setenv("KB_AI_MODEL", "openai/fake-model")
+        monkeypatch.setenv("KB_AI_API_BASE", server.base_url)
+        monkeypatch.setenv("KB_AI_API_KEY", "sk-test")
+        monkeypatch.setenv("KB_AI_RETRY_BACKOFF", "0.01")
+        yield server

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from kb_ai.cli import main
-from tests.fakes.kb_responder import respond, stage_of
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.fakes.kb_responder import stage_of
+from tests.fakes.openai_server import Reply
 from wiki import KnowledgeBase
 
 NOTES = {
@@ -21,13 +21,8 @@ NOTES = {
 
 
 @pytest.fixture
-def server(monkeypatch):
-    with FakeOpenAIServer(respond) as s:
-        monkeypatch.setenv("KB_AI_MODEL", "openai/fake-model")
-        monkeypatch.setenv("KB_AI_API_BASE", s.base_url)
-        monkeypatch.setenv("KB_AI_API_KEY", "sk-test")
-        monkeypatch.setenv("KB_AI_RETRY_BACKOFF", "0.01")
-        yield s
+def server(fake_model):
+    return fake_model
 
 
 @pytest.fixture

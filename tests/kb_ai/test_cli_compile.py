@@ -20,18 +20,8 @@ ADR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "adr_govu
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAIServer(respond) as s:
-        yield s
-
-
-@pytest.fixture
-def model_env(server, monkeypatch):
-    monkeypatch.setenv("KB_AI_MODEL", "openai/fake-model")
-    monkeypatch.setenv("KB_AI_API_BASE", server.base_url)
-    monkeypatch.setenv("KB_AI_API_KEY", "sk-test")
-    monkeypatch.setenv("KB_AI_RETRY_BACKOFF", "0.01")
-    return server
+def model_env(fake_model):
+    return fake_model
 
 
 @pytest.fixture
