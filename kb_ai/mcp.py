@@ -1,0 +1,223 @@
+"""The MCP server: one `ask` tool that answers from the wiki with citations, for any agent.
+
+It only translates, like the CLI: arguments into a `retrieval.ask` call, the Answer into
+tool content, a kb-ai error into a tool error (``isError``) whose message says what to do.
+Two transports over the same server:
+
+- stdio: `run_stdio(kb_dir, overrides)`, behind ``kb-ai mcp``;
+- streamable HTTP: `http_app(kb_dir, overrides)`, which `kb-ai serve` mounts at /mcp::
+
+      mcp = http_app(settings.kb_dir, overrides, host=host)
+
+      @contextlib.asynccontextmanager
+      async def lifespan(app):
+          async with mcp.lifespan():
+              yield
+
+      Starlette(routes=[Route("/mcp", mcp), ...], middleware=[token check], lifespan=lifespan)
+
+The SDK is the optional `mcp` extra (``pip install 'kb-ai[mcp]'``); importing this module
+without it raises ImportError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from starlette.types import Receive, Scope, Send
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
+
+from kb_ai.errors import KbAiError
+from kb_ai.settings import Settings, load_settings
+from retrieval import Answer
+from retrieval import ask as answer_question
+from wiki import KnowledgeBase
+
+ASK_DESCRIPTION = """\
+Ask the team's knowledge base and get an answer with citations. The knowledge base is a \
+wiki compiled from the team's notes, documents, meeting records and past agent sessions.
+
+Use it before guessing how things are done here: project conventions, past decisions and \
+why they were made, known pitfalls and their fixes, how a system or process works, what \
+was agreed. Ask one self-contained question in plain words, e.g. "Why did we move DNS \
+out of puppet?".
+
+The answer cites wiki pages inline as [Title](wiki/<type>/<slug>.md) and ends with a \
+Sources list. Those paths are pages of the knowledge base, not files in your working \
+tree; pass them back in `paths` to ask a follow-up about exactly those pages. When the \
+wiki does not cover the question, the answer says so and cites nothing: do not present \
+it as the team's knowledge then."""
+
+QUESTION_HELP = "One self-contained question, in plain words."
+PATHS_HELP = (
+    "Optional: answer from exactly these wiki pages (e.g. wiki/decision/dns.md, as cited "
+    "by an earlier answer) instead of letting the knowledge base pick pages."
+)
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class CitedPage(TypedDict):
+    title: str
+    path: str
+
+
+class AskResult(TypedDict):
+    """What `ask` returns as structured content."""
+
+    answer: str
+    citations: list[CitedPage]
+    read: list[str]
+    covered: bool
+
+
+def build_server(
+    kb_dir: str | None = None, settings_overrides: Mapping[str, Any] | None = None
+) -> MCPServer:
+    """The MCP server with its one `ask` tool, over the knowledge base at kb_dir.
+
+    The settings are built and the knowledge base opened here, once: a directory that is
+    not a knowledge base fails now (NotAKnowledgeBaseError), not at the first question.
+    The model is opened per call, so "no model configured" reaches the agent as a tool
+    error it can report.
+    """
+    settings = load_settings(kb_dir, dict(settings_overrides or {}))
+    kb = KnowledgeBase.open(settings.kb_dir)
+    server = MCPServer(
+        "kb-ai",
+        title="kb-ai knowledge base",
+        instructions="Call `ask` for this team's conventions, decisions, pitfalls and how "
+        "things work here; answers cite the wiki pages they come from.",
+        version=_version(),
+        log_level="WARNING",
+    )
+
+    async def ask(
+        question: Annotated[str, Field(description=QUESTION_HELP)],
+        paths: Annotated[list[str] | None, Field(description=PATHS_HELP)] = None,
+    ) -> Annotated[CallToolResult, AskResult]:
+        try:
+            answer = await _answer(kb, settings, question, paths)
+        except KbAiError as exc:
+            return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+        return CallToolResult(
+            content=[TextContent(type="text", text=format_answer(answer))],
+            structured_content=_structured(answer),
+        )
+
+    server.add_tool(
+        ask,
+        name="ask",
+        title="Ask the team knowledge base",
+        description=ASK_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    return server
+
+
+async def _answer(
+    kb: KnowledgeBase, settings: Settings, question: str, paths: Sequence[str] | None
+) -> Answer:
+    from kb_ai.llm import open_llm
+
+    llm = open_llm(settings, db_path=kb.state_db, fast_start=True)
+    try:
+        return await answer_question(kb, settings, llm, question, paths=paths or None)
+    finally:
+        await llm.aclose()
+
+
+def format_answer(answer: Answer) -> str:
+    """The answer as an agent reads it: the text, then one Sources line per cited page."""
+    if not answer.citations:
+        return answer.answer
+    sources = "\n".join(f"- [{c.title}]({c.path})" for c in answer.citations)
+    return f"{answer.answer}\n\nSources:\n{sources}"
+
+
+def _structured(answer: Answer) -> AskResult:
+    return {
+        "answer": answer.answer,
+        "citations": [{"title": c.title, "path": c.path} for c in answer.citations],
+        "read": list(answer.read),
+        "covered": answer.covered,
+    }
+
+
+def _version() -> str:
+    try:
+        return version("kb-ai")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return ""
+
+
+def run_stdio(
+    kb_dir: str | None = None, settings_overrides: Mapping[str, Any] | None = None
+) -> None:
+    """Serve over stdin/stdout until the client closes them (what `kb-ai mcp` runs)."""
+    build_server(kb_dir, settings_overrides).run("stdio")
+
+
+class McpHttpApp:
+    """The streamable HTTP endpoint as a plain ASGI app, for mounting in another app.
+
+    Mount it on one path (``Route("/mcp", app)``; it answers POST, GET and DELETE itself)
+    and enter ``app.lifespan()`` in the parent's lifespan: a mounted app gets no lifespan
+    events of its own, and the session manager must be running before the first request
+    ("Task group is not initialized"). ``lifespan()`` can be entered once per app object.
+    Authentication is the parent's job (the token middleware wraps this like any route).
+    """
+
+    def __init__(self, server: MCPServer, session_manager: StreamableHTTPSessionManager) -> None:
+        self.server = server
+        self.session_manager = session_manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.session_manager.handle_request(scope, receive, send)
+
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
+        return self.session_manager.run()
+
+
+def http_app(
+    kb_dir: str | None = None,
+    settings_overrides: Mapping[str, Any] | None = None,
+    *,
+    host: str = "127.0.0.1",
+) -> McpHttpApp:
+    """The `ask` server over streamable HTTP, ready to mount (see McpHttpApp).
+
+    Stateless, with JSON responses: every POST is answered on its own, so nothing is
+    kept between requests, any worker can answer any request, and proxies see plain
+    JSON rather than event streams. ``host`` is the address the server listens on: on
+    loopback, requests whose Host header is not a loopback name are refused (DNS
+    rebinding protection, as the SDK does for its own apps); elsewhere the token rule
+    guards the endpoint.
+    """
+    server = build_server(kb_dir, settings_overrides)
+    security = None
+    if host in LOOPBACK:
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[
+                "127.0.0.1:*",
+                "localhost:*",
+                "[::1]:*",
+                "127.0.0.1",
+                "localhost",
+                "[::1]",
+            ],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    # streamable_http_app() is what creates the server's session manager; its own
+    # Starlette wrapper (a route at a fixed path) is not used.
+    server.streamable_http_app(stateless_http=True, json_response=True, transport_security=security)
+    return McpHttpApp(server, server.session_manager)
