@@ -217,7 +217,8 @@ def status(ctx: Context, as_json: bool) -> None:
 
 
 # Commands defined in their own modules register themselves on `main`.
-from kb_ai import cli_ask  # noqa: E402,F401
+from kb_ai import cli_ask, cli_mcp  # noqa: E402,F401
+from kb_ai import cli_serve  # noqa: E402,F401
 
 
 def run() -> None:  # pragma: no cover - console entry for python -m kb_ai
