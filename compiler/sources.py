@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compiler.redact import redact
+from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
 from kb_ai.errors import SourceError, UsageError
 
 # Extensions picked up when a directory is given. A file named explicitly is read
@@ -34,6 +36,11 @@ TEXT_EXTENSIONS = frozenset(
     }
 )
 KIND_BY_EXTENSION = {".md": "note", ".markdown": "note", ".txt": "note", ".rst": "document"}
+# Picked up from a directory only when their content is a transcript kb-ai can read
+# (a .jsonl of metrics or a package.json is not a source).
+TRANSCRIPT_EXTENSIONS = frozenset({".jsonl", ".json", ".traj"})
+
+_FILE_SUFFIXES = TEXT_EXTENSIONS | TRANSCRIPT_EXTENSIONS
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _RST_TITLE = re.compile(r"^(?:([=\-~^*#+])\1{2,}\n)?(\S[^\n]*)\n([=\-~^*#+])\3{2,}\s*$", re.M)
@@ -50,6 +57,7 @@ class Source:
     checksum: str  # sha256 of the original bytes
     size: int = 0
     chunks: list[str] = field(default_factory=list)
+    redactions: int = 0  # secrets and <private> spans removed from text
 
 
 @dataclass(frozen=True)
@@ -99,21 +107,47 @@ def _walk(root: Path) -> Iterator[Path]:
             if name.startswith("."):
                 continue
             path = Path(dirpath) / name
-            if path.suffix.lower() in TEXT_EXTENSIONS and path.is_file():
+            suffix = path.suffix.lower()
+            if not path.is_file():
+                continue
+            if suffix in TEXT_EXTENSIONS or (
+                suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path)
+            ):
                 yield path
 
 
-def file_checksum(path: Path, max_bytes: int) -> tuple[str, bytes]:
-    """(sha256, bytes) of a file, refusing files over max_bytes before reading them."""
+def _is_transcript(path: Path) -> bool:
+    """Whether a file's first bytes are a transcript (read cheaply: its head only)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        return False
+    return detect(head, path.name) is not None
+
+
+def file_checksum(
+    path: Path, max_bytes: int, *, max_transcript_bytes: int | None = None
+) -> tuple[str, bytes]:
+    """(sha256, bytes) of a file, refusing files over max_bytes before reading them.
+
+    A transcript (recognised by its head) may be larger, up to ``max_transcript_bytes``:
+    a Claude Code session is easily several MB of JSON, most of it tool output that
+    normalising drops, so its text ends up a small fraction of its bytes.
+    """
     try:
         size = path.stat().st_size
     except OSError as exc:
         raise SourceError(f"{path}: cannot read it ({exc.strerror})") from exc
     if size > max_bytes:
-        raise SourceError(
-            f"{path}: {size:,} bytes is over the {max_bytes:,}-byte limit",
-            hint="split it, or raise max_source_bytes in kb-ai.toml",
-        )
+        limit, setting = max_bytes, "max_source_bytes"
+        if (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
+            limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
+        if size > limit:
+            raise SourceError(
+                f"{path}: {size:,} bytes is over the {limit:,}-byte limit",
+                hint=f"split it, or raise {setting} in kb-ai.toml",
+            )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -200,23 +234,51 @@ def read_source(
     chunk_chars: int,
     data: bytes | None = None,
     checksum: str | None = None,
+    max_transcript_bytes: int | None = None,
 ) -> Source:
-    """Read one candidate into a normalised Source (raises SourceError)."""
+    """Read one candidate into a normalised Source (raises SourceError).
+
+    A transcript (recognised by content, whatever the file is called) becomes its
+    normalised Markdown, kind "transcript". Every text is redacted before it is returned:
+    nothing downstream (raw/, the model) sees a secret or a <private> span.
+    """
     if data is None or checksum is None:
-        checksum, data = file_checksum(candidate.path, max_bytes)
+        checksum, data = file_checksum(
+            candidate.path, max_bytes, max_transcript_bytes=max_transcript_bytes
+        )
     name = str(candidate.path)
     text = decode_text(data, name)
     kind = KIND_BY_EXTENSION.get(candidate.path.suffix.lower(), "document")
-    title = guess_title(text, candidate.path.stem)
+    title = ""
+    text, kind, title, found = _as_transcript(text, name, kind)
+    title = title or guess_title(text, candidate.path.stem)
+    text, redacted = redact(text)
     return Source(
         origin=candidate.origin,
-        title=title,
+        title=redact(title)[0],
         kind=kind,
         text=text,
         checksum=checksum,
         size=len(data),
         chunks=chunk_text(text, chunk_chars),
+        redactions=found + redacted,
     )
+
+
+def _as_transcript(text: str, name: str, kind: str) -> tuple[str, str, str, int]:
+    """(text, kind, title, redactions): a transcript normalised, anything else as it was."""
+    if detect(text, name) is None:
+        return text, kind, "", 0
+    try:
+        transcript = parse(text, name)
+    except (TranscriptError, ValueError) as exc:
+        raise SourceError(f"{name}: looks like a transcript but cannot be read ({exc})") from exc
+    if transcript.is_empty():
+        raise SourceError(
+            f"{name}: the transcript holds no conversation (only local commands or metadata)",
+            hint="nothing to compile here; leave it out",
+        )
+    return transcript.to_text(), "transcript", transcript.title, transcript.redactions
 
 
 def source_from_text(
@@ -228,7 +290,11 @@ def source_from_text(
     chunk_chars: int,
     max_bytes: int,
 ) -> Source:
-    """A Source from text handed over directly (the web form, a hook)."""
+    """A Source from text handed over directly (the web form, a hook).
+
+    A transcript handed over this way (an agent hook's session file) is recognised and
+    normalised like a file's; the text is redacted either way.
+    """
     data = text.encode("utf-8")
     if len(data) > max_bytes:
         raise SourceError(
@@ -238,12 +304,19 @@ def source_from_text(
     clean = decode_text(data, origin)
     if not origin:
         raise UsageError("a source needs a name")
+    clean, kind, found_title, found = _as_transcript(clean, origin, kind)
+    clean, redacted = redact(clean)
+    title = title.strip()[:120]
+    if found_title and (not title or Path(title).suffix.lower() in _FILE_SUFFIXES):
+        title = found_title  # a transcript's first request says more than its file name
+    title = title or guess_title(clean, origin)
     return Source(
         origin=origin,
-        title=title.strip()[:120] or guess_title(clean, origin),
+        title=redact(title)[0],
         kind=kind,
         text=clean,
         checksum=hashlib.sha256(data).hexdigest(),
         size=len(data),
         chunks=chunk_text(clean, chunk_chars),
+        redactions=found + redacted,
     )

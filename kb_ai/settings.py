@@ -37,11 +37,14 @@ def _setting(default: Any, help: str, env: bool = True) -> Any:
 class Settings:
     kb_dir: Path = _setting(Path("kb"), "The knowledge base directory.", env=False)
     model: str | None = _setting(
-        None, "The model, as litellm names it: openai/gpt-4o-mini, anthropic/claude-..., "
-        "ollama_chat/qwen2.5, or openai/<name> with api_base for any OpenAI-compatible server."
+        None,
+        "The model, as litellm names it: openai/gpt-4o-mini, anthropic/claude-..., "
+        "ollama_chat/qwen2.5, or openai/<name> with api_base for any OpenAI-compatible server.",
     )
     api_base: str | None = _setting(None, "Base URL of an OpenAI-compatible endpoint.")
-    api_key: str | None = _setting(None, "API key for that endpoint (or the provider's own variable).")
+    api_key: str | None = _setting(
+        None, "API key for that endpoint (or the provider's own variable)."
+    )
     structured_output: str = _setting(
         "auto",
         "How JSON replies are requested: json_schema, json_object (with the schema), prompt "
@@ -59,6 +62,11 @@ class Settings:
     timeout_select: float = _setting(DEFAULT_TIMEOUTS["select"], "Seconds per page selection call.")
     timeout_answer: float = _setting(DEFAULT_TIMEOUTS["answer"], "Seconds per answer call.")
     max_source_bytes: int = _setting(5_000_000, "Sources larger than this are refused.")
+    max_transcript_bytes: int = _setting(
+        50_000_000,
+        "Agent transcripts (JSONL, .traj) up to this size are accepted even when larger than "
+        "max_source_bytes: most of their bytes are tool output that normalising drops.",
+    )
     chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
     catalog_budget_chars: int = _setting(
         12_000, "Characters of catalog shown to the classify stage (ranked slice)."
@@ -88,7 +96,7 @@ class Settings:
             raise ConfigError(
                 "No model configured",
                 hint="pass --model, set KB_AI_MODEL (e.g. KB_AI_MODEL=openai/gpt-4o-mini), "
-                "or add model = \"...\" to kb-ai.toml",
+                'or add model = "..." to kb-ai.toml',
             )
         return self.model
 
@@ -129,7 +137,9 @@ def read_kb_file(kb_dir: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}", hint="fix or remove the line") from exc
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}", hint="fix or remove the line"
+        ) from exc
     unknown = sorted(set(data) - set(TOML_KEYS))
     if unknown:
         raise ConfigError(
