@@ -7,14 +7,14 @@ Two transports over the same server:
 - stdio: `run_stdio(kb_dir, overrides)`, behind ``kb-ai mcp``;
 - streamable HTTP: `http_app(kb_dir, overrides)`, which `kb-ai serve` mounts at /mcp::
 
-      mcp = http_app(settings.kb_dir, overrides, host=host)
+      mcp = http_app(settings.kb_dir, overrides)
 
       @contextlib.asynccontextmanager
       async def lifespan(app):
           async with mcp.lifespan():
               yield
 
-      Starlette(routes=[Route("/mcp", mcp), ...], middleware=[token check], lifespan=lifespan)
+      Starlette(routes=[Route("/mcp", mcp), ...], middleware=[token guard], lifespan=lifespan)
 
 The SDK is the optional `mcp` extra (``pip install 'kb-ai[mcp]'``); importing this module
 without it raises ImportError.
@@ -191,20 +191,24 @@ def http_app(
     kb_dir: str | None = None,
     settings_overrides: Mapping[str, Any] | None = None,
     *,
-    host: str = "127.0.0.1",
+    host: str | None = None,
 ) -> McpHttpApp:
     """The `ask` server over streamable HTTP, ready to mount (see McpHttpApp).
 
     Stateless, with JSON responses: every POST is answered on its own, so nothing is
     kept between requests, any worker can answer any request, and proxies see plain
-    JSON rather than event streams. ``host`` is the address the server listens on: on
-    loopback, requests whose Host header is not a loopback name are refused (DNS
-    rebinding protection, as the SDK does for its own apps); elsewhere the token rule
-    guards the endpoint.
+    JSON rather than event streams.
+
+    Who may call it is the parent's rule (token, Host and Origin checks), the same as
+    for its other routes. ``host``, only for mounting without such a guard: the address
+    served on; when it is loopback, requests whose Host header does not name loopback
+    are refused (the SDK's DNS rebinding protection). Behind a guard that checks Host
+    itself, leave it out: a second check would also refuse a reverse proxy that
+    forwards its own Host to a token-protected server on loopback.
     """
     server = build_server(kb_dir, settings_overrides)
     security = None
-    if host in LOOPBACK:
+    if host is not None and host in LOOPBACK:
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=[

@@ -90,10 +90,11 @@ def over_stdio(kb_root, env: dict[str, str], check: Check) -> Any:
 
 
 class TokenRule:
-    """The web server's rule, until web/auth.py exists: with KB_AI_TOKEN set, every request
-    needs `Authorization: Bearer <token>`; without one, only loopback clients get in."""
+    """A stand-in for web/auth.py's GuardMiddleware while that module is not in the tree:
+    with KB_AI_TOKEN set, every request needs `Authorization: Bearer <token>`; without
+    one, only loopback clients get in."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
         self.app = app
         self.token = token
 
@@ -114,8 +115,16 @@ class TokenRule:
         )
 
 
-def web_app(kb_root, token: str | None) -> Starlette:
-    mcp = http_app(str(kb_root))
+try:  # the server's own token rule, once the web app is in the tree
+    from web.auth import GuardMiddleware as Guard
+except ImportError:
+    Guard = TokenRule
+
+
+def web_app(kb_root, token: str | None, *, guard: bool = True, **options: Any) -> ASGIApp:
+    """/mcp mounted the way `kb-ai serve` mounts it: a Route, its lifespan entered in the
+    parent's, behind the token guard."""
+    mcp = http_app(str(kb_root), **options)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -123,7 +132,7 @@ def web_app(kb_root, token: str | None) -> Starlette:
             yield
 
     app = Starlette(routes=[Route("/mcp", mcp)], lifespan=lifespan)
-    return TokenRule(app, token)
+    return Guard(app, token=token) if guard else app
 
 
 @contextlib.contextmanager
@@ -290,3 +299,24 @@ def test_kb_ai_mcp_refuses_a_directory_that_is_not_a_knowledge_base(tmp_path):
     result = CliRunner().invoke(main, ["mcp", "--kb", str(tmp_path / "nowhere")])
     assert result.exit_code == 2
     assert "kb-ai init" in result.output or "not a knowledge base" in result.output.lower()
+
+
+def test_on_loopback_without_a_guard_a_foreign_host_header_is_refused(kb, model):
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    with serving(web_app(kb.root, None, guard=False, host="127.0.0.1")) as url:
+        rebound = httpx2.post(
+            f"{url}/mcp", json=initialize, headers={**headers, "Host": "evil.example:80"}
+        )
+        ok = httpx2.post(f"{url}/mcp", json=initialize, headers=headers)
+    assert rebound.status_code == 421
+    assert ok.status_code == 200 and ok.json()["result"]["serverInfo"]["name"] == "kb-ai"
