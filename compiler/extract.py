@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from compiler.schemas import EXTRACTION_SCHEMA
+from compiler.schemas import EXTRACTION_SCHEMA, TRANSCRIPT_EXTRACTION_SCHEMA
 from compiler.sources import Source
 from kb_ai.errors import LLMOutputError
 from kb_ai.llm import LLM
@@ -20,7 +20,11 @@ LIST_FIELDS = (
     "facts",
     "enumerations",
     "action_items",
+    "corrections",
+    "pitfalls",
+    "conventions",
 )
+PITFALL_KEYS = ("error", "cause", "fix", "command_or_file")
 
 
 @dataclass
@@ -34,6 +38,10 @@ class Extraction:
     facts: list[str] = field(default_factory=list)
     enumerations: list[dict[str, Any]] = field(default_factory=list)
     action_items: list[dict[str, str]] = field(default_factory=list)
+    # from transcripts only (empty for notes): what a working session teaches
+    corrections: list[dict[str, str]] = field(default_factory=list)
+    pitfalls: list[dict[str, str]] = field(default_factory=list)
+    conventions: list[str] = field(default_factory=list)
 
     @classmethod
     def from_data(cls, data: Any) -> Extraction:
@@ -47,6 +55,9 @@ class Extraction:
         ex.entities = _records(data.get("entities"), ("name", "kind", "description"))
         ex.decisions = _records(data.get("decisions"), ("what", "why", "who"))
         ex.action_items = _records(data.get("action_items"), ("what", "who"))
+        ex.corrections = _records(data.get("corrections"), ("rule", "why"))
+        ex.pitfalls = _records(data.get("pitfalls"), PITFALL_KEYS)
+        ex.conventions = _strings(data.get("conventions"))
         ex.enumerations = [
             {"name": _s(e.get("name")), "items": _strings(e.get("items"))}
             for e in data.get("enumerations") or []
@@ -78,6 +89,8 @@ class Extraction:
         """The subjects this extraction covers, for ranking and classification."""
         names = [c["name"] for c in self.concepts] + [e["name"] for e in self.entities]
         names += [d["what"][:80] for d in self.decisions]
+        names += [p["error"][:80] for p in self.pitfalls]
+        names += [c["rule"][:80] for c in self.corrections]
         return [n for n in dict.fromkeys(names) if n][:20]
 
     def to_markdown(self) -> str:
@@ -94,6 +107,26 @@ class Extraction:
                 if d.get("who"):
                     line += f" (by {d['who']})"
                 out.append(line)
+        if self.corrections:
+            out.append("Corrections and constraints the user stated:")
+            out += [
+                f"- {c['rule']}" + (f" Why: {c['why']}" if c.get("why") else "")
+                for c in self.corrections
+            ]
+        if self.pitfalls:
+            out.append("Pitfalls (error, cause, fix):")
+            for p in self.pitfalls:
+                line = f"- {p['error']}"
+                if p.get("cause"):
+                    line += f" Cause: {p['cause']}"
+                if p.get("fix"):
+                    line += f" Fix: {p['fix']}"
+                if p.get("command_or_file"):
+                    line += f" (`{p['command_or_file']}`)"
+                out.append(line)
+        if self.conventions:
+            out.append("Conventions:")
+            out += [f"- {c}" for c in self.conventions]
         if self.concepts:
             out.append("Concepts:")
             out += [f"- {c['name']}: {c['description']}" for c in self.concepts]
@@ -142,13 +175,21 @@ def _records(value: Any, keys: tuple[str, ...]) -> list[dict[str, str]]:
     return out
 
 
+def extract_prompt(kind: str) -> tuple[str, dict[str, Any]]:
+    """The prompt and reply schema of the extract stage for a kind of source."""
+    if kind == "transcript":
+        return "extract_transcript", TRANSCRIPT_EXTRACTION_SCHEMA
+    return "extract", EXTRACTION_SCHEMA
+
+
 async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Extraction:
     """Extract every chunk of a source (concurrently; merged in chunk order)."""
     count = len(source.chunks)
+    prompt, schema = extract_prompt(source.kind)
 
     async def one(index: int, chunk: str) -> Extraction:
         messages = prompts.render(
-            "extract",
+            prompt,
             title=source.title,
             kind=source.kind,
             chunk_index=index + 1,
@@ -156,7 +197,7 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
             text=chunk,
         )
         reply = await llm.complete(
-            messages, stage="extract", schema=EXTRACTION_SCHEMA, schema_name="extraction"
+            messages, stage="extract", schema=schema, schema_name="extraction"
         )
         return Extraction.from_data(reply.data)
 

@@ -45,6 +45,35 @@ EXTRACTION_SCHEMA = _obj(
     }
 )
 
+# A transcript's extraction: the note fields, plus what a coding agent's session teaches
+# that a note rarely states outright.
+TRANSCRIPT_EXTRACTION_SCHEMA = _obj(
+    {
+        **EXTRACTION_SCHEMA["properties"],
+        "corrections": _list(
+            _obj(
+                {
+                    "rule": _str(300, "what the user said must or must not be done, as a rule"),
+                    "why": _str(300, "the reason the user gave, or empty"),
+                }
+            ),
+            12,
+        ),
+        "pitfalls": _list(
+            _obj(
+                {
+                    "error": _str(300, "the error as it appeared"),
+                    "cause": _str(300),
+                    "fix": _str(400, "what fixed it, as it was done"),
+                    "command_or_file": _str(200, "the command run or the file changed"),
+                }
+            ),
+            10,
+        ),
+        "conventions": _list(_str(300, "a convention of the codebase or the team"), 12),
+    }
+)
+
 
 def classification_schema(categories: list[str], existing_paths: list[str]) -> dict[str, Any]:
     """Where the material goes: existing articles to update (paths from the slice shown,

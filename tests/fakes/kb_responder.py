@@ -104,7 +104,43 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
         if items
         else [],
         "action_items": [],
+        **(
+            _transcript_fields(text)
+            if "pitfalls" in schema_of(request).get("properties", {})
+            else {}
+        ),
     }
+
+
+def _transcript_fields(text: str) -> dict[str, Any]:
+    """What a model would find in a normalised transcript: the user's rules, each error
+    with the next command that ran, and stated conventions."""
+    users = re.findall(r"^## User\n\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    corrections = [
+        {"rule": " ".join(s.split())[:300], "why": ""}
+        for turn in users
+        for s in re.split(r"(?<=[.!?])\s+|\n", turn)
+        if re.search(r"\b(always|never|don't|do not|must)\b", s, re.I)
+    ][:12]
+    pitfalls = []
+    calls = re.findall(r"^→ (.+?)$\n?(error:\n`{3,}\n(.*?)\n`{3,})?", text, re.S | re.M)
+    for i, (_call, block, error) in enumerate(calls):
+        if block and i + 1 < len(calls):
+            fix = calls[i + 1][0]
+            pitfalls.append(
+                {
+                    "error": error.strip().splitlines()[-1][:300],
+                    "cause": "",
+                    "fix": f"ran {fix}"[:400],
+                    "command_or_file": fix.split(": ", 1)[-1][:200],
+                }
+            )
+    conventions = [
+        s[:300]
+        for s in _sentences(text)
+        if re.search(r"\b(convention|we use|we always|by convention)\b", s, re.I)
+    ][:12]
+    return {"corrections": corrections, "pitfalls": pitfalls[:10], "conventions": conventions}
 
 
 def classify(request: dict[str, Any]) -> dict[str, Any]:
