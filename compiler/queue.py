@@ -27,6 +27,7 @@ MIGRATIONS = (
     " lease_expires TEXT, result TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
     "CREATE INDEX tasks_state ON tasks(state, created_at)",
     "CREATE INDEX tasks_checksum ON tasks(checksum)",
+    "ALTER TABLE tasks ADD COLUMN origin TEXT",
 )
 STATES = ("queued", "running", "done", "failed")
 COLUMNS = (
@@ -45,6 +46,7 @@ COLUMNS = (
     "result",
     "created_at",
     "updated_at",
+    "origin",
 )
 
 
@@ -72,15 +74,38 @@ class TaskQueue:
         return self.inbox / f"{task_id}.txt"
 
     def submit(
-        self, title: str, content: bytes, *, filename: str = "", kind: str = "note"
+        self,
+        title: str,
+        content: bytes,
+        *,
+        filename: str = "",
+        kind: str = "note",
+        origin: str | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Queue a document. Returns (task, created); created is False for a duplicate of a
-        task that is queued, running or done (a failed one is queued again)."""
+        task that is queued, running or done (a failed one is queued again).
+
+        ``origin`` names a document that changes over time (an agent session captured at
+        every turn): a newer version replaces a still-queued older one, and compiles as a
+        revision of the same source."""
         if not content.strip():
             raise UsageError(
                 "The document is empty", hint="paste some text or choose a non-empty file"
             )
         checksum = hashlib.sha256(content).hexdigest()
+        if origin is not None:
+            waiting = self.conn.execute(
+                "SELECT id FROM tasks WHERE origin = ? AND state = 'queued' ORDER BY created_at DESC LIMIT 1",
+                (origin,),
+            ).fetchone()
+            if waiting is not None:
+                atomic_write_bytes(self.spool_path(waiting[0]), content)
+                with self.conn:
+                    self.conn.execute(
+                        "UPDATE tasks SET checksum = ?, size = ?, updated_at = ? WHERE id = ?",
+                        (checksum, len(content), _stamp(_now()), waiting[0]),
+                    )
+                return self.get(waiting[0]), False
         existing = self.conn.execute(
             "SELECT * FROM tasks WHERE checksum = ? ORDER BY created_at DESC LIMIT 1", (checksum,)
         ).fetchone()
@@ -95,9 +120,19 @@ class TaskQueue:
         clean_title = " ".join(title.split())[:200]
         with self.conn:
             self.conn.execute(
-                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
-                (task_id, clean_title, filename[:200], kind, checksum, len(content), now, now),
+                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                (
+                    task_id,
+                    clean_title,
+                    filename[:200],
+                    kind,
+                    checksum,
+                    len(content),
+                    now,
+                    now,
+                    origin,
+                ),
             )
         return self.get(task_id), True
 

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
 
@@ -19,13 +19,15 @@ from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, open_state
+from wiki.lock import KbLock
 
 log = logging.getLogger(__name__)
 
 
 def task_origin(task: dict[str, Any]) -> str:
-    """A stable origin for a submitted document: its content hash (never a client's file name)."""
-    return f"submitted:{task['checksum'][:16]}"
+    """A stable origin for a submitted document: the name it was submitted under (an agent
+    session), else its content hash (never a client's file name)."""
+    return task.get("origin") or f"submitted:{task['checksum'][:16]}"
 
 
 class Worker:
@@ -53,12 +55,32 @@ class Worker:
         self.stopping = False
 
     async def run_forever(self) -> None:
-        while not self.stopping:
-            done = await self.run_once()
-            if not done:
-                self.wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+        with self._alive():
+            while not self.stopping:
+                done = await self.run_once()
+                if not done:
+                    self.wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+
+    async def drain(self) -> int:
+        """Compile until the queue is empty; returns the number of tasks handled."""
+        total = 0
+        with self._alive():
+            while not self.stopping and (done := await self.run_once()):
+                total += done
+        return total
+
+    @contextlib.contextmanager
+    def _alive(self) -> Iterator[None]:
+        """Hold the KB's worker lock (shared) while running, so agent hooks can tell that
+        someone will compile what they queue."""
+        lock = KbLock(self.kb.state_dir / "worker.lock")
+        lock.acquire(shared=True)
+        try:
+            yield
+        finally:
+            lock.release()
 
     async def run_once(self) -> int:
         """Claim and compile one batch; returns the number of tasks handled."""

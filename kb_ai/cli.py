@@ -9,6 +9,7 @@ the agent hooks stay fast.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -48,16 +49,45 @@ class Context:
     def __init__(self, kb_dir: str | None, model: str | None) -> None:
         self.kb_dir = kb_dir
         self.model = model
+        self._noticed = False
 
-    def settings(self, **overrides: Any) -> Settings:
+    def settings(self, *, detect: bool = True, announce: bool = True,
+                 **overrides: Any) -> Settings:
+        """The settings of this command; with no model named, one is detected (a provider
+        key, Ollama, the embedded model), and the tiny embedded model is announced once."""
         overrides.setdefault("model", self.model)
-        return load_settings(self.kb_dir, overrides)
+        settings = load_settings(self.kb_dir, overrides, detect=detect)
+        if announce and not self._noticed:
+            from kb_ai.models import model_notice
+
+            notice = model_notice(settings)
+            if notice:
+                click.echo(notice, err=True)
+            self._noticed = True
+        return settings
 
 
 pass_context = click.make_pass_decorator(Context)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands may live in modules imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in LAZY_COMMANDS:
+            try:
+                importlib.import_module(LAZY_COMMANDS[name])
+            except ModuleNotFoundError as exc:
+                if exc.name != LAZY_COMMANDS[name]:
+                    raise
+                return None  # listed for a module not written yet
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--kb",
     "kb_dir",
@@ -92,7 +122,7 @@ def init(ctx: Context) -> None:
     """Create the knowledge base directory as a git repository."""
     from wiki import KnowledgeBase
 
-    settings = ctx.settings()
+    settings = ctx.settings(detect=False, announce=False)
     kb = KnowledgeBase.init(settings.kb_dir)
     click.echo(f"Knowledge base ready at {kb.root}")
     click.echo(f"Next: kb-ai --kb {kb.root} compile <files or folders>")
@@ -176,7 +206,7 @@ def status(ctx: Context, as_json: bool) -> None:
     from compiler import kb_status
     from wiki import KnowledgeBase
 
-    settings = ctx.settings()
+    settings = ctx.settings(announce=False)
     kb = KnowledgeBase.open(settings.kb_dir)
     report = kb_status(kb, settings)
     if as_json:
@@ -216,9 +246,19 @@ def status(ctx: Context, as_json: bool) -> None:
     )
 
 
-# Commands defined in their own modules register themselves on `main`.
-from kb_ai import cli_ask, cli_mcp  # noqa: E402,F401
-from kb_ai import cli_serve  # noqa: E402,F401
+# Commands that live in their own modules, imported only when they are run (or listed by
+# --help): `kb-ai hook` must not pay for, or be broken by, the web server's imports.
+# Each module registers its commands on `main` when imported.
+LAZY_COMMANDS = {
+    "ask": "kb_ai.cli_ask",
+    "chat": "kb_ai.cli_ask",
+    "mcp": "kb_ai.cli_mcp",
+    "serve": "kb_ai.cli_serve",
+    "doctor": "kb_ai.cli_doctor",
+    "hook": "kb_ai.cli_hooks",
+    "hooks": "kb_ai.cli_hooks",
+    "worker": "kb_ai.cli_hooks",
+}
 
 
 def run() -> None:  # pragma: no cover - console entry for python -m kb_ai

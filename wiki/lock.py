@@ -16,11 +16,13 @@ class KbLock:
         self.path = path
         self._fd: int | None = None
 
-    def acquire(self, blocking: bool = True) -> bool:
+    def acquire(self, blocking: bool = True, *, shared: bool = False) -> bool:
+        """Take the lock (shared: many holders at once, none exclusive)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+            fcntl.flock(fd, mode | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:
             os.close(fd)
             return False
