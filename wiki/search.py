@@ -304,7 +304,9 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
             raise
         conn.execute("RELEASE search_index")
     else:
-        conn.execute("BEGIN")
+        # IMMEDIATE: a read that later upgrades to a write fails at once (no busy wait)
+        # when another connection writes meanwhile, as the web server's requests do.
+        conn.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
