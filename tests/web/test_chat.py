@@ -1,0 +1,87 @@
+"""Answers streamed as server-sent events, and chat sessions kept in state.db."""
+
+import time
+
+from tests.web.conftest import sse
+
+QUESTION = {"question": "How long are nightly backups kept?"}
+ARTICLE = "wiki/concept/nightly-backups.md"
+
+
+def ask(client, body):
+    with client.stream("POST", "/api/ask", json=body) as r:
+        assert r.status_code == 200, r.read()
+        return r.headers.get("x-session-id"), list(sse(r))
+
+
+def test_an_answer_streams_in_with_citations_and_is_saved(compiled):
+    sid, events = ask(compiled, QUESTION)
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "status" and "delta" in kinds and kinds[-1] == "done"
+    done = events[-1][1]
+    assert done["citations"] == [{"title": "Nightly backups", "path": ARTICLE}]
+    assert f'href="/{ARTICLE}"' in done["html"] and done["session"] == sid
+    assert done["usage"]["calls"] == 2
+    streamed = "".join(d["text"] for k, d in events if k == "delta")
+    assert "nightly at 02:00" in streamed
+    session = compiled.get(f"/api/sessions/{sid}").json()["session"]
+    assert session["title"] == QUESTION["question"]
+    assert [m["role"] for m in session["messages"]] == ["user", "assistant"]
+    assert session["messages"][1]["citations"] == done["citations"]
+
+
+def test_a_follow_up_in_a_session_sees_the_history(compiled):
+    sid, _ = ask(compiled, QUESTION)
+    again, events = ask(compiled, {"question": "And when do they run?", "session": sid})
+    assert again == sid and events[-1][0] == "done"
+    assert any(d.get("stage") == "rewriting" for k, d in events if k == "status")
+    assert len(compiled.get(f"/api/sessions/{sid}").json()["session"]["messages"]) == 4
+
+
+def test_bad_questions_get_clear_errors(client, compiled):
+    r = client.post("/api/ask", json={"question": "  "})
+    assert r.status_code == 400 and "empty" in r.json()["error"]
+    r = client.post("/api/ask", json={"question": "x", "session": "nope"})
+    assert r.status_code == 404 and r.json()["ok"] is False
+    r = client.post("/api/ask", json={"question": "x", "paths": "wiki/a.md"})
+    assert r.status_code == 400
+    _, events = ask(client, {"question": "x", "paths": ["../../kb-ai.toml"], "save": False})
+    assert events[-1][0] == "error" and events[-1][1]["kind"] == "PathEscapeError"
+
+
+def test_an_empty_wiki_answers_with_an_error_event(client):
+    _, events = ask(client, {**QUESTION, "save": False})
+    assert events == [
+        ("error", {**events[0][1], "kind": "EmptyWikiError", "session": None})
+    ] and "no articles" in events[0][1]["error"]
+
+
+def test_a_client_that_leaves_mid_stream_still_gets_its_answer_saved(compiled, model):
+    model.delay = 0.2  # each model call takes a while: the client leaves before the answer
+    with compiled.stream("POST", "/api/ask", json=QUESTION) as r:
+        sid = r.headers["x-session-id"]
+        kind, _ = next(sse(r))
+        assert kind == "status"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        messages = compiled.get(f"/api/sessions/{sid}").json()["session"]["messages"]
+        if len(messages) == 2:
+            break
+        time.sleep(0.05)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert "nightly at 02:00" in messages[1]["content"]
+
+
+def test_sessions_are_listed_renamed_and_deleted(client):
+    created = client.post("/api/sessions", json={"title": "Backups"})
+    assert created.status_code == 201
+    sid = created.json()["session"]["id"]
+    assert [s["id"] for s in client.get("/api/sessions").json()["sessions"]] == [sid]
+    renamed = client.patch(f"/api/sessions/{sid}", json={"title": "  Backup policy "})
+    assert renamed.json()["session"]["title"] == "Backup policy"
+    assert client.patch(f"/api/sessions/{sid}", json={"title": " "}).status_code == 400
+    assert client.patch(f"/api/sessions/{sid}", json={}).status_code == 400
+    assert client.delete(f"/api/sessions/{sid}").json() == {"ok": True, "deleted": sid}
+    gone = client.get(f"/api/sessions/{sid}")
+    assert gone.status_code == 404 and gone.json()["status"] == 404
+    assert client.delete(f"/api/sessions/{sid}").status_code == 404

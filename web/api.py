@@ -1,0 +1,207 @@
+"""The JSON API under /api: everything the pages do. Errors use the one shape of
+web/errors.py; the streams (task updates, answers) live in web/streams.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from compiler.queue import TaskQueue
+from kb_ai.errors import UsageError
+from retrieval import ChatStore
+from web import content
+from web.errors import error_json
+from web.services import Services, services
+from web.streams import ask_stream, task_stream
+from web.uploads import JSON_MAX_BYTES, Submission, limit_body, read_submission
+
+
+def ok(status: int = 200, **data: Any) -> JSONResponse:
+    return JSONResponse({"ok": True, **data}, status_code=status)
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await limit_body(request, JSON_MAX_BYTES).body() or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"The body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise UsageError("Send a JSON object")
+    return body
+
+
+# -- health and the queue -------------------------------------------------------------------
+
+
+async def healthz(request: Request) -> JSONResponse:
+    svc = services(request)
+
+    def check() -> dict[str, Any]:
+        with svc.db() as conn:
+            counts = TaskQueue(svc.kb, conn).counts()
+        return {"queue": counts, "workers": svc.pool.size if svc.pool else 0}
+
+    return ok(**await svc.run(check))
+
+
+def queue_submissions(svc: Services, items: list[Submission]) -> list[dict[str, Any]]:
+    """Spool and record each submission; returns the tasks, duplicates marked."""
+    out = []
+    with svc.db() as conn:
+        queue = TaskQueue(svc.kb, conn)
+        for item in items:
+            task, created = queue.submit(
+                item.title, item.content, filename=item.filename, kind=item.kind
+            )
+            out.append({**content.public_task(task), "duplicate": not created})
+    svc.wake_workers()
+    return out
+
+
+async def submit(request: Request) -> JSONResponse:
+    """202 once every accepted document is on disk and in the task table."""
+    svc = services(request)
+    accepted, rejected = await read_submission(request, svc.limits)
+    if not accepted:
+        status = 413 if all(r["too_large"] for r in rejected) else 400
+        first = rejected[0]["error"]
+        more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
+        return error_json(f"Nothing was queued: {first}{more}", status, rejected=rejected)
+    tasks = await svc.run(queue_submissions, svc, accepted)
+    return ok(202, tasks=tasks, rejected=rejected)
+
+
+async def tasks(request: Request) -> JSONResponse:
+    svc = services(request)
+
+    def snapshot() -> dict[str, Any]:
+        with svc.db() as conn:
+            return content.queue_snapshot(TaskQueue(svc.kb, conn))
+
+    return ok(**await svc.run(snapshot))
+
+
+def _task_action(svc: Services, task_id: str, action: str) -> dict[str, Any] | None:
+    with svc.db() as conn:
+        queue = TaskQueue(svc.kb, conn)
+        if action == "retry":
+            task = content.public_task(queue.retry(task_id))
+            svc.wake_workers()
+            return task
+        if action == "delete":
+            queue.delete(task_id)
+            return None
+        return content.public_task(queue.get(task_id))
+
+
+async def task(request: Request) -> JSONResponse:
+    svc = services(request)
+    task_id = request.path_params["task_id"]
+    if request.method == "DELETE":
+        await svc.run(_task_action, svc, task_id, "delete")
+        return ok(deleted=task_id)
+    return ok(task=await svc.run(_task_action, svc, task_id, "get"))
+
+
+async def retry(request: Request) -> JSONResponse:
+    svc = services(request)
+    return ok(task=await svc.run(_task_action, svc, request.path_params["task_id"], "retry"))
+
+
+# -- the wiki -------------------------------------------------------------------------------
+
+
+async def wiki_tree(request: Request) -> JSONResponse:
+    svc = services(request)
+    return ok(**await svc.run(content.wiki_tree, svc.kb))
+
+
+async def article(request: Request) -> JSONResponse:
+    svc = services(request)
+    return ok(**await svc.run(content.article_view, svc.kb, request.query_params.get("path", "")))
+
+
+async def history(request: Request) -> JSONResponse:
+    svc = services(request)
+    path = request.query_params.get("path", "")
+    return ok(path=content.article_path(path),
+              history=await svc.run(content.history_view, svc.kb, path))  # fmt: skip
+
+
+async def diff(request: Request) -> JSONResponse:
+    svc = services(request)
+    q = request.query_params
+    view = await svc.run(content.diff_view, svc.kb, q.get("path", ""), q.get("sha", ""))
+    view.pop("lines")
+    return ok(**view)
+
+
+async def source(request: Request) -> JSONResponse:
+    svc = services(request)
+    return ok(**await svc.run(content.source_view, svc.kb, request.query_params.get("path", "")))
+
+
+# -- chat sessions --------------------------------------------------------------------------
+
+
+def _sessions(svc: Services, action: str, sid: str = "", title: str = "") -> Any:
+    with svc.db() as conn:
+        store = ChatStore(conn)
+        if action == "list":
+            return store.list()
+        if action == "create":
+            return store.create(title or "New chat")
+        if action == "rename":
+            return store.rename(sid, title)
+        if action == "delete":
+            return store.delete(sid)
+        return store.get(sid)
+
+
+async def sessions(request: Request) -> JSONResponse:
+    svc = services(request)
+    if request.method == "POST":
+        body = await json_object(request)
+        title = body.get("title") or "New chat"
+        if not isinstance(title, str):
+            raise UsageError('"title" must be a string')
+        return ok(201, session=await svc.run(_sessions, svc, "create", title=title))
+    return ok(sessions=await svc.run(_sessions, svc, "list"))
+
+
+async def session(request: Request) -> JSONResponse:
+    svc = services(request)
+    sid = request.path_params["session_id"]
+    if request.method == "DELETE":
+        await svc.run(_sessions, svc, "delete", sid)
+        return ok(deleted=sid)
+    if request.method == "PATCH":
+        title = (await json_object(request)).get("title")
+        if not isinstance(title, str):
+            raise UsageError('Send {"title": "..."} to rename a session')
+        return ok(session=await svc.run(_sessions, svc, "rename", sid, title))
+    return ok(session=await svc.run(_sessions, svc, "get", sid))
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/healthz", healthz),
+        Route("/api/submit", submit, methods=["POST"]),
+        Route("/api/tasks", tasks),
+        Route("/api/tasks/events", task_stream),
+        Route("/api/tasks/{task_id}", task, methods=["GET", "DELETE"]),
+        Route("/api/tasks/{task_id}/retry", retry, methods=["POST"]),
+        Route("/api/wiki", wiki_tree),
+        Route("/api/article", article),
+        Route("/api/history", history),
+        Route("/api/diff", diff),
+        Route("/api/source", source),
+        Route("/api/ask", ask_stream, methods=["POST"]),
+        Route("/api/sessions", sessions, methods=["GET", "POST"]),
+        Route("/api/sessions/{session_id}", session, methods=["GET", "PATCH", "DELETE"]),
+    ]
+

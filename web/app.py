@@ -1,0 +1,124 @@
+"""The web app: `create_app(settings)` builds it; `kb-ai serve` runs it with uvicorn.
+
+Pages and a JSON API over one knowledge base, and the compile workers inside the same
+process (on a thread of their own, see web/pool.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from kb_ai.errors import KbAiError
+from kb_ai.llm import LLM, open_llm
+from kb_ai.settings import Settings
+from web import api, pages
+from web.auth import GuardMiddleware
+from web.errors import on_http_error, on_kb_error
+from web.pool import WorkerPool
+from web.services import Limits, Services
+from wiki import KnowledgeBase
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).parent / "static"
+
+
+def create_app(
+    settings: Settings,
+    *,
+    llm_factory: Callable[..., LLM] = open_llm,
+    start_worker: bool = True,
+    workers: int = 1,
+    token: str | None = None,
+    limits: Limits | None = None,
+    status_interval: float = 0.5,
+    worker_poll_seconds: float = 1.0,
+    worker_lease_seconds: float = 600.0,
+    host: str = "127.0.0.1",
+    mount_mcp: bool = True,
+    extra_routes: Sequence[BaseRoute] | None = None,
+) -> Starlette:
+    """The Starlette app over the knowledge base at ``settings.kb_dir``.
+
+    ``token``: required on every request when set (see web/auth.py). ``host``: the
+    address served on (the MCP endpoint checks Host headers on loopback).
+    ``extra_routes``: more routes behind the same guard.
+    """
+    kb = KnowledgeBase.open(settings.kb_dir)
+    svc = Services(
+        kb=kb,
+        settings=settings,
+        llm_factory=llm_factory,
+        limits=limits or Limits(max_file_bytes=settings.max_source_bytes),
+        status_interval=status_interval,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        if start_worker:
+            svc.pool = WorkerPool(
+                kb,
+                settings,
+                llm_factory=_fast(llm_factory),
+                size=workers,
+                poll_seconds=worker_poll_seconds,
+                lease_seconds=worker_lease_seconds,
+            )
+            svc.pool.start()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                for enter in lifespans:  # mounted apps that run something of their own (MCP)
+                    await stack.enter_async_context(enter())
+                yield {}
+        finally:
+            for task in list(svc.background):  # answers still being written
+                task.cancel()
+            if svc.pool is not None:
+                svc.pool.stop()
+
+    routes: list[BaseRoute] = [
+        *api.routes(),
+        *pages.routes(),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    # The MCP server (kb_ai/mcp.py, streamable HTTP) at /mcp, behind the same token guard.
+    mcp_routes, lifespans = _mcp(settings, host) if mount_mcp else ([], [])
+    routes += [*mcp_routes, *(extra_routes or ())]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(GuardMiddleware, token=token)],
+        exception_handlers={KbAiError: on_kb_error, HTTPException: on_http_error},
+        lifespan=lifespan,
+    )
+    app.state.services = svc
+    return app
+
+
+def _fast(factory: Callable[..., LLM]) -> Callable[..., LLM]:
+    """The compile workers' model client, on the plain-HTTP path where the model allows it
+    (importing litellm on the server's threads would stall requests for seconds)."""
+
+    def build(settings: Settings, **kwargs: Any) -> LLM:
+        return factory(settings, **{"fast_start": True, **kwargs})
+
+    return build
+
+
+def _mcp(settings: Settings, host: str) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
+    """``/mcp`` when the MCP extra is installed (``pip install 'kb-ai[mcp]'``), else nothing."""
+    try:
+        from kb_ai.mcp import http_app
+    except ImportError:
+        return [], []
+    overrides = {"model": settings.model, "api_base": settings.api_base, "api_key": settings.api_key}
+    mcp = http_app(str(settings.kb_dir), overrides, host=host)
+    return [Route("/mcp", mcp)], [mcp.lifespan]

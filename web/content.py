@@ -1,0 +1,127 @@
+"""What the API and the pages show of the knowledge base: the article tree, an article
+with its sources and history, a raw source, the queue. Blocking (files, git): call
+through ``Services.run``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from typing import Any
+
+from compiler.queue import TaskQueue
+from kb_ai.errors import NotFoundError, PathEscapeError
+from web.render import WikiLinks, article_url, diff_lines, render_markdown
+from wiki import (
+    CatalogEntry,
+    KnowledgeBase,
+    build_catalog,
+    entry_for,
+    file_history,
+    list_articles,
+    load_catalog,
+    read_article,
+    read_raw,
+    show_diff,
+)
+
+PUBLIC_TASK_FIELDS = (
+    "id", "title", "filename", "kind", "checksum", "size", "state", "stage", "error",
+    "attempts", "result", "created_at", "updated_at",
+)  # fmt: skip
+_SHA = re.compile(r"^[0-9a-f]{4,40}$")
+
+
+def public_task(task: dict[str, Any]) -> dict[str, Any]:
+    """A task as clients see it (which server holds its lease is not their business)."""
+    return {k: task[k] for k in PUBLIC_TASK_FIELDS}
+
+
+def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:
+    return {"tasks": [public_task(t) for t in queue.list(limit)], "counts": queue.counts()}
+
+
+def article_path(raw: str) -> str:
+    """``wiki/type/slug.md`` from what a client may send ("type/slug.md", "/wiki/...")."""
+    path = (raw or "").strip().lstrip("/")
+    if not path:
+        raise PathEscapeError("No article path given", hint="e.g. path=wiki/concept/backups.md")
+    return path if path.startswith("wiki/") else f"wiki/{path}"
+
+
+def catalog(kb: KnowledgeBase) -> list[CatalogEntry]:
+    """Every article on disk, described by the master index where it has them."""
+    on_disk = list_articles(kb)
+    known = {e.path: e for e in (load_catalog(kb) or build_catalog(kb))}
+    out = []
+    for path in on_disk:
+        entry = known.get(path)
+        if entry is None:  # added by hand since the last compile
+            try:
+                entry = entry_for(read_article(kb, path))
+            except (NotFoundError, ValueError):
+                continue
+        out.append(entry)
+    return out
+
+
+def wiki_tree(kb: KnowledgeBase) -> dict[str, Any]:
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    entries = catalog(kb)
+    for e in sorted(entries, key=lambda e: (e.type, e.title.casefold())):
+        by_type.setdefault(e.type or "other", []).append(
+            {"path": e.path, "title": e.title, "summary": e.summary, "tags": e.tags,
+             "url": article_url(e.path)}
+        )  # fmt: skip
+    types = [{"type": t, "articles": arts} for t, arts in sorted(by_type.items())]
+    return {"types": types, "count": len(entries)}
+
+
+def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
+    path = article_path(raw_path)
+    article = read_article(kb, path)
+    links = WikiLinks(catalog(kb))
+    sources = []
+    for rel in article.sources:
+        item = {"path": rel, "title": rel, "url": None}
+        if rel.startswith("raw/"):
+            try:
+                item["title"] = read_raw(kb, rel).title
+                item["url"] = "/sources/" + rel
+            except (OSError, PathEscapeError, ValueError):
+                item["title"] = f"{rel} (gone)"
+        sources.append(item)
+    return {
+        "article": asdict(article),
+        "html": render_markdown(article.body, base=article.path, links=links),
+        "sources": sources,
+        "url": article_url(article.path),
+    }
+
+
+def history_view(kb: KnowledgeBase, raw_path: str) -> list[dict[str, str]]:
+    path = article_path(raw_path)
+    if not kb.resolve(path, under="wiki").is_file():
+        raise NotFoundError(f"no article {path}")
+    return file_history(kb, path)
+
+
+def diff_view(kb: KnowledgeBase, raw_path: str, sha: str) -> dict[str, Any]:
+    path = article_path(raw_path)
+    kb.resolve(path, under="wiki")
+    if not _SHA.match(sha or ""):
+        raise NotFoundError(f"{sha!r} is not a commit of {path}", hint="pick one from its history")
+    diff = show_diff(kb, sha, path)
+    return {"sha": sha, "path": path, "diff": diff, "lines": diff_lines(diff)}
+
+
+def source_view(kb: KnowledgeBase, rel: str) -> dict[str, Any]:
+    rel = (rel or "").strip().lstrip("/")
+    path = kb.resolve(rel, under="raw")
+    if not path.is_file() or not rel.endswith(".md"):
+        raise NotFoundError(f"no source {rel}")
+    src = read_raw(kb, rel)
+    return {
+        "source": {"path": src.path, "title": src.title, "origin": src.origin,
+                   "kind": src.kind, "ingested_at": src.ingested_at, "text": src.text},
+        "html": render_markdown(src.text, base=src.path, links=WikiLinks(catalog(kb))),
+    }  # fmt: skip

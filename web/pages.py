@@ -1,0 +1,172 @@
+"""The HTML pages: Wiki, Submit, Status, Chat. Server-rendered (Jinja2, autoescaped);
+web/static/kb.js adds live updates, drag and drop and streaming where JavaScript runs,
+and the forms work without it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from compiler.queue import TaskQueue
+from kb_ai.errors import KbAiError, NotFoundError
+from retrieval import ChatStore
+from web import content
+from web.api import queue_submissions
+from web.errors import status_for
+from web.render import render_markdown
+from web.services import services
+from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+
+def render(request: Request, name: str, status: int = 200, **context: object) -> Response:
+    return templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def error_page(request: Request, message: str, status: int) -> Response:
+    return render(request, "error.html", status, message=message, code=status)
+
+
+def see(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+async def home(request: Request) -> Response:
+    return see("/wiki")
+
+
+async def wiki_index(request: Request) -> Response:
+    svc = services(request)
+    tree = await svc.run(content.wiki_tree, svc.kb)
+    return render(request, "wiki.html", tree=tree, nav="wiki")
+
+
+async def article(request: Request) -> Response:
+    svc = services(request)
+    path = request.path_params["path"]
+    view = await svc.run(content.article_view, svc.kb, path)
+    history = await svc.run(content.history_view, svc.kb, path)
+    sha = request.query_params.get("sha")
+    diff = await svc.run(content.diff_view, svc.kb, path, sha) if sha else None
+    tree = await svc.run(content.wiki_tree, svc.kb)
+    return render(
+        request, "article.html", view=view, history=history, diff=diff, tree=tree, nav="wiki"
+    )
+
+
+async def source(request: Request) -> Response:
+    svc = services(request)
+    view = await svc.run(content.source_view, svc.kb, request.path_params["path"])
+    return render(request, "source.html", view=view, nav="wiki")
+
+
+async def submit(request: Request) -> Response:
+    svc = services(request)
+    if request.method == "GET":
+        return render(request, "submit.html", limits=svc.limits, nav="submit")
+    try:
+        accepted, rejected = await read_submission(request, svc.limits)
+    except KbAiError as exc:
+        return render(
+            request, "submit.html", status_for(exc), limits=svc.limits, error=str(exc),
+            nav="submit",
+        )  # fmt: skip
+    if not accepted:
+        return render(request, "submit.html", 400, limits=svc.limits, rejected=rejected,
+                      nav="submit")  # fmt: skip
+    tasks = await svc.run(queue_submissions, svc, accepted)
+    return see(f"/status?queued={len(tasks)}&rejected={len(rejected)}")
+
+
+async def status(request: Request) -> Response:
+    svc = services(request)
+
+    def snapshot() -> dict:
+        with svc.db() as conn:
+            return content.queue_snapshot(TaskQueue(svc.kb, conn))
+
+    q = request.query_params
+    return render(
+        request, "status.html", snap=await svc.run(snapshot), nav="status",
+        queued=q.get("queued"), rejected=q.get("rejected"),
+    )  # fmt: skip
+
+
+async def task_action(request: Request) -> Response:
+    svc = services(request)
+    task_id, action = request.path_params["task_id"], request.path_params["action"]
+    if action not in ("retry", "delete"):
+        raise NotFoundError(f"No action {action!r}")
+
+    def act() -> None:
+        with svc.db() as conn:
+            queue = TaskQueue(svc.kb, conn)
+            if action == "retry":
+                queue.retry(task_id)
+            else:
+                queue.delete(task_id)
+        if action == "retry":
+            svc.wake_workers()
+
+    await svc.run(act)
+    return see("/status")
+
+
+async def chat(request: Request) -> Response:
+    svc = services(request)
+    sid = request.path_params.get("session_id")
+
+    def load() -> tuple[list, dict | None]:
+        with svc.db() as conn:
+            store = ChatStore(conn)
+            session = store.get(sid) if sid else None
+            for m in session["messages"] if session else []:
+                if m["role"] == "assistant":
+                    m["html"] = render_markdown(m["content"])
+            return store.list(), session
+
+    sessions, session = await svc.run(load)
+    tree = await svc.run(content.wiki_tree, svc.kb)
+    return render(request, "chat.html", sessions=sessions, session=session, nav="chat",
+                  empty=tree["count"] == 0)  # fmt: skip
+
+
+async def session_action(request: Request) -> Response:
+    svc = services(request)
+    sid, action = request.path_params["session_id"], request.path_params["action"]
+    form = await limit_body(request, JSON_MAX_BYTES).form()
+    title = form.get("title")
+
+    def act() -> None:
+        with svc.db() as conn:
+            store = ChatStore(conn)
+            if action == "rename":
+                store.rename(sid, title if isinstance(title, str) else "")
+            elif action == "delete":
+                store.delete(sid)
+            else:
+                raise NotFoundError(f"No action {action!r}")
+
+    await svc.run(act)
+    return see("/chat" if action == "delete" else f"/chat/{quote(sid)}")
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/", home),
+        Route("/wiki", wiki_index),
+        Route("/wiki/{path:path}", article),
+        Route("/sources/{path:path}", source),
+        Route("/submit", submit, methods=["GET", "POST"]),
+        Route("/status", status),
+        Route("/status/{task_id}/{action}", task_action, methods=["POST"]),
+        Route("/chat", chat),
+        Route("/chat/{session_id}", chat),
+        Route("/chat/{session_id}/{action}", session_action, methods=["POST"]),
+    ]

@@ -1,0 +1,70 @@
+"""What every handler of the web app works with: the knowledge base, its settings, the
+model factory, the compile workers and the server's limits. Built once by create_app."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from sqlite3 import Connection
+from typing import Any, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from kb_ai.llm import LLM
+from kb_ai.settings import Settings
+from web.pool import WorkerPool
+from wiki import KnowledgeBase, open_state
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may carry. A file over ``max_file_bytes`` is refused by name."""
+
+    max_file_bytes: int
+    max_files: int = 20
+    max_fields: int = 20
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self.max_files * self.max_file_bytes + 1_000_000
+
+
+@dataclass
+class Services:
+    kb: KnowledgeBase
+    settings: Settings
+    llm_factory: Callable[..., LLM]
+    limits: Limits
+    status_interval: float = 0.5
+    pool: WorkerPool | None = None
+    background: set[asyncio.Task] = field(default_factory=set)
+
+    @contextmanager
+    def db(self) -> Iterator[Connection]:
+        with closing(open_state(self.kb)) as conn:
+            yield conn
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Blocking work (SQLite, files, git) off the event loop."""
+        return await run_in_threadpool(fn, *args, **kwargs)
+
+    def open_llm(self) -> LLM:
+        return self.llm_factory(self.settings, db_path=self.kb.state_db, fast_start=True)
+
+    def wake_workers(self) -> None:
+        if self.pool is not None:
+            self.pool.wake()
+
+    def keep(self, task: asyncio.Task) -> None:
+        """Hold a background task until it ends (the event loop keeps only weak refs)."""
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services

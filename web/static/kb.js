@@ -1,0 +1,245 @@
+// kb-ai: small progressive enhancements. Every page works without this file except the
+// streamed chat. Data from the server is put in the page as text, never as HTML, except
+// answer HTML that the server rendered and sanitised.
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) if (c) node.append(c);
+  return node;
+}
+
+async function jsonOrError(response) {
+  let body = null;
+  try { body = await response.json(); } catch (e) { /* not JSON */ }
+  if (!response.ok) {
+    throw new Error((body && body.error) || `HTTP ${response.status}`);
+  }
+  return body;
+}
+
+// Server-sent events over fetch (POST bodies cannot use EventSource).
+async function* sseEvents(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let type = "message";
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length) yield { type, data: JSON.parse(data.join("\n")) };
+    }
+  }
+}
+
+// -- Submit -------------------------------------------------------------------------------
+
+function initSubmit() {
+  const result = $("#submit-result");
+  const show = (ok, text, rejected = []) => {
+    result.replaceChildren(el("p", { class: ok ? "ok" : "error", role: ok ? null : "alert", text }));
+    if (ok) result.firstChild.append(" ", el("a", { href: "/status", text: "Watch them on Status →" }));
+    if (rejected.length) {
+      result.append(el("ul", { class: "error" }, ...rejected.map((r) => el("li", { text: r.error }))));
+    }
+  };
+  const send = async (form, body, headers) => {
+    const button = $("button[type=submit]", form);
+    button.disabled = true;
+    try {
+      const r = await fetch("/api/submit", { method: "POST", body, headers });
+      const data = await r.json().catch(() => ({ ok: false, error: `HTTP ${r.status}` }));
+      if (!data.ok) { show(false, data.error, data.rejected || []); return; }
+      const fresh = data.tasks.filter((t) => !t.duplicate).length;
+      const dupes = data.tasks.length - fresh;
+      show(true, `Queued ${fresh} document${fresh === 1 ? "" : "s"}` +
+        (dupes ? `; ${dupes} already submitted` : "") + ".", data.rejected || []);
+      form.reset();
+      $("#chosen").replaceChildren();
+    } catch (e) {
+      show(false, e.message);
+    } finally {
+      button.disabled = false;
+    }
+  };
+  $("#paste-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const f = ev.target;
+    send(f, JSON.stringify({ title: f.title.value, content: f.content.value }),
+      { "Content-Type": "application/json" });
+  });
+  const input = $("#files");
+  const drop = $("#drop");
+  const list = () => $("#chosen").replaceChildren(
+    ...Array.from(input.files).map((f) => el("li", { text: `${f.name} (${Math.ceil(f.size / 1000)} kB)` })));
+  input.addEventListener("change", list);
+  drop.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); input.click(); }
+  });
+  for (const name of ["dragenter", "dragover"]) {
+    drop.addEventListener(name, (ev) => { ev.preventDefault(); drop.classList.add("over"); });
+  }
+  for (const name of ["dragleave", "drop"]) {
+    drop.addEventListener(name, () => drop.classList.remove("over"));
+  }
+  drop.addEventListener("drop", (ev) => {
+    ev.preventDefault();
+    const all = new DataTransfer();
+    for (const f of input.files) all.items.add(f);
+    for (const f of ev.dataTransfer.files) all.items.add(f);
+    input.files = all.files;
+    list();
+  });
+  $("#upload-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    if (!input.files.length) { show(false, "Choose or drop at least one file."); return; }
+    const body = new FormData();
+    for (const f of input.files) body.append("files", f, f.name);
+    send(ev.target, body, {});
+  });
+}
+
+// -- Status -------------------------------------------------------------------------------
+
+function taskRow(t) {
+  const doc = el("td", {}, el("span", { class: "title", text: t.title || t.filename }));
+  if (t.filename) doc.append(" ", el("span", { class: "muted", text: t.filename }));
+  if (t.error) doc.append(el("p", { class: "error", text: t.error }));
+  if (t.state === "done" && t.result) {
+    for (const p of [...(t.result.created || []), ...(t.result.updated || [])]) {
+      doc.append(el("a", { class: "made", href: "/" + p, text: p }), " ");
+    }
+  }
+  const state = el("td", {}, el("span", { class: `pill ${t.state}`, text: t.state }));
+  if (t.stage && t.state === "running") state.append(" ", el("span", { class: "muted", text: t.stage }));
+  const when = el("td", {}, el("time", { datetime: t.created_at, text: t.created_at.slice(0, 16).replace("T", " ") }));
+  const actions = el("td", { class: "actions" });
+  const action = (name, label, cls) => el("form", { method: "post", action: `/status/${t.id}/${name}` },
+    el("button", { class: cls, text: label }));
+  if (t.state === "failed") actions.append(action("retry", "Retry"));
+  if (t.state !== "running") actions.append(action("delete", "Delete", "quiet"));
+  return el("tr", { "data-id": t.id, "data-state": t.state }, doc, state, when, actions);
+}
+
+function initStatus() {
+  const table = $("#tasks");
+  const live = $("#live");
+  table.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const form = ev.target;
+    const [, , id, action] = new URL(form.action).pathname.split("/");
+    const r = await fetch(action === "retry" ? `/api/tasks/${id}/retry` : `/api/tasks/${id}`,
+      { method: action === "retry" ? "POST" : "DELETE" });
+    try { await jsonOrError(r); } catch (e) { live.textContent = e.message; }
+  });
+  const source = new EventSource("/api/tasks/events");
+  source.addEventListener("open", () => { live.textContent = "live"; });
+  source.addEventListener("error", () => { live.textContent = "reconnecting…"; });
+  source.addEventListener("tasks", (ev) => {
+    const snap = JSON.parse(ev.data);
+    for (const [state, n] of Object.entries(snap.counts)) {
+      const b = $(`[data-count="${state}"]`);
+      if (b) b.textContent = n;
+    }
+    table.hidden = snap.tasks.length === 0;
+    $("#tasks-empty").hidden = snap.tasks.length !== 0;
+    $("tbody", table).replaceChildren(...snap.tasks.map(taskRow));
+  });
+  window.addEventListener("pagehide", () => source.close());
+}
+
+// -- Chat ---------------------------------------------------------------------------------
+
+function initChat() {
+  const chat = $("#chat");
+  const form = $("#ask-form");
+  const box = $("#question");
+  const messages = $("#messages");
+  const STAGES = { rewriting: "Reading the conversation…", selecting: "Choosing pages…",
+    reading: "Reading…", answering: "Writing the answer…" };
+  box.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); form.requestSubmit(); }
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const question = box.value.trim();
+    if (!question) return;
+    const button = $("button", form);
+    button.disabled = true;
+    box.value = "";
+    messages.append(el("li", { class: "msg user" }, el("p", { text: question })));
+    const stage = el("p", { class: "stage", text: "Starting…" });
+    const answer = el("div", { class: "md answer streaming" });
+    const item = el("li", { class: "msg assistant", "aria-busy": "true" }, stage, answer);
+    messages.append(item);
+    item.scrollIntoView({ block: "nearest" });
+    try {
+      const r = await fetch("/api/ask", {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ question, session: chat.dataset.session || null }),
+      });
+      if (!r.ok) throw new Error((await jsonOrError(r)).error);
+      const sid = r.headers.get("X-Session-Id");
+      if (sid && !chat.dataset.session) {
+        chat.dataset.session = sid;
+        history.replaceState(null, "", `/chat/${sid}`);
+      }
+      for await (const event of sseEvents(r)) {
+        if (event.type === "status") stage.textContent = STAGES[event.data.stage] || event.data.stage;
+        else if (event.type === "delta") { stage.remove(); answer.append(event.data.text); }
+        else if (event.type === "done") {
+          stage.remove();
+          answer.classList.remove("streaming");
+          answer.innerHTML = event.data.html;  // rendered and sanitised by the server
+          if (event.data.citations.length) {
+            const cites = el("p", { class: "cites", text: "Sources: " });
+            event.data.citations.forEach((c, i) => {
+              if (i) cites.append(", ");
+              cites.append(el("a", { href: "/" + c.path, text: c.title }));
+            });
+            item.append(cites);
+          }
+        } else if (event.type === "error") {
+          stage.remove();
+          item.append(el("p", { class: "error", role: "alert", text: event.data.error }));
+        }
+      }
+    } catch (e) {
+      stage.remove();
+      item.append(el("p", { class: "error", role: "alert", text: e.message }));
+    } finally {
+      item.removeAttribute("aria-busy");
+      button.disabled = false;
+      box.focus();
+    }
+  });
+}
+
+document.addEventListener("submit", (ev) => {
+  const msg = ev.target.dataset && ev.target.dataset.confirm;
+  if (msg && !window.confirm(msg)) ev.preventDefault();
+}, true);
+
+document.addEventListener("DOMContentLoaded", () => {
+  const page = document.body.dataset.page;
+  if (page === "submit") initSubmit();
+  else if (page === "status") initStatus();
+  else if (page === "chat") initChat();
+});

@@ -1,0 +1,142 @@
+"""Server-sent event streams: the task queue as it changes, and answers as they are written.
+
+An answer is produced by a task of its own, not by the response: a client that goes away
+mid-stream stops receiving, but the answer is still finished and saved to its chat
+session, so reopening the session shows it. Nothing a user asked is lost to a dropped
+connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette import EventSourceResponse, JSONServerSentEvent
+from starlette.requests import Request
+
+from compiler.queue import TaskQueue
+from kb_ai.errors import UsageError
+from retrieval import Asker, ChatStore, Turn
+from web import content
+from web.render import render_markdown
+from web.services import Services, services
+from web.uploads import JSON_MAX_BYTES, limit_body
+
+PING_SECONDS = 15
+
+
+async def task_stream(request: Request) -> EventSourceResponse:
+    """``tasks`` events: the whole queue (newest 200) and its counts, whenever it changes."""
+    svc = services(request)
+
+    def snapshot() -> dict[str, Any]:
+        with svc.db() as conn:
+            return content.queue_snapshot(TaskQueue(svc.kb, conn))
+
+    async def events() -> AsyncIterator[JSONServerSentEvent]:
+        last = None
+        while True:
+            snap = await svc.run(snapshot)
+            key = json.dumps(snap, sort_keys=True)
+            if key != last:
+                last = key
+                yield JSONServerSentEvent(snap, event="tasks")
+            await asyncio.sleep(svc.status_interval)
+
+    return EventSourceResponse(events(), ping=PING_SECONDS)
+
+
+async def ask_stream(request: Request) -> EventSourceResponse:
+    """Answer a question as ``status``, ``delta``, then ``done`` (or ``error``) events.
+
+    Body: ``{"question", "session": id or null, "save": true, "paths": [...] or null}``.
+    With no session and ``save`` true (the default) a session is created, titled by the
+    question; its id is in the ``X-Session-Id`` header and in the ``done`` event.
+    """
+    svc = services(request)
+    try:
+        body = json.loads(await limit_body(request, JSON_MAX_BYTES).body() or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"The body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise UsageError('Send a JSON object: {"question": "..."}')
+    question, sid, paths = body.get("question"), body.get("session"), body.get("paths")
+    if not isinstance(question, str) or not question.strip():
+        raise UsageError("The question is empty", hint='send {"question": "..."}')
+    if sid is not None and not isinstance(sid, str):
+        raise UsageError('"session" must be a session id')
+    if paths is not None and (
+        not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
+    ):
+        raise UsageError('"paths" must be a list of article paths')
+    llm = svc.open_llm()  # a missing model is a 400 here, before any event
+    try:
+        history, sid = await svc.run(_open_session, svc, sid, question, body.get("save", True))
+    except BaseException:
+        await close_llm(llm)
+        raise
+    events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    producer = asyncio.create_task(_answer(svc, llm, question, history, paths, sid, events))
+    svc.keep(producer)
+
+    async def relay() -> AsyncIterator[JSONServerSentEvent]:
+        while (event := await events.get()) is not None:
+            yield JSONServerSentEvent(event["data"], event=event["type"])
+
+    headers = {"X-Session-Id": sid} if sid else {}
+    return EventSourceResponse(relay(), ping=PING_SECONDS, headers=headers)
+
+
+async def close_llm(llm: Any) -> None:
+    if hasattr(llm, "aclose"):  # the LLM protocol does not require it
+        await llm.aclose()
+
+
+def _open_session(
+    svc: Services, sid: str | None, question: str, save: bool
+) -> tuple[list[Turn], str | None]:
+    with svc.db() as conn:
+        store = ChatStore(conn)
+        if sid:
+            return store.history(sid), sid
+        if save:
+            return [], store.create(question)["id"]
+        return [], None
+
+
+async def _answer(
+    svc: Services,
+    llm: Any,
+    question: str,
+    history: list[Turn],
+    paths: list[str] | None,
+    sid: str | None,
+    out: asyncio.Queue,
+) -> None:
+    try:
+        asker = Asker(svc.kb, svc.settings, llm)
+        async for event in asker.events(question, history=history, paths=paths or None):
+            data = dict(event.data)
+            if event.type == "done":
+                data["html"] = render_markdown(data["answer"])
+                if sid:
+                    await svc.run(_save, svc, sid, question, data)
+            if event.type in ("done", "error"):
+                data["session"] = sid
+            await out.put({"type": event.type, "data": data})
+    except Exception as exc:  # tell the reader the answer broke off, then let it surface
+        error = {"error": "the server failed while answering", "kind": type(exc).__name__}
+        await out.put({"type": "error", "data": {**error, "session": sid}})
+        raise
+    finally:
+        await out.put(None)
+        await close_llm(llm)
+
+
+def _save(svc: Services, sid: str, question: str, done: dict[str, Any]) -> None:
+    with svc.db() as conn:
+        store = ChatStore(conn)
+        store.append(sid, "user", question)
+        store.append(sid, "assistant", done["answer"], done["citations"])

@@ -1,0 +1,148 @@
+"""Reading a submission: pasted text as JSON, or files (and pasted text) as multipart.
+
+Every file is checked before anything is queued: over the size limit, binary, not UTF-8
+or empty are refused by name, with the reason. A client's file name is only ever shown,
+never used as a path: the queue spools content under an id of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.types import Message
+
+from compiler.sources import KIND_BY_EXTENSION, decode_text, guess_title
+from kb_ai.errors import SourceError, UsageError
+from web.errors import TooLargeError, UnsupportedError
+from web.services import Limits
+
+KINDS = ("note", "document", "transcript")
+JSON_MAX_BYTES = 1_000_000  # a question, a title: JSON bodies other than submissions
+
+
+@dataclass(frozen=True)
+class Submission:
+    title: str
+    content: bytes
+    filename: str
+    kind: str
+
+
+def display_name(name: str | None) -> str:
+    """A file name fit to show: no directories, no control characters, at most 200 chars."""
+    base = PurePosixPath((name or "").replace("\\", "/")).name
+    clean = "".join(ch for ch in base if unicodedata.category(ch)[0] != "C").strip()
+    return clean[:200] or "upload"
+
+
+async def read_submission(
+    request: Request, limits: Limits
+) -> tuple[list[Submission], list[dict[str, str]]]:
+    """(accepted, rejected); raises when the request itself is unusable."""
+    request = limit_body(request, limits.max_body_bytes)
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "application/json":
+        return [_from_json(await _json_body(request), limits)], []
+    if ctype in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        return await _from_form(request, limits)
+    raise UnsupportedError(
+        f"Cannot read a {ctype or 'body without a content type'}",
+        hint='send JSON {"title", "content"} or multipart/form-data with "files"',
+    )
+
+
+def limit_body(request: Request, max_bytes: int) -> Request:
+    """The request, refusing a body over ``max_bytes`` (declared or as it streams in)."""
+    too_large = TooLargeError(
+        f"The request is over the {max_bytes:,}-byte limit",
+        hint="send fewer or smaller files at once",
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise too_large
+    seen = 0
+
+    async def receive() -> Message:
+        nonlocal seen
+        message = await request.receive()
+        seen += len(message.get("body", b""))
+        if seen > max_bytes:
+            raise too_large
+        return message
+
+    return Request(request.scope, receive)
+
+
+async def _json_body(request: Request) -> Any:
+    try:
+        return json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"The body is not valid JSON: {exc}") from exc
+
+
+def _from_json(body: Any, limits: Limits) -> Submission:
+    if not isinstance(body, dict):
+        raise UsageError('Send a JSON object: {"title": "...", "content": "..."}')
+    content, title, kind = body.get("content"), body.get("title") or "", body.get("kind") or "note"
+    if not isinstance(content, str) or not isinstance(title, str):
+        raise UsageError('"content" and "title" must be strings')
+    return _pasted(title, content, kind, limits)
+
+
+def _pasted(title: str, content: str, kind: str, limits: Limits) -> Submission:
+    if kind not in KINDS:
+        raise UsageError(f"Unknown kind {kind!r}", hint=f"one of {', '.join(KINDS)}")
+    if not content.strip():
+        raise UsageError("The document is empty", hint="paste some text, or choose files")
+    data = content.encode("utf-8")
+    if len(data) > limits.max_file_bytes:
+        raise TooLargeError(
+            f"The text is {len(data):,} bytes, over the {limits.max_file_bytes:,}-byte limit",
+            hint="split it into smaller documents",
+        )
+    text = decode_text(data, "the pasted text")
+    return Submission(title.strip() or guess_title(text, "Pasted note"), data, "", kind)
+
+
+async def _from_form(
+    request: Request, limits: Limits
+) -> tuple[list[Submission], list[dict[str, str]]]:
+    async with request.form(
+        max_files=limits.max_files, max_fields=limits.max_fields, max_part_size=limits.max_file_bytes
+    ) as form:
+        files = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
+        content = form.get("content")
+        title = form.get("title")
+        accepted: list[Submission] = []
+        rejected: list[dict[str, str]] = []
+        if isinstance(content, str) and content.strip():
+            accepted.append(
+                _pasted(title if isinstance(title, str) else "", content, "note", limits)
+            )
+        for upload in files:
+            name = display_name(upload.filename)
+            try:
+                accepted.append(await _from_file(upload, name, limits))
+            except (SourceError, UsageError) as exc:
+                rejected.append({"filename": name, "error": str(exc),
+                                 "too_large": isinstance(exc, TooLargeError)})  # fmt: skip
+    if not accepted and not rejected:
+        raise UsageError("Nothing to submit", hint="paste some text, or choose files")
+    return accepted, rejected
+
+
+async def _from_file(upload: UploadFile, name: str, limits: Limits) -> Submission:
+    data = await upload.read(limits.max_file_bytes + 1)
+    if len(data) > limits.max_file_bytes:
+        raise TooLargeError(f"{name}: over the {limits.max_file_bytes:,}-byte limit",
+                            hint="split it, or raise max_source_bytes")  # fmt: skip
+    text = decode_text(data, name)
+    suffix = PurePosixPath(name).suffix.lower()
+    stem = PurePosixPath(name).stem
+    return Submission(guess_title(text, stem), data, name, KIND_BY_EXTENSION.get(suffix, "document"))
