@@ -1,0 +1,148 @@
+"""Redaction: secrets and <private> spans never reach raw/ or a model; ordinary text does."""
+
+import pytest
+
+from compiler.redact import redact
+from compiler.sources import Candidate, read_source, source_from_text
+
+# Shaped like the real thing, valid for nobody.
+SECRETS = {
+    "openai": "sk-proj-4fQx9TzB2mKp7LwR1nVc8YhJ3dGs6AeU0iOq5XbN",
+    "openai-legacy": "sk-9aB8cD7eF6gH5iJ4kL3mN2oP1qR0sT9uV8wX7yZ6",
+    "anthropic": "sk-ant-api03-Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1Jh0Gf9Ed8Cb7Aa6-QwErTy",
+    "github": "ghp_4fQx9TzB2mKp7LwR1nVc8YhJ3dGs6AeU0iOq",
+    "github-fine-grained": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123",
+    "aws-access-key": "AKIAZ7Q4X9T2B6M1P3LW",
+    "slack": "xoxb-2048202420-4096409640960-Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1",
+    "google": "AIzaSyD4fQx9TzB2mKp7LwR1nVc8YhJ3dGs6AeU",
+    "stripe": "sk_live_4fQx9TzB2mKp7LwR1nVc8YhJ",
+    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJrYi1haSIsImlhdCI6MTcwMDAwMDAwMH0."
+    "Qm9ndXNTaWduYXR1cmVGb3JUZXN0czEyMzQ1Ng",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_each_kind_of_key_is_redacted_wherever_it_appears(kind):
+    secret = SECRETS[kind]
+    for text in (
+        f"the key is {secret} for now",
+        f'client = Client("{secret}")',
+        f"export KEY={secret}",
+        f"`{secret}`",
+    ):
+        clean, n = redact(text)
+        assert secret not in clean, text
+        assert "[REDACTED]" in clean and n >= 1
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "gone"),
+    [
+        (
+            "curl -H 'Authorization: Bearer abc123def456ghi789jkl'",
+            "Authorization: Bearer",
+            "abc123def456",
+        ),
+        ("Authorization: Basic dXNlcjpodW50ZXIy", "Authorization: Basic", "dXNlcjpodW50ZXIy"),
+        ('password = "correct horse battery"', 'password = "', "correct horse"),
+        ("DB_PASSWORD=hunter2", "DB_PASSWORD=", "hunter2"),
+        ("api_key: 9f8e7d6c5b4a", "api_key: ", "9f8e7d6c5b4a"),
+        ('{"client_secret": "s3cr3t-value"}', '"client_secret": "', "s3cr3t-value"),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLE",
+            "aws_secret_access_key",
+            "wJalrXUtnFEMI",
+        ),
+        ("mysql --password=pa55word -u root", "--password=", "pa55word"),
+    ],
+)
+def test_secret_assignments_and_headers_keep_their_name_and_lose_their_value(text, kept, gone):
+    clean, n = redact(text)
+    assert kept in clean
+    assert gone not in clean
+    assert n == 1
+
+
+def test_a_password_in_a_url_is_cut_out_and_the_rest_of_the_url_kept():
+    clean, n = redact("clone https://deploy:t0ps3cret@git.example.com/team/repo.git today")
+    assert clean == "clone https://deploy:[REDACTED]@git.example.com/team/repo.git today"
+    assert n == 1
+    clean, _ = redact("DATABASE_URL=postgres://app:hunter2@db:5432/app")
+    assert "hunter2" not in clean and "postgres://app:[REDACTED]@db:5432/app" in clean
+
+
+def test_pem_private_keys_go_whole_even_when_unterminated():
+    key = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+        "-----END OPENSSH PRIVATE KEY-----"
+    )
+    clean, n = redact(f"my key:\n{key}\nthanks")
+    assert clean == "my key:\n[REDACTED]\nthanks" and n == 1
+    clean, _ = redact("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn\n")
+    assert "MIIEow" not in clean
+    # a public certificate is not a secret
+    cert = "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE\n-----END CERTIFICATE-----"
+    assert redact(cert) == (cert, 0)
+
+
+def test_private_spans_go_across_lines_in_any_case_and_unclosed_to_the_end():
+    clean, n = redact("keep <private>my home\naddress</private> this <PRIVATE>and</Private> too")
+    assert clean == "keep [private] this [private] too" and n == 2
+    clean, n = redact("before <private>everything after\nthis line")
+    assert clean == "before [private]" and n == 1
+
+
+def test_redacting_twice_finds_nothing_new():
+    text = f"key {SECRETS['openai']} and https://u:pw123456@h/x and password='abc123'"
+    once, n = redact(text)
+    assert n == 3
+    assert redact(once) == (once, 0)
+
+
+ORDINARY = """\
+# Release notes
+
+We moved the DNS records to Terraform; commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a
+did it, and session 069508a5-1193-487c-a9b5-a6f5f3ae4f98 recorded the run.
+The sha256 is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.
+A token is the unit a model reads: each word becomes one or more tokens.
+Keep the secret: the password rotation runs on Fridays.
+Install scikit-learn and read https://example.com/docs/v2@latest or git@github.com:team/repo.git.
+
+```python
+data = base64.b64decode("SGVsbG8gd29ybGQsIHRoaXMgaXMganVzdCBhIHRlc3Q=")
+password = getpass.getpass()
+api_key = os.environ["OPENAI_API_KEY"]
+token = tokenizer.next_token()
+if token == "EOF":
+    connect(user=user, password=password)
+secret_key = settings.SECRET_KEY
+api_key: str | None = None
+headers = {"Authorization": f"Bearer {token}"}
+```
+
+```yaml
+password: ${DB_PASSWORD}
+url: postgres://app:${DB_PASSWORD}@db/app
+```
+"""
+
+
+def test_ordinary_prose_and_code_are_not_touched():
+    assert redact(ORDINARY) == (ORDINARY, 0)
+
+
+def test_every_source_is_redacted_before_anything_else_sees_it(tmp_path):
+    secret = SECRETS["github"]
+    note = tmp_path / "setup.md"
+    note.write_text(f"# Setup\n\nUse token {secret}.\n<private>my phone: 555</private>\n")
+    src = read_source(Candidate(note, str(note)), max_bytes=10_000, chunk_chars=1000)
+    assert secret not in src.text and "555" not in src.text
+    assert all(secret not in c for c in src.chunks)
+    assert src.redactions == 2 and src.kind == "note"
+
+    handed = source_from_text(
+        "hook:1", "", "# Hook\n\npassword=Sup3rS3cret\n", chunk_chars=1000, max_bytes=10_000
+    )
+    assert "Sup3rS3cret" not in handed.text and handed.redactions == 1
