@@ -1,0 +1,119 @@
+"""The four pages in a real browser (Debian's chromium through Playwright) against a real
+`kb-ai serve` and the fake model server: submit a note, watch it compile on Status, open
+the article, ask a question and see the streamed answer with a citation link."""
+
+import os
+import re
+import shutil
+import sys
+
+import pytest
+
+from tests.fakes.kb_responder import respond
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.web.live import LiveServer, model_env
+from wiki import KnowledgeBase
+
+CHROMIUM = os.environ.get("KB_AI_CHROMIUM", "/usr/bin/chromium")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not shutil.which(CHROMIUM), reason=f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    ),
+]
+sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    kb = KnowledgeBase.init(tmp_path_factory.mktemp("browser") / "kb")
+    with FakeOpenAIServer(respond) as model:
+        command = [sys.executable, "-m", "kb_ai", "--kb", str(kb.root), "serve", "--host", "127.0.0.1"]
+        with LiveServer(model_env(model.base_url, kb.root), command=command) as live:
+            yield live
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(base_url=server.url)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert errors == [], errors
+
+
+def test_submit_watch_read_and_ask(page):
+    page.goto("/wiki")
+    expect(page.get_by_text("This knowledge base is empty")).to_be_visible()
+
+    page.get_by_role("link", name="Submit", exact=True).click()
+    page.get_by_label("Title").fill("Nightly backups")
+    page.get_by_label("Text (Markdown welcome)").fill(
+        "# Nightly backups\n\nBackups of the main database run nightly at 02:00. "
+        "Backup copies are kept for thirty days in a separate account.\n"
+    )
+    page.get_by_role("button", name="Submit text").click()
+    expect(page.locator("#submit-result")).to_contain_text("Queued 1 document")
+
+    page.get_by_role("link", name="Watch them on Status").click()
+    expect(page.locator("#live")).to_have_text("live")
+    row = page.locator("#tasks tbody tr").first
+    expect(row).to_contain_text("Nightly backups")
+    expect(row.locator(".pill")).to_have_text("done", timeout=20_000)  # pushed over SSE
+
+    row.get_by_role("link", name="wiki/concept/nightly-backups.md").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Nightly backups")
+    expect(page.locator(".md")).to_contain_text("nightly at 02:00")
+    expect(page.locator(".history li")).to_have_count(1)
+
+    page.get_by_role("link", name="Chat", exact=True).click()
+    page.get_by_label("Your question").fill("How long are nightly backups kept?")
+    page.get_by_label("Your question").press("Enter")
+    answer = page.locator(".msg.assistant").last
+    expect(answer.locator(".cites a")).to_have_text("Nightly backups", timeout=20_000)
+    expect(page).to_have_url(re.compile(r"/chat/[0-9a-f]+$"))
+    link = answer.locator(".answer a").first
+    expect(link).to_have_attribute("href", "/wiki/concept/nightly-backups.md")
+    link.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Nightly backups")
+
+    page.go_back()  # the saved session shows the conversation again
+    expect(page.locator(".msg.user")).to_have_text("How long are nightly backups kept?")
+    expect(page.locator("#sessions a")).to_have_count(1)
+
+
+def test_drop_files_and_keyboard_navigation(page):
+    page.goto("/submit")
+    page.locator("#files").set_input_files(
+        [
+            {"name": "on-call.md", "mimeType": "text/markdown", "buffer": b"# On call\n\nThe rota changes on Mondays.\n"},
+            {"name": "logo.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n\x00\x00"},
+        ]
+    )
+    expect(page.locator("#chosen li")).to_have_count(2)
+    page.get_by_role("button", name="Upload").click()
+    result = page.locator("#submit-result")
+    expect(result).to_contain_text("Queued 1 document")
+    expect(result).to_contain_text("logo.png: looks like a binary file")
+
+    page.goto("/wiki")
+    page.keyboard.press("Tab")  # the first stop is the skip link, then the navigation
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Wiki", exact=True)).to_be_focused()
+    page.set_viewport_size({"width": 390, "height": 800})  # a phone: nothing wider than it
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390
