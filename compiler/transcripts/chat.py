@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from compiler.transcripts._model import ToolCall, Transcript, one_line
+from compiler.transcripts._model import ToolCall, Transcript, one_line, shorten
 
 USER_ROLES = {"user", "human"}
 ASSISTANT_ROLES = {"assistant", "ai", "model", "bot", "gpt", "chatbot"}
@@ -160,6 +160,13 @@ def _is_marker(m: re.Match[str], text: str) -> bool:
 def parse_markdown(text: str, name: str) -> Transcript:
     tr = Transcript(agent="chat")
     markers = _markers(text)
+    preamble = text[: markers[0].start()] if markers else ""
+    heading = re.search(r"^#{1,3}\s+(.+?)\s*#*\s*$", preamble, re.M)
+    if heading:  # the log's own title says more than its first request
+        tr.title = shorten(heading.group(1), 100)
+        preamble = preamble.replace(heading.group(0), "", 1)
+    if preamble.strip():
+        tr.add("note", preamble.strip())
     for i, m in enumerate(markers):
         end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
         body = _cut_code_blocks(text[m.end() : end].strip())

@@ -433,7 +433,10 @@ def test_a_markdown_chat_log_is_split_into_turns_and_code_blocks_are_not_speaker
     assert detect(MARKDOWN_CHAT, "cache.md") == "chat-markdown"
     tr = parse(MARKDOWN_CHAT, "cache.md")
     assert [t.role for t in tr.turns] == ["user", "assistant", "user", "assistant"]
-    assert tr.title == "Why is the build cache never hit on CI?"
+    assert tr.title == "Chat about the cache"  # the log's own heading
+    assert parse(MARKDOWN_CHAT.split("\n", 2)[2], "c.md").title == (
+        "Why is the build cache never hit on CI?"
+    )
     assert "user: ci" in tr.turns[1].text()
     for variant in (
         MARKDOWN_CHAT.replace("**User:**", "User:").replace("**Assistant:**", "Assistant:"),
