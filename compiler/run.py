@@ -78,6 +78,7 @@ class CompileResult:
     usage: Usage = field(default_factory=Usage)
     interrupted: bool = False
     duration_s: float = 0.0
+    redactions: int = 0  # secrets and <private> spans removed before storing or sending
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +92,7 @@ class CompileResult:
             "usage": self.usage.as_dict(),
             "interrupted": self.interrupted,
             "duration_s": round(self.duration_s, 3),
+            "redactions": self.redactions,
         }
 
 
@@ -109,7 +111,8 @@ class _Work:
 
 
 def extraction_version() -> str:
-    return PROMPTS.version("extract")
+    """The version of the extract prompts (notes and transcripts): a change to either is lag."""
+    return PROMPTS.version("extract")[:6] + PROMPTS.version("extract_transcript")[:6]
 
 
 class Compiler:
@@ -144,7 +147,11 @@ class Compiler:
         pending: list[Source] = []
         for cand in candidates:
             try:
-                checksum, data = file_checksum(cand.path, self.settings.max_source_bytes)
+                checksum, data = file_checksum(
+                    cand.path,
+                    self.settings.max_source_bytes,
+                    max_transcript_bytes=self.settings.max_transcript_bytes,
+                )
                 row = known.get(cand.origin)
                 if (
                     not force
@@ -196,6 +203,7 @@ class Compiler:
         self, pending: list[Source], result: CompileResult, started: float, known: dict
     ) -> CompileResult:
         run_started = datetime.now(UTC)
+        result.redactions = sum(src.redactions for src in pending)
         if pending:
             lock = KbLock(self.kb.state_dir / "compile.lock")
             if not lock.acquire(blocking=False):
@@ -445,6 +453,10 @@ class Compiler:
         lines += [f"created {p}" for p in result.created]
         lines += [f"updated {p}" for p in result.updated]
         lines += [f"failed {f.source}: {f.error}" for f in result.failed]
+        if result.redactions:
+            lines.append(
+                f"redacted {result.redactions} secret(s) or private span(s) before storing"
+            )
         if self.interrupted:
             lines.append("interrupted: the rest will be compiled by the next run")
         append_log(self.kb, "compile", lines)

@@ -116,7 +116,11 @@ class Worker:
                         text,
                         kind=task["kind"],
                         chunk_chars=self.settings.chunk_chars,
-                        max_bytes=self.settings.max_source_bytes,
+                        max_bytes=max(
+                            self.settings.max_source_bytes, self.settings.max_transcript_bytes
+                        )
+                        if task["kind"] == "transcript"
+                        else self.settings.max_source_bytes,
                     )
                 except UnicodeDecodeError as exc:
                     queue.finish(

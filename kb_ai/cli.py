@@ -183,6 +183,8 @@ def _print_compile(result: Any) -> None:
         click.echo(f"  created  {path}")
     for path in result.updated:
         click.echo(f"  updated  {path}")
+    if result.redactions:
+        click.echo(f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything")
     for failure in result.failed:
         click.echo(f"  failed   {failure.source}: {failure.error}", err=True)
     u = result.usage
