@@ -82,6 +82,7 @@ def create_app(
         finally:
             for task in list(svc.background):  # answers still being written
                 task.cancel()
+            await svc.aclose()
             if svc.pool is not None:
                 svc.pool.stop()
 

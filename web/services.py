@@ -53,8 +53,30 @@ class Services:
         """Blocking work (SQLite, files, git) off the event loop."""
         return await run_in_threadpool(fn, *args, **kwargs)
 
+    _chat_llm: LLM | None = None
+
     def open_llm(self) -> LLM:
         return self.llm_factory(self.settings, db_path=self.kb.state_db, fast_start=True)
+
+    def chat_llm(self) -> LLM:
+        """One model client for every answer: its connections are reused (a new client
+        costs tens of milliseconds of CPU), and ``max_concurrency`` bounds the calls in
+        flight across all chats. Dropped after a model failure (see ``drop_chat_llm``)."""
+        if self._chat_llm is None:
+            self._chat_llm = self.open_llm()
+        return self._chat_llm
+
+    def drop_chat_llm(self, llm: LLM) -> None:
+        """Forget a client that saw the model fail, so its circuit breaker (open for good
+        once tripped) does not refuse questions after the model is back."""
+        if self._chat_llm is llm:
+            self._chat_llm = None
+            self.keep(asyncio.ensure_future(close_llm(llm)))
+
+    async def aclose(self) -> None:
+        if self._chat_llm is not None:
+            await close_llm(self._chat_llm)
+            self._chat_llm = None
 
     def wake_workers(self) -> None:
         if self.pool is not None:
@@ -64,6 +86,12 @@ class Services:
         """Hold a background task until it ends (the event loop keeps only weak refs)."""
         self.background.add(task)
         task.add_done_callback(self.background.discard)
+
+
+async def close_llm(llm: object) -> None:
+    aclose = getattr(llm, "aclose", None)  # the LLM protocol does not require it
+    if aclose is not None:
+        await aclose()
 
 
 def services(request: Request) -> Services:

@@ -71,12 +71,8 @@ async def ask_stream(request: Request) -> EventSourceResponse:
         not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
     ):
         raise UsageError('"paths" must be a list of article paths')
-    llm = svc.open_llm()  # a missing model is a 400 here, before any event
-    try:
-        history, sid = await svc.run(_open_session, svc, sid, question, body.get("save", True))
-    except BaseException:
-        await close_llm(llm)
-        raise
+    llm = svc.chat_llm()  # a missing model is a 400 here, before any event
+    history, sid = await svc.run(_open_session, svc, sid, question, body.get("save", True))
     events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
     producer = asyncio.create_task(_answer(svc, llm, question, history, paths, sid, events))
     svc.keep(producer)
@@ -87,11 +83,6 @@ async def ask_stream(request: Request) -> EventSourceResponse:
 
     headers = {"X-Session-Id": sid} if sid else {}
     return EventSourceResponse(relay(), ping=PING_SECONDS, headers=headers)
-
-
-async def close_llm(llm: Any) -> None:
-    if hasattr(llm, "aclose"):  # the LLM protocol does not require it
-        await llm.aclose()
 
 
 def _open_session(
@@ -125,6 +116,8 @@ async def _answer(
                     await svc.run(_save, svc, sid, question, data)
             if event.type in ("done", "error"):
                 data["session"] = sid
+            if event.type == "error" and data.get("kind", "").startswith(("LLM", "Circuit", "Selection")):
+                svc.drop_chat_llm(llm)
             await out.put({"type": event.type, "data": data})
     except Exception as exc:  # tell the reader the answer broke off, then let it surface
         error = {"error": "the server failed while answering", "kind": type(exc).__name__}
@@ -132,7 +125,6 @@ async def _answer(
         raise
     finally:
         await out.put(None)
-        await close_llm(llm)
 
 
 def _save(svc: Services, sid: str, question: str, done: dict[str, Any]) -> None:
