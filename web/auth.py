@@ -18,7 +18,7 @@ import hmac
 import html
 import ipaddress
 import json
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.datastructures import MutableHeaders
@@ -73,11 +73,12 @@ class GuardMiddleware:
             return
         query = scope.get("query_string", b"").decode("latin-1")
         pairs = parse_qsl(query, keep_blank_values=True)
-        if self.token and any(k == "token" for k, _ in pairs) and scope["method"] == "GET":
-            if not path.startswith("/api"):  # a page opened from a link with the token
-                rest = urlencode([(k, v) for k, v in pairs if k != "token"])
-                await _redirect_with_cookie(send, path + (f"?{rest}" if rest else ""), self.token)
-                return
+        has_token = self.token and any(k == "token" for k, _ in pairs)
+        if has_token and scope["method"] == "GET" and not path.startswith("/api"):
+            # a page opened from a link with the token: keep it in a cookie instead
+            rest = urlencode([(k, v) for k, v in pairs if k != "token"])
+            await _redirect_with_cookie(send, path + (f"?{rest}" if rest else ""), self.token)
+            return
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -93,9 +94,9 @@ class GuardMiddleware:
         if self.token is None and host and not is_loopback(_host_name(host)):
             return 403, f"Host {host!r} is not this server's loopback address"
         origin = headers.get("origin")
-        if scope["method"] not in SAFE_METHODS and origin and origin != "null":
-            if urlsplit(origin).netloc != host:
-                return 403, "Cross-origin requests that change data are refused"
+        unsafe = scope["method"] not in SAFE_METHODS
+        if unsafe and origin and origin != "null" and urlsplit(origin).netloc != host:
+            return 403, "Cross-origin requests that change data are refused"
         if self.token is not None and not self._authorised(scope, headers):
             return 401, "A token is required: open the page with ?token=<KB_AI_TOKEN>, or send Authorization: Bearer <token>"
         return None
@@ -109,7 +110,7 @@ class GuardMiddleware:
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
-        except Exception:  # a malformed Cookie header is simply no token
+        except CookieError:  # a malformed Cookie header is simply no token
             cookie = SimpleCookie()
         if COOKIE in cookie:
             offered.append(cookie[COOKIE].value)

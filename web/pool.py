@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import logging
 import threading
-from contextlib import closing
 from collections.abc import Callable
+from contextlib import closing
 
 from compiler.queue import TaskQueue
 from compiler.worker import Worker

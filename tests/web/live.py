@@ -43,7 +43,7 @@ class LiveServer:
     def __init__(self, env: dict[str, str], *, command: list[str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in kill/stop)
         args = command or [
             sys.executable, "-m", "uvicorn", "--factory", "tests.web.live:build_app",
             "--host", "127.0.0.1", "--log-level", "warning",

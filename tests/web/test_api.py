@@ -144,7 +144,7 @@ def test_the_queue_streams_its_changes(client):
         assert kind == "tasks" and first["tasks"] == []
         task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
         seen = set()
-        for kind, snap in events:
+        for _kind, snap in events:
             states = {t["id"]: t["state"] for t in snap["tasks"]}
             seen.add(states.get(task["id"]))
             if states.get(task["id"]) == "done":
