@@ -279,6 +279,7 @@ class LLMClient:
 
     async def aclose(self) -> None:
         await self._transport.aclose()
+        self._store.close()
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -299,10 +300,15 @@ def open_llm(settings: Settings, *, db_path: Path | None = None,
     ``db_path`` is the knowledge base's state.db (call log and response cache); None
     keeps the cache in memory and logs nothing. ``fast_start`` speaks HTTP directly,
     without importing litellm, when the model is ``openai/<name>`` with an api_base.
+    ``local/<file.gguf>`` (or local/default) runs the model in this process (llama.cpp).
     """
     model = settings.require_model()
     transport: Transport
-    if fast_start and model.startswith("openai/") and settings.api_base:
+    if settings.is_local:
+        from kb_ai.llm._local import LocalTransport
+
+        transport = LocalTransport(settings.local_context_tokens)
+    elif fast_start and model.startswith("openai/") and settings.api_base:
         from kb_ai.llm._http import HttpTransport
 
         transport = HttpTransport()

@@ -159,6 +159,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 drops connections when 16 calls open at once,
+    # and TCP retries them a second later: a benchmark would blame the compiler.
+    request_queue_size = 128
     fake: FakeOpenAIServer
 
 
