@@ -259,7 +259,11 @@ class Compiler:
         written: set[str] = set()  # stored on disk: what the run commits, whatever else happens
 
         async def write(path: str, target: Target, material: list[Material]) -> None:
-            existing = read_article(self.kb, path) if target.exists else None
+            # File work runs in threads: an fsync per file on the event loop held back
+            # every other call in flight.
+            existing = (
+                await asyncio.to_thread(read_article, self.kb, path) if target.exists else None
+            )
             article = await compile_article(
                 llm,
                 PROMPTS,
@@ -268,7 +272,7 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
             )
-            store_article(self.kb, article)
+            await asyncio.to_thread(store_article, self.kb, article)
             written.add(path)
             self.progress("advance", name="write")
 
@@ -308,8 +312,9 @@ class Compiler:
         src = w.source
         model = self.settings.model or ""
         version = extraction_version()
-        old = self._read_previous_extraction(w.raw_path, w.slug)
-        write_raw(
+        old = await asyncio.to_thread(self._read_previous_extraction, w.raw_path, w.slug)
+        await asyncio.to_thread(
+            write_raw,
             self.kb,
             RawSource(
                 slug=w.slug,
@@ -331,7 +336,8 @@ class Compiler:
             w.extraction = Extraction.from_data(old.data)
         else:
             w.extraction = await extract_source(llm, PROMPTS, src)
-            write_extraction(
+            await asyncio.to_thread(
+                write_extraction,
                 self.kb,
                 w.slug,
                 ExtractionRecord(
