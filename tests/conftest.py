@@ -9,6 +9,9 @@ def clean_environment(monkeypatch, tmp_path_factory):
     for name in list(os.environ):
         if name.startswith(("KB_AI_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "OLLAMA_")):
             monkeypatch.delenv(name, raising=False)
+    # No model found behind a test's back (a key, an Ollama server, the embedded model):
+    # tests of detection turn it on themselves.
+    monkeypatch.setenv("KB_AI_DETECT_MODEL", "0")
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

@@ -6,6 +6,8 @@ import json
 
 MODES = ("json_schema", "json_object", "prompt")
 LOCAL_SCHEMA_PROVIDERS = ("ollama", "ollama_chat")
+# Models run in process by llama.cpp: the schema becomes a grammar (json_object + schema).
+IN_PROCESS_PROVIDERS = ("local",)
 
 
 def provider_of(model: str) -> str:
@@ -18,12 +20,16 @@ def auto_mode(model: str, api_base: str | None, supports_response_schema: bool |
     Ollama enforces a JSON schema. A custom OpenAI-compatible server (``openai/<name>``
     with an api_base) gets json_object with the schema: llama.cpp's server answers
     json_schema with HTTP 500 but enforces json_object+schema, vLLM and Ollama accept
-    it, and litellm's capability map says "no" for every custom endpoint. Otherwise
+    it, and litellm's capability map says "no" for every custom endpoint. A local GGUF
+    model (``local/...``) gets json_object with the schema, which llama.cpp turns into a
+    grammar. Otherwise
     litellm's map decides (``supports_response_schema``; None means "not asked yet").
     """
     provider = provider_of(model)
     if provider in LOCAL_SCHEMA_PROVIDERS:
         return "json_schema"
+    if provider in IN_PROCESS_PROVIDERS:
+        return "json_object"
     if provider == "openai" and api_base:
         return "json_object"
     return "json_schema" if supports_response_schema else "prompt"
@@ -32,7 +38,8 @@ def auto_mode(model: str, api_base: str | None, supports_response_schema: bool |
 def needs_capability_check(model: str, api_base: str | None) -> bool:
     """Whether auto_mode needs litellm's capability map for this model."""
     provider = provider_of(model)
-    return not (provider in LOCAL_SCHEMA_PROVIDERS or (provider == "openai" and api_base))
+    return not (provider in LOCAL_SCHEMA_PROVIDERS or provider in IN_PROCESS_PROVIDERS
+                or (provider == "openai" and api_base))
 
 
 def response_format(mode: str, schema: dict, schema_name: str) -> dict | None:
