@@ -272,8 +272,11 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
             )
-            await asyncio.to_thread(store_article, self.kb, article)
-            written.add(path)
+            def store() -> None:
+                store_article(self.kb, article)
+                written.add(path)
+
+            await _io(store)
             self.progress("advance", name="write")
 
         items = list(plan.items())
@@ -336,7 +339,7 @@ class Compiler:
             w.extraction = Extraction.from_data(old.data)
         else:
             w.extraction = await extract_source(llm, PROMPTS, src)
-            await asyncio.to_thread(
+            await _io(
                 write_extraction,
                 self.kb,
                 w.slug,
@@ -521,6 +524,18 @@ class Compiler:
         if threading.current_thread() is threading.main_thread():
             with suppress(NotImplementedError, RuntimeError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+
+async def _io(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run file work in a thread, off the event loop. Once started it is finished even if
+    the run is interrupted meanwhile: the model's work it stores is already paid for, and a
+    file must never be on disk without the run knowing."""
+    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 class _Cancelled:

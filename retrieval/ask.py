@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
-from contextlib import closing
+from contextlib import aclosing, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,9 @@ from kb_ai.llm import LLM, Completion, Usage
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
-from retrieval.pages import Citation, Page, check_paths, linked_paths, read_page, validate_citations
+from retrieval.pages import Citation, Page, check_paths, link_targets, read_page, validate_citations
 from wiki import KnowledgeBase, normalise_article_path, open_state
-from wiki.indexing import refresh_search_index
+from wiki.indexing import index_is_current, refresh_search_index
 from wiki.search import SearchIndex
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
@@ -128,7 +128,7 @@ class Asker:
             raise UsageError(
                 f"The question is over {MAX_QUESTION_CHARS:,} characters", hint="shorten it"
             )
-        catalog = Catalog.load(self.kb)
+        catalog = Catalog.load(self.kb, self.settings.selection_budget_tokens)
         if paths:
             chosen = check_paths(self.kb, list(paths))
             standalone = question
@@ -225,10 +225,11 @@ class Asker:
 
     def _search(self, question: str, limit: int, articles: int) -> list[str]:
         with closing(open_state(self.kb)) as conn:
-            index = SearchIndex(conn)
-            if index.count() != articles:  # built before the index existed, or edited by hand
-                index = refresh_search_index(self.kb, conn)
-            return [hit.path for hit in index.search(question, limit=limit)]
+            if not index_is_current(
+                conn, articles
+            ):  # built before the index existed, or edited by hand
+                refresh_search_index(self.kb, conn)
+            return [hit.path for hit in SearchIndex(conn).search(question, limit=limit)]
 
     async def _pick(self, messages: list[dict], offered: list[str], limit: int) -> list[str] | None:
         """Ask the model to pick among ``offered`` paths; None when the reply has no list.
@@ -237,7 +238,10 @@ class Asker:
         to a leading slash or a missing .md; anything not offered is dropped."""
         reply = self._paid(
             await self.llm.complete(
-                messages, stage="select", schema=_schema_paths(offered, limit), schema_name="selection"
+                messages,
+                stage="select",
+                schema=_schema_paths(offered, limit),
+                schema_name="selection",
             )
         )
         picked = reply.data.get("paths") if isinstance(reply.data, dict) else None
@@ -276,11 +280,14 @@ class Asker:
         n = self.settings.second_hop_pages
         if n <= 0:
             return []
-        linked = linked_paths(pages, catalog.lines)[:20]
+        read = {p.path for p in pages}
+        linked = [p for p in catalog.resolve(*link_targets(pages)) if p not in read][:20]
         if not linked:
             return []
+        lines = catalog.lookup(linked)
+        linked = [p for p in linked if p in lines]
         messages = PROMPTS.render(
-            "hop", question=question, pages=pages, lines=[catalog.lines[p] for p in linked], n=n
+            "hop", question=question, pages=pages, lines=[lines[p] for p in linked], n=n
         )
         try:
             return await self._pick(messages, linked, n) or []
@@ -310,15 +317,16 @@ async def ask(
 ) -> Answer:
     """Answer one question; raises the KbAiError an `error` event would carry."""
     asker = Asker(kb, settings, llm)
-    async for event in asker._events(question, history, paths):
-        if event.type == "done":
-            d = event.data
-            return Answer(
-                d["answer"],
-                [Citation(**c) for c in d["citations"]],
-                d["read"],
-                asker.usage,
-                d["question"],
-                d["covered"],
-            )
+    async with aclosing(asker._events(question, history, paths)) as events:
+        async for event in events:
+            if event.type == "done":
+                d = event.data
+                return Answer(
+                    d["answer"],
+                    [Citation(**c) for c in d["citations"]],
+                    d["read"],
+                    asker.usage,
+                    d["question"],
+                    d["covered"],
+                )
     raise LLMOutputError("the answer ended without a result")

@@ -6,53 +6,98 @@ wiki.search), so the prompt stays bounded whatever the wiki's size, and a fact t
 sits only deep in a body still brings its page into view. The nearest peer put the
 whole catalog into one prompt and, past about 218 articles, silently answered with no
 context at all; here the budget is never exceeded and never silently ignored.
+
+A large catalog is never parsed whole for a question: its size says it will not fit,
+and the lines of the shortlisted articles come from a table kept beside the search
+index (parsing a 10,000-article master index took most of a question's own time).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 
-from wiki import KnowledgeBase
+from wiki import KnowledgeBase, open_state
+from wiki.indexing import catalog_lines, paths_by_slug
 
 SHORTLIST_MAX = 200  # hits fetched from the index before the budget cut
+CHARS_PER_TOKEN = 3.3  # measured 3.75-4.24 on real catalog lines; leaves a margin
+_COUNT = re.compile(r"^(\d+) articles?\.$", re.M)
 
 
 def estimate_tokens(text: str) -> int:
-    """A conservative token count: ~4 characters per token for ASCII, 1 per other character
-    (CJK text runs close to one token per character)."""
+    """A conservative token count: ASCII at 3.3 characters per token, any other character
+    (CJK runs close to one token per character) as one token."""
     ascii_chars = len(text) if text.isascii() else len(text.encode("ascii", "ignore"))
-    return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
+    return int(ascii_chars / CHARS_PER_TOKEN + 0.999) + (len(text) - ascii_chars)
 
 
-@dataclass(frozen=True)
+def _parse_lines(text: str) -> dict[str, str]:
+    lines: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.startswith("- ["):
+            continue
+        start = line.find("](wiki/")
+        end = line.find(".md)", start)
+        if start >= 0 and end >= 0:
+            lines[line[start + 2 : end + 3]] = line
+    return lines
+
+
+@dataclass
 class Catalog:
-    """The master index as lines by path, read without parsing every field."""
+    """The master index as a question needs it."""
 
-    lines: dict[str, str]  # path -> the master index line, as the model will read it
-    text_tokens: int
+    kb: KnowledgeBase
+    total: int
+    lines: dict[str, str] | None  # path -> line, when the catalog is small enough to read whole
+    text_tokens: int  # estimated tokens of the whole catalog
 
     @classmethod
-    def load(cls, kb: KnowledgeBase) -> Catalog:
+    def load(cls, kb: KnowledgeBase, budget_tokens: int | None = None) -> Catalog:
+        """Read the catalog whole if it may fit ``budget_tokens``; else only its size."""
+        path = kb.master_index_path
         try:
-            text = kb.master_index_path.read_text(encoding="utf-8")
+            size = path.stat().st_size
         except FileNotFoundError:
-            return cls({}, 0)
-        lines: dict[str, str] = {}
-        size = 0
-        for line in text.splitlines():
-            if not line.startswith("- ["):
-                continue
-            start = line.find("](wiki/")
-            end = line.find(".md)", start)
-            if start < 0 or end < 0:
-                continue
-            lines[line[start + 2 : end + 3]] = line
-            size += len(line) + 1
-        return cls(lines, estimate_tokens(text) if size else 0)
+            return cls(kb, 0, {}, 0)
+        if budget_tokens is None or size <= budget_tokens * 4:
+            text = path.read_text(encoding="utf-8")
+            lines = _parse_lines(text)
+            return cls(kb, len(lines), lines, estimate_tokens(text) if lines else 0)
+        with path.open(encoding="utf-8", errors="replace") as f:
+            head = f.read(2048)
+        m = _COUNT.search(head)  # a hand-edited header has no count: count the lines
+        total = int(m.group(1)) if m is not None else path.read_bytes().count(b"\n- [")
+        return cls(kb, total, None, int(size / CHARS_PER_TOKEN))
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return self.total
+
+    def lookup(self, paths: Sequence[str]) -> dict[str, str]:
+        """The lines of those ``paths`` that are articles of the catalog."""
+        if self.lines is not None:
+            return {p: self.lines[p] for p in paths if p in self.lines}
+        with closing(open_state(self.kb)) as conn:
+            return catalog_lines(conn, paths)
+
+    def resolve(self, paths: Sequence[str], slugs: Sequence[str]) -> list[str]:
+        """Article paths for link targets given as paths or as slugs, in order, deduplicated."""
+        if self.lines is not None:
+            by_slug: dict[str, str] = {}
+            for p in self.lines:
+                by_slug.setdefault(p.rsplit("/", 1)[-1][:-3], p)
+            found = [p for p in paths if p in self.lines] + [
+                by_slug[s] for s in slugs if s in by_slug
+            ]
+        else:
+            with closing(open_state(self.kb)) as conn:
+                known = catalog_lines(conn, paths)
+                by_slug = paths_by_slug(conn, slugs)
+            found = [p for p in paths if p in known] + [by_slug[s] for s in slugs if s in by_slug]
+        return list(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -71,12 +116,14 @@ def pick_candidates(
     ``search(question, limit)`` returns article paths best first; it is only called
     when the catalog does not fit the budget."""
     total = len(catalog)
-    if catalog.text_tokens <= budget_tokens:
+    if catalog.lines is not None and catalog.text_tokens <= budget_tokens:
         paths = list(catalog.lines)
         return Candidates([catalog.lines[p] for p in paths], paths, False, total)
+    hits = search(question, SHORTLIST_MAX)
+    found = catalog.lookup(hits)
     lines, paths, used = [], [], 0
-    for path in search(question, SHORTLIST_MAX):
-        line = catalog.lines.get(path)
+    for path in hits:
+        line = found.get(path)
         if line is None:  # indexed but no longer in the catalog
             continue
         cost = estimate_tokens(line) + 1

@@ -69,26 +69,23 @@ def check_paths(kb: KnowledgeBase, paths: list[str]) -> list[str]:
     return out
 
 
-def linked_paths(pages: list[Page], known: set[str] | dict[str, str]) -> list[str]:
-    """Articles the pages point at ([[wikilinks]] by slug or title, Markdown links by path)
-    that exist and were not read yet."""
-    read = {p.path for p in pages}
-    by_slug: dict[str, str] = {}
-    for path in known:
-        by_slug.setdefault(path.rsplit("/", 1)[-1][:-3], path)
-    found: list[str] = []
+def link_targets(pages: list[Page]) -> tuple[list[str], list[str]]:
+    """What the pages point at: Markdown link targets as article paths, and [[wikilinks]]
+    as slugs (or paths, when they name one), in order of appearance."""
+    paths: list[str] = []
+    slugs: list[str] = []
     for page in pages:
         for m in _LINK.finditer(page.text):
             target = normalise_article_path(m.group(2))
-            if target in known and target not in read and target not in found:
-                found.append(target)
+            if target.startswith("wiki/"):
+                paths.append(target)
         for m in _WIKILINK.finditer(page.text):
             name = m.group(1).strip()
-            slug = re.sub(r"[^\w]+", "-", name.lower()).strip("-")
-            target = normalise_article_path(name) if "/" in name else by_slug.get(slug, "")
-            if target in known and target not in read and target not in found:
-                found.append(target)
-    return found
+            if "/" in name:
+                paths.append(normalise_article_path(name))
+            else:
+                slugs.append(re.sub(r"[^\w]+", "-", name.lower()).strip("-"))
+    return list(dict.fromkeys(paths)), list(dict.fromkeys(slugs))
 
 
 def validate_citations(answer: str, pages: list[Page]) -> tuple[str, list[Citation]]:

@@ -1,20 +1,52 @@
-"""Keeping the search index in step with the articles on disk."""
+"""Keeping the search index, and a table of catalog lines, in step with the articles.
+
+The catalog lines table lets a question on a large wiki fetch the master-index lines of
+its ~200 shortlisted articles by key, instead of parsing a master index of tens of MB.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from wiki.articles import Article, list_articles, read_article
+from wiki.catalog import entry_for, format_entry
 from wiki.layout import KnowledgeBase
 from wiki.search import SearchDoc, SearchIndex
+from wiki.state import apply_migrations
+
+CATALOG_MIGRATIONS = (
+    "CREATE TABLE catalog_lines (path TEXT PRIMARY KEY, slug TEXT NOT NULL, line TEXT NOT NULL)",
+    "CREATE INDEX catalog_lines_slug ON catalog_lines(slug)",
+)
 
 
 def search_doc(article: Article) -> SearchDoc:
     return SearchDoc(
-        path=article.path, title=article.title, summary=article.summary,
-        keys=list(article.keys), tags=list(article.tags), body=article.body,
+        path=article.path,
+        title=article.title,
+        summary=article.summary,
+        keys=list(article.keys),
+        tags=list(article.tags),
+        body=article.body,
     )
+
+
+def _slug(path: str) -> str:
+    return path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+def _store_lines(
+    conn: sqlite3.Connection, articles: Sequence[Article], *, replace_all: bool
+) -> None:
+    apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
+    rows = [(a.path, _slug(a.path), format_entry(entry_for(a))) for a in articles]
+    with conn:
+        if replace_all:
+            conn.execute("DELETE FROM catalog_lines")
+        conn.executemany(
+            "INSERT OR REPLACE INTO catalog_lines (path, slug, line) VALUES (?, ?, ?)", rows
+        )
 
 
 def refresh_search_index(
@@ -24,8 +56,48 @@ def refresh_search_index(
     on how many articles there are (a new index, or articles added or deleted by hand)."""
     index = SearchIndex(conn)
     paths = list_articles(kb)
-    if index.count() != len(paths):
-        index.sync(search_doc(read_article(kb, p)) for p in paths)
+    apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
+    lines = conn.execute("SELECT count(*) FROM catalog_lines").fetchone()[0]
+    if index.count() != len(paths) or lines != len(paths):
+        articles = [read_article(kb, p) for p in paths]
+        index.sync(search_doc(a) for a in articles)
+        _store_lines(conn, articles, replace_all=True)
     else:
-        index.upsert(search_doc(read_article(kb, p)) for p in changed)
+        articles = [read_article(kb, p) for p in changed]
+        index.upsert(search_doc(a) for a in articles)
+        _store_lines(conn, articles, replace_all=False)
     return index
+
+
+def index_is_current(conn: sqlite3.Connection, articles: int) -> bool:
+    """Whether the search index and the catalog lines both hold ``articles`` entries."""
+    apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
+    lines = conn.execute("SELECT count(*) FROM catalog_lines").fetchone()[0]
+    return lines == articles and SearchIndex(conn).count() == articles
+
+
+def catalog_lines(conn: sqlite3.Connection, paths: Sequence[str]) -> dict[str, str]:
+    """The master-index lines of ``paths`` that exist, by path."""
+    apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
+    found: dict[str, str] = {}
+    for start in range(0, len(paths), 500):
+        chunk = list(paths[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        for path, line in conn.execute(
+            f"SELECT path, line FROM catalog_lines WHERE path IN ({marks})", chunk
+        ):
+            found[path] = line
+    return found
+
+
+def paths_by_slug(conn: sqlite3.Connection, slugs: Sequence[str]) -> dict[str, str]:
+    """For each slug that names an article, its path (the first by path order)."""
+    apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
+    found: dict[str, str] = {}
+    for slug in slugs:
+        row = conn.execute(
+            "SELECT path FROM catalog_lines WHERE slug = ? ORDER BY path LIMIT 1", (slug,)
+        ).fetchone()
+        if row is not None:
+            found[slug] = row[0]
+    return found

@@ -56,6 +56,14 @@ def apply_migrations(conn: sqlite3.Connection, component: str, steps: tuple[str,
     The applied version of each component is kept in the ``schema_versions`` table.
     Append new steps to the end; never edit or reorder the old ones.
     """
+    try:  # the common case, an up-to-date schema, takes no write lock
+        row = conn.execute(
+            "SELECT version FROM schema_versions WHERE component = ?", (component,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # no schema_versions table yet
+        row = None
+    if row is not None and row[0] >= len(steps):
+        return row[0]
     with conn:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_versions"
