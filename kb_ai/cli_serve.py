@@ -45,7 +45,7 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     if token is not None and len(token) < 16:
         raise UsageError("KB_AI_TOKEN is too short", hint="use at least 16 random characters")
     settings = ctx.settings(model=model or ctx.model)
-    app = create_app(settings, workers=workers, token=token, host=host)
+    app = create_app(settings, workers=workers, token=token)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kb-ai serving {settings.kb_dir} at http://{shown}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)

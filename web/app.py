@@ -43,14 +43,12 @@ def create_app(
     status_interval: float = 0.5,
     worker_poll_seconds: float = 1.0,
     worker_lease_seconds: float = 600.0,
-    host: str = "127.0.0.1",
     mount_mcp: bool = True,
     extra_routes: Sequence[BaseRoute] | None = None,
 ) -> Starlette:
     """The Starlette app over the knowledge base at ``settings.kb_dir``.
 
-    ``token``: required on every request when set (see web/auth.py). ``host``: the
-    address served on (the MCP endpoint checks Host headers on loopback).
+    ``token``: required on every request when set (see web/auth.py).
     ``extra_routes``: more routes behind the same guard.
     """
     kb = KnowledgeBase.open(settings.kb_dir)
@@ -92,7 +90,7 @@ def create_app(
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     # The MCP server (kb_ai/mcp.py, streamable HTTP) at /mcp, behind the same token guard.
-    mcp_routes, lifespans = _mcp(settings, host) if mount_mcp else ([], [])
+    mcp_routes, lifespans = _mcp(settings) if mount_mcp else ([], [])
     routes += [*mcp_routes, *(extra_routes or ())]
     app = Starlette(
         routes=routes,
@@ -114,12 +112,14 @@ def _fast(factory: Callable[..., LLM]) -> Callable[..., LLM]:
     return build
 
 
-def _mcp(settings: Settings, host: str) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
+def _mcp(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
     """``/mcp`` when the MCP extra is installed (``pip install 'kb-ai[mcp]'``), else nothing."""
     try:
         from kb_ai.mcp import http_app
     except ImportError:
         return [], []
     overrides = {"model": settings.model, "api_base": settings.api_base, "api_key": settings.api_key}
-    mcp = http_app(str(settings.kb_dir), overrides, host=host)
+    # No host= here: the guard already checks Host when there is no token, and with a
+    # token a server behind a reverse proxy must answer /mcp like every other page.
+    mcp = http_app(str(settings.kb_dir), overrides)
     return [Route("/mcp", mcp)], [mcp.lifespan]
