@@ -9,6 +9,7 @@ error the user sees, and a question the pages do not cover is answered as such.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, closing
@@ -128,7 +129,11 @@ class Asker:
             raise UsageError(
                 f"The question is over {MAX_QUESTION_CHARS:,} characters", hint="shorten it"
             )
-        catalog = Catalog.load(self.kb, self.settings.selection_budget_tokens)
+        # Disk and SQLite work runs in threads: in `kb-ai serve` one event loop streams
+        # every user's answer, and must not wait on another user's search.
+        catalog = await asyncio.to_thread(
+            Catalog.load, self.kb, self.settings.selection_budget_tokens
+        )
         if paths:
             chosen = check_paths(self.kb, list(paths))
             standalone = question
@@ -150,11 +155,11 @@ class Asker:
                 yield Event("done", answer.as_dict())
                 return
         yield Event("status", {"stage": "reading", "paths": chosen})
-        pages = [read_page(self.kb, p, self.settings.read_chars) for p in chosen]
+        pages = await asyncio.to_thread(self._read, chosen)
         more = await self._second_hop(standalone, pages, catalog) if not paths else []
         if more:
             yield Event("status", {"stage": "reading", "paths": more})
-            pages += [read_page(self.kb, p, self.settings.read_chars) for p in more]
+            pages += await asyncio.to_thread(self._read, more)
         yield Event("status", {"stage": "answering"})
         messages = PROMPTS.render(
             "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
@@ -190,6 +195,9 @@ class Asker:
             if isinstance(rewritten, str) and rewritten.strip()
             else question
         )
+
+    def _read(self, paths: Sequence[str]) -> list[Page]:
+        return [read_page(self.kb, p, self.settings.read_chars) for p in paths]
 
     def selection_prompt(
         self, question: str, catalog: Catalog
@@ -259,7 +267,9 @@ class Asker:
         return chosen[:limit]
 
     async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
-        messages, paths, shortlisted = self.selection_prompt(question, catalog)
+        messages, paths, shortlisted = await asyncio.to_thread(
+            self.selection_prompt, question, catalog
+        )
         if not paths:
             return [], shortlisted
         try:
