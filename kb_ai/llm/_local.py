@@ -33,9 +33,11 @@ DEFAULT_MAX_TOKENS = 2048
 # Strings longer than this are left unbounded in the grammar (the reply's max_tokens
 # bounds them): llama.cpp spells "at most N characters" as N nested optional groups.
 GRAMMAR_MAX_LENGTH = 1000
+# Shorter bounds are held to this: a 0.5B model writes every string to its bound.
+GRAMMAR_STRING_CAP = 300
 # Lists are held to this many items in the grammar: a 0.5B model fills every list to its
 # bound, and long lists of near-repeats were where it ran into the token limit.
-GRAMMAR_MAX_ITEMS = 10
+GRAMMAR_MAX_ITEMS = 5
 
 
 @dataclass(frozen=True)
@@ -148,11 +150,13 @@ def model_path(model: str) -> Path:
 
 def bounded_for_grammar(schema: Any) -> Any:
     """The schema as a grammar for a small model: very long maxLength bounds removed
-    (GRAMMAR_MAX_LENGTH), long lists shortened (GRAMMAR_MAX_ITEMS)."""
+    (GRAMMAR_MAX_LENGTH), others held to GRAMMAR_STRING_CAP, lists to GRAMMAR_MAX_ITEMS."""
     if isinstance(schema, dict):
         out = {k: bounded_for_grammar(v) for k, v in schema.items()}
         if isinstance(out.get("maxLength"), int) and out["maxLength"] > GRAMMAR_MAX_LENGTH:
             del out["maxLength"]
+        elif isinstance(out.get("maxLength"), int) and out["maxLength"] > GRAMMAR_STRING_CAP:
+            out["maxLength"] = max(GRAMMAR_STRING_CAP, int(out.get("minLength") or 0))
         if isinstance(out.get("maxItems"), int) and out["maxItems"] > GRAMMAR_MAX_ITEMS:
             out["maxItems"] = max(GRAMMAR_MAX_ITEMS, int(out.get("minItems") or 0))
         return out
@@ -189,7 +193,8 @@ class _Loaded:
 
     @classmethod
     def grammar(cls, schema: dict) -> Any:
-        text = json.dumps(bounded_for_grammar(schema), sort_keys=True)
+        # Key order kept: the grammar makes the model write properties in schema order.
+        text = json.dumps(bounded_for_grammar(schema))
         grammar = cls.grammars.get(text)
         if grammar is None:
             from llama_cpp import LlamaGrammar

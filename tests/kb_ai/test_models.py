@@ -197,13 +197,17 @@ def test_the_embedded_model_refuses_parts_that_do_not_hash_right(tmp_path, monke
     assert path.read_bytes() == b"GGUF not really a model"
 
 
-def test_very_long_string_bounds_are_left_to_max_tokens_in_the_grammar():
+def test_the_grammar_keeps_small_models_short_and_in_schema_order():
     schema = {"type": "object", "properties": {
+        "title": {"type": "string", "maxLength": 100},
         "body": {"type": "string", "maxLength": 24_000},
-        "tags": {"type": "array", "maxItems": 8, "items": {"type": "string", "maxLength": 40}},
+        "why": {"type": "string", "maxLength": 500},
+        "tags": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 40}},
     }}
     bounded = _local.bounded_for_grammar(schema)
-    assert "maxLength" not in bounded["properties"]["body"]
+    assert list(bounded["properties"]) == ["title", "body", "why", "tags"]
+    assert "maxLength" not in bounded["properties"]["body"]  # left to max_tokens
+    assert bounded["properties"]["why"]["maxLength"] == _local.GRAMMAR_STRING_CAP
     assert bounded["properties"]["tags"] == schema["properties"]["tags"]
     facts = {"type": "array", "maxItems": 30, "items": {"type": "string"}}
     assert _local.bounded_for_grammar(facts)["maxItems"] == _local.GRAMMAR_MAX_ITEMS
