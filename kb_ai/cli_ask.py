@@ -24,7 +24,7 @@ def _open(ctx: Context, model: str | None):
 
     settings = ctx.settings(model=model or ctx.model)
     kb = KnowledgeBase.open(settings.kb_dir)
-    llm = open_llm(settings, db_path=kb.state_db, fast_start=True)
+    llm = open_llm(settings, db_path=kb.state_db)
     return kb, settings, llm
 
 

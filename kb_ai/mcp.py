@@ -128,7 +128,7 @@ async def _answer(
 ) -> Answer:
     from kb_ai.llm import open_llm
 
-    llm = open_llm(settings, db_path=kb.state_db, fast_start=True)
+    llm = open_llm(settings, db_path=kb.state_db)
     try:
         return await answer_question(kb, settings, llm, question, paths=paths or None)
     finally:

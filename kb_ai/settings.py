@@ -42,7 +42,8 @@ class Settings:
         "ollama_chat/qwen2.5, or openai/<name> with api_base for any OpenAI-compatible server.",
     )
     model_source: str | None = _setting(
-        None, "Where the model came from (an option, the environment, kb-ai.toml, detection).",
+        None,
+        "Where the model came from (an option, the environment, kb-ai.toml, detection).",
         env=False,
     )
     detect_model: bool = _setting(
@@ -56,6 +57,12 @@ class Settings:
     api_base: str | None = _setting(None, "Base URL of an OpenAI-compatible endpoint.")
     api_key: str | None = _setting(
         None, "API key for that endpoint (or the provider's own variable)."
+    )
+    transport: str = _setting(
+        "auto",
+        "How kb-ai reaches the model: http (the OpenAI wire format spoken directly), litellm, "
+        "or auto: http for an OpenAI-compatible server named by api_base (openai/<name>), "
+        "litellm for every other provider.",
     )
     structured_output: str = _setting(
         "auto",
@@ -228,6 +235,10 @@ def load_settings(
     if str(values.get("model") or "").startswith("local/"):
         for name, value in LOCAL_DEFAULTS.items():
             values.setdefault(name, value)
+    if values.get("transport", "auto") not in ("auto", "http", "litellm"):
+        raise ConfigError(
+            "transport must be one of auto, http, litellm", hint=f"got {values['transport']!r}"
+        )
     if values.get("structured_output", "auto") not in STRUCTURED_MODES:
         raise ConfigError(
             f"structured_output must be one of {', '.join(STRUCTURED_MODES)}",

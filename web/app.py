@@ -66,7 +66,7 @@ def create_app(
             svc.pool = WorkerPool(
                 kb,
                 settings,
-                llm_factory=_fast(llm_factory),
+                llm_factory=llm_factory,
                 size=workers,
                 poll_seconds=worker_poll_seconds,
                 lease_seconds=worker_lease_seconds,
@@ -102,23 +102,17 @@ def create_app(
     return app
 
 
-def _fast(factory: Callable[..., LLM]) -> Callable[..., LLM]:
-    """The compile workers' model client, on the plain-HTTP path where the model allows it
-    (importing litellm on the server's threads would stall requests for seconds)."""
-
-    def build(settings: Settings, **kwargs: Any) -> LLM:
-        return factory(settings, **{"fast_start": True, **kwargs})
-
-    return build
-
-
 def _mcp(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
     """``/mcp`` when the MCP extra is installed (``pip install 'kb-ai[mcp]'``), else nothing."""
     try:
         from kb_ai.mcp import http_app
     except ImportError:
         return [], []
-    overrides = {"model": settings.model, "api_base": settings.api_base, "api_key": settings.api_key}
+    overrides = {
+        "model": settings.model,
+        "api_base": settings.api_base,
+        "api_key": settings.api_key,
+    }
     # No host= here: the guard already checks Host when there is no token, and with a
     # token a server behind a reverse proxy must answer /mcp like every other page.
     mcp = http_app(str(settings.kb_dir), overrides)

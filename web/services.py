@@ -56,7 +56,7 @@ class Services:
     _chat_llm: LLM | None = None
 
     def open_llm(self) -> LLM:
-        return self.llm_factory(self.settings, db_path=self.kb.state_db, fast_start=True)
+        return self.llm_factory(self.settings, db_path=self.kb.state_db)
 
     def chat_llm(self) -> LLM:
         """One model client for every answer: its connections are reused (a new client

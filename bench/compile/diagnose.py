@@ -3,7 +3,7 @@
     python -m bench.compile.diagnose [--delay 0.2] [--concurrency 16] [--profile FILE]
 
 Variants: the LLM transport (litellm, as the CLI uses, or the plain httpx one of
-``open_llm(fast_start=True)``) x where the LLM client keeps its response cache and call
+``transport = "http"``) x where the LLM client keeps its response cache and call
 log (state.db, as the CLI does, or memory: ``db_path=None``) x where the fake server
 runs (a thread of this process, sharing its GIL, or a separate process). Prints the
 median wall time of --repeats runs, efficiency and the overhead per round
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import math
 import pstats
 import shutil
@@ -44,9 +45,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def compile_dir(work: Path, name: str, paths: list[Path], base_url: str, concurrency: int,
-                transport: str, store: str = "state.db",
-                profile: Path | None = None) -> tuple[float, int]:
+def compile_dir(
+    work: Path,
+    name: str,
+    paths: list[Path],
+    base_url: str,
+    concurrency: int,
+    transport: str,
+    store: str = "state.db",
+    profile: Path | None = None,
+) -> tuple[float, int]:
     from compiler import Compiler
     from kb_ai.llm import open_llm
     from wiki import KnowledgeBase
@@ -54,11 +62,10 @@ def compile_dir(work: Path, name: str, paths: list[Path], base_url: str, concurr
     kb_dir = work / name
     shutil.rmtree(kb_dir, ignore_errors=True)
     kb = KnowledgeBase.init(kb_dir)
-    fast = transport == "http"
 
     def factory(settings, *, db_path=None):
-        return open_llm(settings, db_path=db_path if store == "state.db" else None,
-                        fast_start=fast)
+        chosen = dataclasses.replace(settings, transport=transport)
+        return open_llm(chosen, db_path=db_path if store == "state.db" else None)
 
     compiler = Compiler(kb, make_settings(kb_dir, base_url, concurrency), llm_factory=factory)
     prof = cProfile.Profile() if profile else None
@@ -90,8 +97,13 @@ def _category(key: tuple) -> str:
         return "YAML frontmatter"
     if "subprocess" in path or "fork_exec" in name or "select.poll" in name:
         return "git subprocesses"
-    if any(lib in path for lib in ("httpx", "httpcore", "anyio", "h11", "aiohttp", "/openai/",
-                                   "pydantic")) or "pydantic" in name:
+    if (
+        any(
+            lib in path
+            for lib in ("httpx", "httpcore", "anyio", "h11", "aiohttp", "/openai/", "pydantic")
+        )
+        or "pydantic" in name
+    ):
         return "HTTP client and pydantic"
     if "/compiler/" in path or "/wiki/" in path or "/kb_ai/" in path:
         return "kb-ai (Python)"
@@ -156,8 +168,10 @@ def store_costs(n: int = 200) -> dict[str, float]:
         t0 = time.perf_counter()
         for i in range(n):
             with conn:
-                conn.execute("INSERT OR REPLACE INTO llm_cache (key, text, created) "
-                             "VALUES (?, ?, 0)", (f"j{i}", text))
+                conn.execute(
+                    "INSERT OR REPLACE INTO llm_cache (key, text, created) VALUES (?, ?, 0)",
+                    (f"j{i}", text),
+                )
         out["put_one_connection"] = (time.perf_counter() - t0) / n * 1000
         conn.close()
         return out
@@ -165,8 +179,9 @@ def store_costs(n: int = 200) -> dict[str, float]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def variant_rows(delay: float, concurrency: int, repeats: int,
-                 profile: Path | None = None, log=print) -> list[tuple]:
+def variant_rows(
+    delay: float, concurrency: int, repeats: int, profile: Path | None = None, log=print
+) -> list[tuple]:
     """(transport, store, where, walls, calls) for every variant."""
     from kb_ai.llm._litellm import _litellm
 
@@ -182,8 +197,9 @@ def variant_rows(delay: float, concurrency: int, repeats: int,
             compile_dir(work, "warm", paths[:2], base_url, 4, transport, store)
             walls = []
             for i in range(repeats):
-                wall, calls = compile_dir(work, f"{where}-{transport}-{store}-{i}", paths,
-                                          base_url, c, transport, store)
+                wall, calls = compile_dir(
+                    work, f"{where}-{transport}-{store}-{i}", paths, base_url, c, transport, store
+                )
                 walls.append(wall)
             rows.append((transport, store, where, walls, calls))
             log(f"  {transport} {store} server in {where}: {[round(w, 2) for w in walls]} s")
@@ -193,12 +209,15 @@ def variant_rows(delay: float, concurrency: int, repeats: int,
             widen_backlog(server)
             measure("thread", server.base_url)
             if profile:
-                compile_dir(work, "profiled", paths, server.base_url, c, "litellm", "state.db",
-                            profile)
+                compile_dir(
+                    work, "profiled", paths, server.base_url, c, "litellm", "state.db", profile
+                )
         port = free_port()
         proc = subprocess.Popen(
             [sys.executable, "-c", SERVER_SCRIPT, str(port), str(d)],
-            stdout=subprocess.PIPE, text=True, cwd=str(Path(__file__).resolve().parents[2]),
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=str(Path(__file__).resolve().parents[2]),
         )
         try:
             proc.stdout.readline()  # "ready"
@@ -248,8 +267,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     rows = variant_rows(args.delay, args.concurrency, args.repeats, args.profile)
-    print(f"\n38 docs, {args.concurrency} in flight, {args.delay:g} s per call, "
-          f"median of {args.repeats}")
+    print(
+        f"\n38 docs, {args.concurrency} in flight, {args.delay:g} s per call, "
+        f"median of {args.repeats}"
+    )
     print("\n".join(variant_table(rows, args.delay, args.concurrency)))
     print("CallStore ms per operation:", {k: round(v, 2) for k, v in store_costs().items()})
     wall, cpu, calls, rows = loop_breakdown(args.delay, args.concurrency)

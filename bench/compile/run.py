@@ -566,7 +566,7 @@ def render(
             "",
             f"The same {runs[0].docs} records at {top} in flight, {args.delay:g} s per call, "
             f"median of {args.runs} runs per variant: the LLM transport (litellm as the CLI "
-            "uses it, or the plain httpx transport of `open_llm(fast_start=True)`) x where the "
+            "uses it, or the plain httpx transport (`transport = "http"`)) x where the "
             "client keeps its response cache and call log (state.db as the CLI does, or "
             "memory: `db_path=None`) x where the fake server runs (a thread of the bench "
             "process, sharing its GIL, or a process of its own). Overhead per round = "

@@ -1,7 +1,8 @@
 """A small transport speaking the OpenAI chat-completions wire format over httpx.
 
-Used by ``open_llm(..., fast_start=True)`` for ``openai/<name>`` with an api_base, so a
-quick question does not pay for importing litellm. No price map here: cost is 0.0.
+Used by ``open_llm`` for ``openai/<name>`` with an api_base (unless ``transport`` says
+litellm): a question does not pay ~4 s for importing litellm, and a compile does not pay
+~5 ms of event-loop time per call. No price map here: cost is 0.0.
 """
 
 from __future__ import annotations

@@ -20,7 +20,10 @@ ADR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "adr_govu
 
 
 @pytest.fixture
-def model_env(fake_model):
+def model_env(fake_model, monkeypatch):
+    # Compile end to end through litellm, as users of hosted providers do (an
+    # OpenAI-compatible server alone would be spoken to over plain HTTP).
+    monkeypatch.setenv("KB_AI_TRANSPORT", "litellm")
     return fake_model
 
 

@@ -46,7 +46,8 @@ def transport(request):
 def run(settings, transport, work, db_path=None):
     """Open a client, run ``await work(llm)``, close it, return (result, client)."""
     async def main():
-        async with open_llm(settings, db_path=db_path, fast_start=transport == "fast") as llm:
+        chosen = replace(settings, transport="http" if transport == "fast" else "litellm")
+        async with open_llm(chosen, db_path=db_path) as llm:
             return await work(llm), llm
     return asyncio.run(main())
 

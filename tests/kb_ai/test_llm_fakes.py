@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_ai.errors import LLMOutputError, LLMTimeoutError
+from kb_ai.errors import ConfigError, LLMOutputError, LLMTimeoutError
 from kb_ai.llm import Completion, Usage, open_llm
 from kb_ai.settings import Settings
 from tests.fakes.fake_llm import FakeLLM
@@ -20,8 +20,14 @@ PATHS = {"type": "object", "properties": {"paths": {"type": "array"}}, "required
 
 
 def _run_python(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -29,7 +35,7 @@ def test_importing_the_llm_layer_does_not_import_litellm():
     assert _run_python("import sys, kb_ai.llm; print('litellm' in sys.modules)") == "False"
 
 
-def test_a_fast_start_question_never_imports_litellm():
+def test_a_question_to_an_openai_compatible_server_never_imports_litellm():
     with FakeOpenAIServer() as server:
         server.queue("quick answer")
         code = (
@@ -38,7 +44,7 @@ def test_a_fast_start_question_never_imports_litellm():
             "from kb_ai.settings import Settings\n"
             f"s = Settings(model='openai/m', api_base={server.base_url!r})\n"
             "async def main():\n"
-            "    async with open_llm(s, fast_start=True) as llm:\n"
+            "    async with open_llm(s) as llm:\n"
             "        items = [i async for i in llm.stream([{'role': 'user', 'content': 'q'}],"
             " stage='answer')]\n"
             "    print(items[-1].text, 'litellm' in sys.modules)\n"
@@ -47,10 +53,18 @@ def test_a_fast_start_question_never_imports_litellm():
         assert _run_python(code) == "quick answer False"
 
 
-def test_fast_start_needs_an_openai_compatible_endpoint(tmp_path):
+def test_plain_http_needs_an_openai_compatible_endpoint(tmp_path):
     # Without an api_base there is no endpoint to speak HTTP to: litellm it is.
-    llm = open_llm(Settings(kb_dir=tmp_path, model="openai/gpt-4o-mini"), fast_start=True)
+    llm = open_llm(Settings(kb_dir=tmp_path, model="openai/gpt-4o-mini"))
     assert type(llm._transport).__name__ == "LiteLLMTransport"
+    custom = Settings(kb_dir=tmp_path, model="openai/m", api_base="http://127.0.0.1:9/v1")
+    assert type(open_llm(custom)._transport).__name__ == "HttpTransport"
+    forced = Settings(
+        kb_dir=tmp_path, model="openai/m", api_base="http://127.0.0.1:9/v1", transport="litellm"
+    )
+    assert type(open_llm(forced)._transport).__name__ == "LiteLLMTransport"
+    with pytest.raises(ConfigError, match="OpenAI-compatible"):
+        open_llm(Settings(kb_dir=tmp_path, model="anthropic/claude-x", transport="http"))
 
 
 def test_fake_server_speaks_the_wire_format_on_both_paths():
@@ -58,8 +72,9 @@ def test_fake_server_speaks_the_wire_format_on_both_paths():
         server.queue(Reply("first"), Reply(status=418, body="teapot"))
         for path in ("/v1/chat/completions", "/chat/completions"):
             body = json.dumps({"model": "m", "messages": []}).encode()
-            request = urllib.request.Request(server.base_url.removesuffix("/v1") + path,
-                                             data=body, method="POST")
+            request = urllib.request.Request(
+                server.base_url.removesuffix("/v1") + path, data=body, method="POST"
+            )
             try:
                 with urllib.request.urlopen(request, timeout=5) as response:
                     data = json.loads(response.read())
@@ -74,13 +89,17 @@ def test_fake_server_script_serves_on_the_given_port():
     with FakeOpenAIServer() as probe:  # borrow a free port, then release it
         port = probe.port
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port),
-         "--delay", "0.01"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port), "--delay", "0.01"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "fake OpenAI server on" in proc.stdout.readline()
         body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions",
-                                         data=body.encode(), method="POST")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(), method="POST"
+        )
         with urllib.request.urlopen(request, timeout=5) as response:
             assert json.loads(response.read())["choices"][0]["message"]["content"] == "ok"
     finally:
@@ -91,7 +110,7 @@ def test_fake_server_script_serves_on_the_given_port():
 
 def test_fake_llm_replays_the_queue_then_asks_the_handler():
     llm = FakeLLM(handler=lambda stage, messages, schema: {"paths": [stage]})
-    llm.enqueue({"paths": ["a.md"]}, "```json\n[\"b.md\"]\n```", LLMTimeoutError("slow"))
+    llm.enqueue({"paths": ["a.md"]}, '```json\n["b.md"]\n```', LLMTimeoutError("slow"))
 
     async def calls():
         ask = [{"role": "user", "content": "which?"}]
