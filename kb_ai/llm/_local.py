@@ -30,9 +30,12 @@ from kb_ai.llm._transport import RawReply, Request
 
 # Replies without a max_tokens are still bounded: small models can loop.
 DEFAULT_MAX_TOKENS = 2048
-# Strings longer than this are left unbounded in the grammar (the reply's max_tokens
-# bounds them): llama.cpp spells "at most N characters" as N nested optional groups.
+# llama.cpp spells "at most N characters" as N nested optional groups and refuses past
+# about 1,000; longer strings (article bodies) get a pattern of 50-character blocks
+# instead, held to GRAMMAR_LONG_CAP characters so a looping reply still ends in time.
 GRAMMAR_MAX_LENGTH = 1000
+GRAMMAR_LONG_CAP = 3000
+_JSON_CHAR = r'([^"\\\x00-\x1f]|\\["\\/bfnrt])'
 # Shorter bounds are held to this: a 0.5B model writes every string to its bound.
 GRAMMAR_STRING_CAP = 300
 # Lists are held to this many items in the grammar: a 0.5B model fills every list to its
@@ -149,12 +152,14 @@ def model_path(model: str) -> Path:
 
 
 def bounded_for_grammar(schema: Any) -> Any:
-    """The schema as a grammar for a small model: very long maxLength bounds removed
-    (GRAMMAR_MAX_LENGTH), others held to GRAMMAR_STRING_CAP, lists to GRAMMAR_MAX_ITEMS."""
+    """The schema as a grammar for a small model: long strings as a block pattern up to
+    GRAMMAR_LONG_CAP characters, others held to GRAMMAR_STRING_CAP, lists to
+    GRAMMAR_MAX_ITEMS."""
     if isinstance(schema, dict):
         out = {k: bounded_for_grammar(v) for k, v in schema.items()}
         if isinstance(out.get("maxLength"), int) and out["maxLength"] > GRAMMAR_MAX_LENGTH:
-            del out["maxLength"]
+            blocks = min(out.pop("maxLength"), GRAMMAR_LONG_CAP) // 50
+            out["pattern"] = f"^({_JSON_CHAR}{{50}}){{0,{blocks}}}{_JSON_CHAR}{{0,49}}$"
         elif isinstance(out.get("maxLength"), int) and out["maxLength"] > GRAMMAR_STRING_CAP:
             out["maxLength"] = max(GRAMMAR_STRING_CAP, int(out.get("minLength") or 0))
         if isinstance(out.get("maxItems"), int) and out["maxItems"] > GRAMMAR_MAX_ITEMS:
