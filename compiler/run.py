@@ -272,6 +272,7 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
             )
+
             def store() -> None:
                 store_article(self.kb, article)
                 written.add(path)
@@ -315,45 +316,53 @@ class Compiler:
         src = w.source
         model = self.settings.model or ""
         version = extraction_version()
-        old = await asyncio.to_thread(self._read_previous_extraction, w.raw_path, w.slug)
-        await asyncio.to_thread(
-            write_raw,
-            self.kb,
-            RawSource(
-                slug=w.slug,
-                title=src.title,
-                origin=src.origin,
-                kind=src.kind,
-                checksum=src.checksum,
-                ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                text=src.text,
-            ),
-        )
-        reusable = (
-            old is not None
-            and old.source_checksum == src.checksum
-            and old.model == model
-            and old.prompt_version == version
-        )
-        if reusable:  # an interrupted or failed run already paid for this extraction
-            w.extraction = Extraction.from_data(old.data)
-        else:
-            w.extraction = await extract_source(llm, PROMPTS, src)
-            await _io(
-                write_extraction,
+        # A source seen for the first time has no earlier extraction: no need to look.
+        has_old = (self.kb.extraction_dir / f"{w.slug}.md").is_file()
+        old = await _io(self._read_previous_extraction, w.raw_path, w.slug) if has_old else None
+        # The raw copy is written while the model reads the source, not before.
+        raw = asyncio.ensure_future(
+            _io(
+                write_raw,
                 self.kb,
-                w.slug,
-                ExtractionRecord(
-                    source=w.raw_path,
-                    source_checksum=src.checksum,
-                    model=model,
-                    prompt_version=version,
-                    extracted_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    data=w.extraction.as_data(),
+                RawSource(
+                    slug=w.slug,
+                    title=src.title,
+                    origin=src.origin,
+                    kind=src.kind,
+                    checksum=src.checksum,
+                    ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    text=src.text,
                 ),
             )
-            if old is not None and old.source_checksum != src.checksum and w.previous_articles:
-                w.previous_text = Extraction.from_data(old.data).to_markdown()
+        )
+        try:
+            reusable = (
+                old is not None
+                and old.source_checksum == src.checksum
+                and old.model == model
+                and old.prompt_version == version
+            )
+            if reusable:  # an interrupted or failed run already paid for this extraction
+                w.extraction = Extraction.from_data(old.data)
+            else:
+                w.extraction = await extract_source(llm, PROMPTS, src)
+                await _io(
+                    write_extraction,
+                    self.kb,
+                    w.slug,
+                    ExtractionRecord(
+                        source=w.raw_path,
+                        source_checksum=src.checksum,
+                        model=model,
+                        prompt_version=version,
+                        extracted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                        data=w.extraction.as_data(),
+                    ),
+                )
+                if old is not None and old.source_checksum != src.checksum and w.previous_articles:
+                    w.previous_text = Extraction.from_data(old.data).to_markdown()
+        finally:
+            await raw  # written even when the model failed: the next run reuses it
         w.targets = await classify_source(
             llm,
             PROMPTS,
