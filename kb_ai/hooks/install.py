@@ -42,14 +42,23 @@ def settings_path(agent: str, project: Path | None) -> Path:
 
 
 def kb_ai_command() -> str:
-    """How the agent should start kb-ai: the installed executable, by absolute path."""
-    exe = shutil.which("kb-ai") or str(Path(sys.argv[0]).resolve())
-    return shlex.quote(exe)
+    """How the agent should start kb-ai, by absolute path: the console script installed
+    beside this Python (a virtual environment need not be on the agent's PATH), else the
+    one on PATH, else this Python running the kb_ai module."""
+    beside = Path(sys.executable).parent / "kb-ai"
+    if beside.is_file():
+        return shlex.quote(str(beside))
+    found = shutil.which("kb-ai")
+    if found:
+        return shlex.quote(found)
+    return f"{shlex.quote(sys.executable)} -P -m kb_ai"
 
 
 def is_ours(handler: Any) -> bool:
     command = handler.get("command") if isinstance(handler, dict) else None
-    return isinstance(command, str) and "kb-ai" in command and " hook " in f" {command} "
+    if not isinstance(command, str) or " hook " not in f" {command} ":
+        return False
+    return "kb-ai" in command or "-m kb_ai" in command
 
 
 def _load(path: Path) -> dict[str, Any]:
