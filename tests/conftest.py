@@ -33,3 +33,19 @@ def fake_model(monkeypatch):
         monkeypatch.setenv("KB_AI_API_KEY", "sk-test")
         monkeypatch.setenv("KB_AI_RETRY_BACKOFF", "0.01")
         yield server
+
+
+@pytest.fixture
+def kb(tmp_path):
+    """A fresh, empty knowledge base."""
+    from wiki import KnowledgeBase
+
+    return KnowledgeBase.init(tmp_path / "kb")
+
+
+@pytest.fixture
+def settings(kb):
+    """Settings for ``kb`` with a model name, and nothing from the environment."""
+    from kb_ai.settings import load_settings
+
+    return load_settings(kb.root, {"model": "fake/model"}, environ={})

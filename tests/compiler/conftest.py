@@ -2,10 +2,8 @@ import json
 
 import pytest
 
-from kb_ai.settings import load_settings
 from tests.fakes import kb_responder
 from tests.fakes.fake_llm import FakeLLM
-from wiki import KnowledgeBase
 
 
 def responder_handler(stage, messages, schema):
@@ -15,16 +13,6 @@ def responder_handler(stage, messages, schema):
         request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
     content = kb_responder.respond(request).content
     return json.loads(content) if schema is not None else content
-
-
-@pytest.fixture
-def kb(tmp_path):
-    return KnowledgeBase.init(tmp_path / "kb")
-
-
-@pytest.fixture
-def settings(kb):
-    return load_settings(kb.root, {"model": "fake/model"}, environ={})
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from kb_ai.cli import main
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from wiki import KnowledgeBase, git, list_articles
+from wiki import git, list_articles
 
 ADR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "adr_govuk"
 
@@ -25,11 +25,6 @@ def model_env(fake_model, monkeypatch):
     # OpenAI-compatible server alone would be spoken to over plain HTTP).
     monkeypatch.setenv("KB_AI_TRANSPORT", "litellm")
     return fake_model
-
-
-@pytest.fixture
-def kb(tmp_path):
-    return KnowledgeBase.init(tmp_path / "kb")
 
 
 def run(kb, *args):

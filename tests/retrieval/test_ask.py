@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from kb_ai.errors import LLMTransientError, NotFoundError, PathEscapeError, UsageError
-from kb_ai.settings import load_settings
 from retrieval import (
     NOT_COVERED,
     Asker,
@@ -20,7 +19,7 @@ from retrieval import (
 )
 from tests.compiler.conftest import responder_handler
 from tests.fakes.fake_llm import FakeLLM
-from wiki import Article, KnowledgeBase, build_catalog, open_state, write_article, write_indexes
+from wiki import Article, build_catalog, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
 
 
@@ -48,16 +47,6 @@ BACKUP = (
     "How nightly backups run.",
     "Backups run nightly at 02:00 and are kept for 30 days.\n",
 )
-
-
-@pytest.fixture
-def kb(tmp_path):
-    return KnowledgeBase.init(tmp_path / "kb")
-
-
-@pytest.fixture
-def settings(kb):
-    return load_settings(kb.root, {"model": "fake/model"}, environ={})
 
 
 def run(coro):

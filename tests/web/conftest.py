@@ -4,11 +4,9 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
-from kb_ai.settings import load_settings
 from tests.fakes import kb_responder
 from tests.fakes.fake_llm import FakeLLM
 from web import create_app
-from wiki import KnowledgeBase
 
 LOOPBACK = "http://127.0.0.1"
 
@@ -31,16 +29,6 @@ class Model:
 
     def factory(self, settings, **kwargs):
         return FakeLLM(lambda *a: self.handler(*a), delay=self.delay)
-
-
-@pytest.fixture
-def kb(tmp_path):
-    return KnowledgeBase.init(tmp_path / "kb")
-
-
-@pytest.fixture
-def settings(kb):
-    return load_settings(kb.root, {"model": "fake/model"}, environ={})
 
 
 @pytest.fixture

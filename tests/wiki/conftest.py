@@ -1,7 +1,5 @@
 import pytest
 
-from wiki import KnowledgeBase
-
 
 @pytest.fixture(autouse=True)
 def no_git_identity(tmp_path_factory, monkeypatch):
@@ -23,7 +21,3 @@ def no_git_identity(tmp_path_factory, monkeypatch):
     ):
         monkeypatch.delenv(name, raising=False)
 
-
-@pytest.fixture
-def kb(tmp_path):
-    return KnowledgeBase.init(tmp_path / "kb")
