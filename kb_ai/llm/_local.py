@@ -28,8 +28,11 @@ from typing import Any
 from kb_ai.errors import ConfigError, LLMError
 from kb_ai.llm._transport import RawReply, Request
 
-# Replies without a max_tokens are still bounded: small models can loop.
-DEFAULT_MAX_TOKENS = 2048
+# Replies without a max_tokens are still bounded. 4096 lets a grammar-bounded JSON reply
+# finish (with 2048 an extraction was cut off in bench/local, and a cut-off reply is
+# lost); free text has no grammar to end it, and a looping answer took 190 s at 4096.
+DEFAULT_MAX_TOKENS = 4096
+DEFAULT_MAX_TEXT_TOKENS = 1024
 # llama.cpp spells "at most N characters" as N nested optional groups and refuses past
 # about 1,000; longer strings (article bodies) get a pattern of 50-character blocks
 # instead, held to GRAMMAR_LONG_CAP characters so a looping reply still ends in time.
@@ -236,7 +239,7 @@ class LocalTransport:
                 "messages": request.messages,
                 "temperature": 0.0,
                 "repeat_penalty": 1.0,
-                "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+                "max_tokens": request.max_tokens,
                 "seed": 0,
                 "stream": True,
             }
@@ -247,6 +250,8 @@ class LocalTransport:
                 kwargs["grammar"] = _Loaded.grammar(schema)
             elif response_format.get("type") == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
+            if not kwargs["max_tokens"]:
+                kwargs["max_tokens"] = DEFAULT_MAX_TOKENS if schema else DEFAULT_MAX_TEXT_TOKENS
             parts: list[str] = []
             finish: str | None = None
             generated = 0
