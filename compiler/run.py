@@ -9,23 +9,22 @@ what finished.
 from __future__ import annotations
 
 import asyncio
-import signal
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextlib import closing, suppress
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
 
+from compiler._tasks import CANCELLED, Interruptible, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
+from compiler.result import CompileResult, Failure
 from compiler.sources import Source, discover, file_checksum, read_source
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
-from kb_ai.llm import LLM, Usage, open_llm
+from kb_ai.llm import LLM, open_llm
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
 from wiki import (
@@ -58,45 +57,6 @@ ProgressFn = Callable[..., None]
 
 
 @dataclass
-class Failure:
-    source: str
-    error: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"source": self.source, "error": self.error}
-
-
-@dataclass
-class CompileResult:
-    sources: int = 0
-    compiled: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    failed: list[Failure] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    commit: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    interrupted: bool = False
-    duration_s: float = 0.0
-    redactions: int = 0  # secrets and <private> spans removed before storing or sending
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "sources": self.sources,
-            "compiled": self.compiled,
-            "skipped": self.skipped,
-            "failed": [f.as_dict() for f in self.failed],
-            "created": self.created,
-            "updated": self.updated,
-            "commit": self.commit,
-            "usage": self.usage.as_dict(),
-            "interrupted": self.interrupted,
-            "duration_s": round(self.duration_s, 3),
-            "redactions": self.redactions,
-        }
-
-
-@dataclass
 class _Work:
     """One source on its way through extract and classify."""
 
@@ -118,6 +78,14 @@ def extraction_version() -> str:
 class Compiler:
     """Compiles sources into one knowledge base. One instance per run."""
 
+    @property
+    def interrupted(self) -> bool:
+        return self._tasks.interrupted
+
+    def interrupt(self) -> None:
+        """Stop: cancel what is in flight; what finished is still indexed and committed."""
+        self._tasks.interrupt()
+
     def __init__(
         self,
         kb: KnowledgeBase,
@@ -130,8 +98,7 @@ class Compiler:
         self.settings = settings
         self.llm_factory = llm_factory
         self.progress = progress or (lambda *a, **k: None)
-        self.interrupted = False
-        self._live: list[asyncio.Task] = []
+        self._tasks = Interruptible()
         self._llm: LLM | None = None
 
     # -- entry points ---------------------------------------------------------------
@@ -209,11 +176,11 @@ class Compiler:
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
                 await asyncio.to_thread(lock.acquire)
-            self._install_interrupt()
+            self._tasks.install_handler()
             try:
                 await self._run_pipeline(pending, result, known)
             finally:
-                self._remove_interrupt()
+                self._tasks.remove_handler()
                 lock.release()
                 if self._llm is not None and hasattr(self._llm, "aclose"):
                     await self._llm.aclose()
@@ -246,11 +213,11 @@ class Compiler:
             await self._prepare(llm, w, ranker, categories)
             self.progress("advance", name="extract")
 
-        outcomes = await self._run_all(prepare(w) for w in work)
+        outcomes = await self._tasks.run_all(prepare(w) for w in work)
         for w, outcome in zip(work, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 w.error = str(outcome)
-            elif outcome is _CANCELLED:
+            elif outcome is CANCELLED:
                 w.error = "interrupted before it finished"
         plan = self._plan(work, existing_paths)
         if self.interrupted:
@@ -277,18 +244,18 @@ class Compiler:
                 store_article(self.kb, article)
                 written.add(path)
 
-            await _io(store)
+            await run_io(store)
             self.progress("advance", name="write")
 
         items = list(plan.items())
-        outcomes = await self._run_all(write(p, t, m) for p, (t, m, _) in items)
+        outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
         article_errors: dict[str, str] = {}
         for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
             if path in written:
                 written.add(path)
                 (result.updated if target.exists else result.created).append(path)
             else:
-                reason = "interrupted" if outcome is _CANCELLED else str(outcome)
+                reason = "interrupted" if outcome is CANCELLED else str(outcome)
                 article_errors[path] = f"writing {path} failed: {reason}"
         self._finish(work, plan, written, article_errors, result)
 
@@ -318,10 +285,10 @@ class Compiler:
         version = extraction_version()
         # A source seen for the first time has no earlier extraction: no need to look.
         has_old = (self.kb.extraction_dir / f"{w.slug}.md").is_file()
-        old = await _io(self._read_previous_extraction, w.raw_path, w.slug) if has_old else None
+        old = await run_io(self._read_previous_extraction, w.raw_path, w.slug) if has_old else None
         # The raw copy is written while the model reads the source, not before.
         raw = asyncio.ensure_future(
-            _io(
+            run_io(
                 write_raw,
                 self.kb,
                 RawSource(
@@ -346,7 +313,7 @@ class Compiler:
                 w.extraction = Extraction.from_data(old.data)
             else:
                 w.extraction = await extract_source(llm, PROMPTS, src)
-                await _io(
+                await run_io(
                     write_extraction,
                     self.kb,
                     w.slug,
@@ -492,64 +459,3 @@ class Compiler:
             *(f"updated {p}" for p in result.updated),
         ]
         return head + ("\n\n" + "\n".join(body) if body else "")
-
-    # -- concurrency and interruption -------------------------------------------------
-
-    async def _run_all(self, coros: Iterable[Awaitable[None]]) -> list[Any]:
-        """Run concurrently; each outcome is None, the KbAiError raised, or _CANCELLED."""
-        tasks = [asyncio.ensure_future(c) for c in coros]
-        if self.interrupted:
-            for t in tasks:
-                t.cancel()
-        self._live = tasks
-        if tasks:
-            await asyncio.wait(tasks)
-        self._live = []
-        outcomes: list[Any] = []
-        for t in tasks:
-            if t.cancelled():
-                outcomes.append(_CANCELLED)
-            elif isinstance(t.exception(), KbAiError):
-                outcomes.append(t.exception())
-            elif t.exception() is not None:
-                raise t.exception()  # a bug, not a model or input failure: let it surface
-            else:
-                outcomes.append(None)
-        return outcomes
-
-    def interrupt(self) -> None:
-        """Stop: cancel what is in flight; what finished is still indexed and committed."""
-        self.interrupted = True
-        for t in self._live:
-            t.cancel()
-        self._remove_interrupt()  # a second Ctrl-C stops at once
-
-    def _install_interrupt(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            with suppress(NotImplementedError, RuntimeError):
-                asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self.interrupt)
-
-    def _remove_interrupt(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            with suppress(NotImplementedError, RuntimeError):
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-
-
-async def _io(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run file work in a thread, off the event loop. Once started it is finished even if
-    the run is interrupted meanwhile: the model's work it stores is already paid for, and a
-    file must never be on disk without the run knowing."""
-    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
-
-
-class _Cancelled:
-    def __repr__(self) -> str:
-        return "<cancelled>"
-
-
-_CANCELLED = _Cancelled()

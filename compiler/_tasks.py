@@ -1,0 +1,80 @@
+"""Running a stage's work concurrently, and stopping it cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import suppress
+from typing import Any
+
+from kb_ai.errors import KbAiError
+
+
+class Interruptible:
+    """Runs coroutines side by side; Ctrl-C (or interrupt()) cancels what is in flight,
+    and what finished stays finished."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._live: list[asyncio.Task] = []
+
+    async def run_all(self, coros: Iterable[Awaitable[None]]) -> list[Any]:
+        """Run concurrently; each outcome is None, the KbAiError raised, or CANCELLED."""
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        if self.interrupted:
+            for t in tasks:
+                t.cancel()
+        self._live = tasks
+        if tasks:
+            await asyncio.wait(tasks)
+        self._live = []
+        outcomes: list[Any] = []
+        for t in tasks:
+            if t.cancelled():
+                outcomes.append(CANCELLED)
+            elif isinstance(t.exception(), KbAiError):
+                outcomes.append(t.exception())
+            elif t.exception() is not None:
+                raise t.exception()  # a bug, not a model or input failure: let it surface
+            else:
+                outcomes.append(None)
+        return outcomes
+
+    def interrupt(self) -> None:
+        """Stop: cancel what is in flight."""
+        self.interrupted = True
+        for t in self._live:
+            t.cancel()
+        self.remove_handler()  # a second Ctrl-C stops at once
+
+    def install_handler(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            with suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self.interrupt)
+
+    def remove_handler(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            with suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+
+
+async def run_io(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run file work in a thread, off the event loop. Once started it is finished even if
+    the run is interrupted meanwhile: the model's work it stores is already paid for, and a
+    file must never be on disk without the run knowing."""
+    task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+class _Cancelled:
+    def __repr__(self) -> str:
+        return "<cancelled>"
+
+
+CANCELLED = _Cancelled()

@@ -1,0 +1,47 @@
+"""What a compile run reports: per source, per article, and the model use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb_ai.llm import Usage
+
+
+@dataclass
+class Failure:
+    source: str
+    error: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"source": self.source, "error": self.error}
+
+
+@dataclass
+class CompileResult:
+    sources: int = 0
+    compiled: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    commit: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    interrupted: bool = False
+    duration_s: float = 0.0
+    redactions: int = 0  # secrets and <private> spans removed before storing or sending
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sources": self.sources,
+            "compiled": self.compiled,
+            "skipped": self.skipped,
+            "failed": [f.as_dict() for f in self.failed],
+            "created": self.created,
+            "updated": self.updated,
+            "commit": self.commit,
+            "usage": self.usage.as_dict(),
+            "interrupted": self.interrupted,
+            "duration_s": round(self.duration_s, 3),
+            "redactions": self.redactions,
+        }
