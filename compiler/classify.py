@@ -191,12 +191,14 @@ def _target(
         parts = PurePosixPath(path).parts
         stripped = raw_path.strip()
         absolute = stripped.startswith(("/", "\\")) and not stripped.startswith("/wiki/")
-        if absolute or ".." in parts or parts[:1] != ("wiki",):
+        if absolute or ".." in parts or (action == "update" and parts[:1] != ("wiki",)):
             raise LLMOutputError(f"the model proposed a path outside wiki/: {raw_path!r}")
         if action == "update":
             raise LLMOutputError(
                 f"the model proposed a path that is not an article of this wiki: {raw_path!r}"
             )
+        # A new article's path comes from its title; what a model wrote there (small
+        # models put the title itself) is not used, as long as it tried to go nowhere.
     elif action == "update":
         raise LLMOutputError("the model asked to update an article without naming it")
     title = item.get("title") if isinstance(item.get("title"), str) else ""

@@ -78,9 +78,9 @@ TRANSCRIPT_EXTRACTION_SCHEMA = _obj(
 def classification_schema(categories: list[str], existing_paths: list[str]) -> dict[str, Any]:
     """Where the material goes: existing articles to update (paths from the slice shown,
     as an enum) or new ones to create (type from the frozen category set)."""
-    target: dict[str, Any] = {"type": "string", "maxLength": 200}
-    if existing_paths:
-        target = {"type": "string", "enum": ["", *existing_paths]}
+    # Always an enum, "" for a new article: under constrained decoding a model cannot
+    # write a title or a made-up path there (a 0.5B model did, on an empty wiki).
+    target: dict[str, Any] = {"type": "string", "enum": ["", *existing_paths]}
     action = _obj(
         {
             "action": {"type": "string", "enum": ["create", "update"]},

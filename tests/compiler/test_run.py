@@ -296,3 +296,29 @@ def test_model_errors_in_extract_are_not_parsed_as_articles(kb, settings, notes)
     result = compile_paths(kb, settings, llm, src)
     assert "cut off" in result.failed[0].error
     assert list_articles(kb) == []
+
+
+def test_a_title_written_where_a_new_articles_path_goes_is_ignored(kb, settings, notes):
+    src = write_note(
+        notes,
+        "deploy.md",
+        "# How to deploy\n\nDeploys go out from main through the deploy workflow.\n",
+    )
+
+    def small_model(stage, messages, schema):
+        if stage == "classify":
+            return {
+                "articles": [
+                    {
+                        "action": "create",
+                        "path": "How to deploy the invoice service",
+                        "type": "howto",
+                        "title": "Deploying",
+                        "reason": "",
+                    }
+                ]
+            }
+        return responder_handler(stage, messages, schema)
+
+    result = compile_paths(kb, settings, FakeLLM(small_model), src)
+    assert result.failed == [] and result.created == ["wiki/howto/deploying.md"]
