@@ -199,8 +199,7 @@ def _target(
             )
         # A new article's path comes from its title; what a model wrote there (small
         # models put the title itself) is not used, as long as it tried to go nowhere.
-    elif action == "update":
-        raise LLMOutputError("the model asked to update an article without naming it")
+    # An "update" that names no article is a new subject, as far as anyone can tell.
     title = item.get("title") if isinstance(item.get("title"), str) else ""
     title = title.strip() or fallback_title
     kind = item.get("type") if item.get("type") in categories else categories[0]

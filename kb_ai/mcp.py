@@ -89,7 +89,7 @@ def build_server(
     The model is opened per call, so "no model configured" reaches the agent as a tool
     error it can report.
     """
-    settings = load_settings(kb_dir, dict(settings_overrides or {}))
+    settings = load_settings(kb_dir, dict(settings_overrides or {}), detect=True)
     kb = KnowledgeBase.open(settings.kb_dir)
     server = MCPServer(
         "kb-ai",

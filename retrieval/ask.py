@@ -164,21 +164,53 @@ class Asker:
         messages = PROMPTS.render(
             "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
         )
-        parts: list[str] = []
-        final: Completion | None = None
-        async for item in self.llm.stream(messages, stage="answer"):
-            if isinstance(item, Completion):
-                final = self._paid(item)
-            else:
-                parts.append(item)
-                yield Event("delta", {"text": item})
-        raw = final.text if final is not None and final.text else "".join(parts)
+        if self.settings.is_local:
+            # A small local model does not write [Title](path) links by itself; asked for
+            # its sources as an enum of the pages read, under a grammar, it names them.
+            raw = await self._answer_with_sources(messages, pages)
+            yield Event("delta", {"text": raw})
+        else:
+            parts: list[str] = []
+            final: Completion | None = None
+            async for item in self.llm.stream(messages, stage="answer"):
+                if isinstance(item, Completion):
+                    final = self._paid(item)
+                else:
+                    parts.append(item)
+                    yield Event("delta", {"text": item})
+            raw = final.text if final is not None and final.text else "".join(parts)
         text, cited = validate_citations(raw, pages)
         if not text.strip():
             raise LLMOutputError("the model returned an empty answer")
         covered = bool(cited) or not _says_not_covered(text)
         answer = Answer(text, cited, [p.path for p in pages], self.usage, standalone, covered)
         yield Event("done", answer.as_dict())
+
+    async def _answer_with_sources(self, messages: list[dict], pages: list[Page]) -> str:
+        """The answer as JSON with the pages it came from, rendered with inline citations."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "answer": {"type": "string", "maxLength": 2000},
+                "sources": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": [p.path for p in pages]},
+                    "maxItems": 3,
+                },
+            },
+            "required": ["answer", "sources"],
+            "additionalProperties": False,
+        }
+        reply = self._paid(
+            await self.llm.complete(messages, stage="answer", schema=schema, schema_name="answer")
+        )
+        data = reply.data if isinstance(reply.data, dict) else {}
+        text = str(data.get("answer") or "").strip()
+        titles = {p.path: p.title for p in pages}
+        sources = [s for s in dict.fromkeys(data.get("sources") or []) if s in titles]
+        if text and sources and not _says_not_covered(text) and "](wiki/" not in text:
+            text += " " + " ".join(f"[{titles[s]}]({s})" for s in sources)
+        return text
 
     async def _rewrite(self, question: str, history: Sequence[Turn]) -> str:
         messages = PROMPTS.render(

@@ -252,3 +252,17 @@ def test_long_pages_are_cut_with_a_visible_marker(kb, settings):
     prompt = llm.calls[1].messages[-1]["content"]
     assert "cut here" in prompt and "more characters of this page were not read" in prompt
     assert prompt.count("word") < 300
+
+
+def test_a_local_model_names_its_sources_from_an_enum_and_they_become_citations(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    local = replace(settings, model="local/default")
+    llm = FakeLLM().enqueue(
+        {"paths": [BACKUP[0]]},
+        {"answer": "Backups run nightly at 02:00.", "sources": [BACKUP[0], "wiki/made/up.md"]},
+    )
+    answer = run(ask(kb, local, llm, "When do backups run?"))
+    assert answer.answer == "Backups run nightly at 02:00. [Backups](wiki/howto/backups.md)"
+    assert [c.path for c in answer.citations] == [BACKUP[0]]
+    sources = llm.calls[1].schema["properties"]["sources"]
+    assert sources["items"]["enum"] == [BACKUP[0]] and sources["maxItems"] == 3
