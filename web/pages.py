@@ -14,6 +14,7 @@ from starlette.templating import Jinja2Templates
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
+from kb_ai.models import model_notice
 from retrieval import ChatStore
 from web import content
 from web.api import queue_submissions
@@ -26,6 +27,8 @@ templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
 
 def render(request: Request, name: str, status: int = 200, **context: object) -> Response:
+    if context.get("nav") == "chat":  # where answers are read: say when they come from the tiny model
+        context.setdefault("model_notice", model_notice(services(request).settings))
     return templates.TemplateResponse(request, name, context, status_code=status)
 
 

@@ -75,3 +75,23 @@ def test_status_and_chat_pages_show_tasks_and_sessions(compiled):
     assert compiled.get(f"/api/sessions/{sid}").json()["session"]["title"] == "Retention"
     compiled.post(f"/chat/{sid}/delete", follow_redirects=False)
     assert compiled.get(f"/chat/{sid}", headers={"accept": "text/html"}).status_code == 404
+
+
+def test_the_chat_page_says_when_the_tiny_embedded_model_answers(kb, settings):
+    from dataclasses import replace
+
+    from starlette.testclient import TestClient
+
+    from tests.web.conftest import LOOPBACK
+    from web.app import create_app
+
+    tiny = replace(settings, model="local/default")
+    with TestClient(
+        create_app(tiny, start_worker=False, mount_mcp=False), base_url=LOOPBACK
+    ) as client:
+        assert "small embedded model" in client.get("/chat").text
+        assert "small embedded model" not in client.get("/wiki").text
+    with TestClient(
+        create_app(settings, start_worker=False, mount_mcp=False), base_url=LOOPBACK
+    ) as client:
+        assert "small embedded model" not in client.get("/chat").text
