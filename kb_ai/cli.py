@@ -51,8 +51,7 @@ class Context:
         self.model = model
         self._noticed = False
 
-    def settings(self, *, detect: bool = True, announce: bool = True,
-                 **overrides: Any) -> Settings:
+    def settings(self, *, detect: bool = True, announce: bool = True, **overrides: Any) -> Settings:
         """The settings of this command; with no model named, one is detected (a provider
         key, Ollama, the embedded model), and the tiny embedded model is announced once."""
         overrides.setdefault("model", self.model)
@@ -184,7 +183,9 @@ def _print_compile(result: Any) -> None:
     for path in result.updated:
         click.echo(f"  updated  {path}")
     if result.redactions:
-        click.echo(f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything")
+        click.echo(
+            f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything"
+        )
     for failure in result.failed:
         click.echo(f"  failed   {failure.source}: {failure.error}", err=True)
     u = result.usage

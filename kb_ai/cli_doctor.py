@@ -57,8 +57,13 @@ def doctor(ctx: Context, model: str | None, no_call: bool) -> None:
 
     async def check() -> Completion:
         async with llm:
-            return await llm.complete(CHECK_MESSAGES, stage="doctor", schema=CHECK_SCHEMA,
-                                      schema_name="check", max_tokens=32)
+            return await llm.complete(
+                CHECK_MESSAGES,
+                stage="doctor",
+                schema=CHECK_SCHEMA,
+                schema_name="check",
+                max_tokens=32,
+            )
 
     try:
         completion = asyncio.run(check())

@@ -204,4 +204,3 @@ def routes() -> list[Route]:
         Route("/api/sessions", sessions, methods=["GET", "POST"]),
         Route("/api/sessions/{session_id}", session, methods=["GET", "PATCH", "DELETE"]),
     ]
-

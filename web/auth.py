@@ -98,7 +98,10 @@ class GuardMiddleware:
         if unsafe and origin and origin != "null" and urlsplit(origin).netloc != host:
             return 403, "Cross-origin requests that change data are refused"
         if self.token is not None and not self._authorised(scope, headers):
-            return 401, "A token is required: open the page with ?token=<KB_AI_TOKEN>, or send Authorization: Bearer <token>"
+            return (
+                401,
+                "A token is required: open the page with ?token=<KB_AI_TOKEN>, or send Authorization: Bearer <token>",
+            )
         return None
 
     def _authorised(self, scope: Scope, headers: dict[str, str]) -> bool:
@@ -119,9 +122,14 @@ class GuardMiddleware:
         return any(hmac.compare_digest(o.encode(), self.token) for o in offered)
 
 
-async def _send_error(send: Send, path: str, headers: dict[str, str], status: int, message: str) -> None:
-    as_json = path.startswith("/api") or path == "/healthz" or path.startswith("/mcp") or (
-        "text/html" not in headers.get("accept", "")
+async def _send_error(
+    send: Send, path: str, headers: dict[str, str], status: int, message: str
+) -> None:
+    as_json = (
+        path.startswith("/api")
+        or path == "/healthz"
+        or path.startswith("/mcp")
+        or ("text/html" not in headers.get("accept", ""))
     )
     if as_json:
         body = json.dumps({"ok": False, "error": message, "status": status}).encode()

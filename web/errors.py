@@ -66,9 +66,11 @@ def error_json(message: str, status: int, **extra: Any) -> JSONResponse:
 
 def wants_json(request: Request) -> bool:
     path = request.url.path
-    return path.startswith("/api") or path == "/healthz" or "json" in request.headers.get(
-        "accept", ""
-    ).split(",")[0]
+    return (
+        path.startswith("/api")
+        or path == "/healthz"
+        or "json" in request.headers.get("accept", "").split(",")[0]
+    )
 
 
 async def on_kb_error(request: Request, exc: Exception) -> Response:

@@ -27,7 +27,9 @@ templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
 
 def render(request: Request, name: str, status: int = 200, **context: object) -> Response:
-    if context.get("nav") == "chat":  # where answers are read: say when they come from the tiny model
+    if (
+        context.get("nav") == "chat"
+    ):  # where answers are read: say when they come from the tiny model
         context.setdefault("model_notice", model_notice(services(request).settings))
     return templates.TemplateResponse(request, name, context, status_code=status)
 

@@ -116,7 +116,9 @@ async def _answer(
                     await svc.run(_save, svc, sid, question, data)
             if event.type in ("done", "error"):
                 data["session"] = sid
-            if event.type == "error" and data.get("kind", "").startswith(("LLM", "Circuit", "Selection")):
+            if event.type == "error" and data.get("kind", "").startswith(
+                ("LLM", "Circuit", "Selection")
+            ):
                 svc.drop_chat_llm(llm)
             await out.put({"type": event.type, "data": data})
     except Exception as exc:  # tell the reader the answer broke off, then let it surface

@@ -114,7 +114,9 @@ async def _from_form(
     request: Request, limits: Limits
 ) -> tuple[list[Submission], list[dict[str, str]]]:
     async with request.form(
-        max_files=limits.max_files, max_fields=limits.max_fields, max_part_size=limits.max_file_bytes
+        max_files=limits.max_files,
+        max_fields=limits.max_fields,
+        max_part_size=limits.max_file_bytes,
     ) as form:
         files = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
         content = form.get("content")
@@ -145,4 +147,6 @@ async def _from_file(upload: UploadFile, name: str, limits: Limits) -> Submissio
     text = decode_text(data, name)
     suffix = PurePosixPath(name).suffix.lower()
     stem = PurePosixPath(name).stem
-    return Submission(guess_title(text, stem), data, name, KIND_BY_EXTENSION.get(suffix, "document"))
+    return Submission(
+        guess_title(text, stem), data, name, KIND_BY_EXTENSION.get(suffix, "document")
+    )

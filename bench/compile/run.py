@@ -223,15 +223,25 @@ class Run:
 def make_settings(kb_dir: Path, base_url: str, concurrency: int):
     from kb_ai.settings import load_settings
 
-    return load_settings(kb_dir, {
-        "model": "openai/fake", "api_base": base_url, "api_key": "x",
-        "max_concurrency": concurrency,
-    }, environ={})
+    return load_settings(
+        kb_dir,
+        {
+            "model": "openai/fake",
+            "api_base": base_url,
+            "api_key": "x",
+            "max_concurrency": concurrency,
+        },
+        environ={},
+    )
 
 
 def compile_once(
-    label: str, work: Path, paths: list[Path], server: FakeOpenAIServer,
-    responder: DelayedResponder, concurrency: int,
+    label: str,
+    work: Path,
+    paths: list[Path],
+    server: FakeOpenAIServer,
+    responder: DelayedResponder,
+    concurrency: int,
 ) -> Run:
     """Compile paths into a fresh knowledge base and measure the whole run."""
     from compiler import Compiler
@@ -253,33 +263,55 @@ def compile_once(
     overflows = listen_overflows() - overflows
     arrivals = responder.since(mark)
     if result.failed:
-        raise SystemExit(f"{label}: {len(result.failed)} source(s) failed: {result.failed[0].error}")
+        raise SystemExit(
+            f"{label}: {len(result.failed)} source(s) failed: {result.failed[0].error}"
+        )
     with closing(sqlite3.connect(kb.state_db)) as conn:
         cached = conn.execute("SELECT COUNT(*) FROM llm_calls WHERE cached = 1").fetchone()[0]
     return Run(
-        label=label, concurrency=concurrency, delay=responder.delay, docs=len(paths),
-        source_chars=sum(len(p.read_text(encoding="utf-8")) for p in paths), wall_s=wall,
-        calls=result.usage.calls, server_requests=len(arrivals),
+        label=label,
+        concurrency=concurrency,
+        delay=responder.delay,
+        docs=len(paths),
+        source_chars=sum(len(p.read_text(encoding="utf-8")) for p in paths),
+        wall_s=wall,
+        calls=result.usage.calls,
+        server_requests=len(arrivals),
         stages=dict(Counter(s for _, s, _ in arrivals)),
-        prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
-        prompt_chars=sum(c for _, _, c in arrivals), compiled=len(result.compiled),
-        failed=len(result.failed), created=len(result.created),
-        max_in_flight=server.max_in_flight, arrivals=arrivals, started=started,
-        cached_calls=cached, overflows=overflows, load=load, walls=[wall],
+        prompt_tokens=result.usage.prompt_tokens,
+        completion_tokens=result.usage.completion_tokens,
+        prompt_chars=sum(c for _, _, c in arrivals),
+        compiled=len(result.compiled),
+        failed=len(result.failed),
+        created=len(result.created),
+        max_in_flight=server.max_in_flight,
+        arrivals=arrivals,
+        started=started,
+        cached_calls=cached,
+        overflows=overflows,
+        load=load,
+        walls=[wall],
     )
 
 
 def compile_median(
-    label: str, work: Path, paths: list[Path], server: FakeOpenAIServer,
-    responder: DelayedResponder, concurrency: int, repeats: int,
+    label: str,
+    work: Path,
+    paths: list[Path],
+    server: FakeOpenAIServer,
+    responder: DelayedResponder,
+    concurrency: int,
+    repeats: int,
 ) -> Run:
     """The run with the median wall time of `repeats`, each into a fresh knowledge base."""
     runs = []
     for i in range(repeats):
         run = compile_once(f"{label}-{i}", work, paths, server, responder, concurrency)
         if run.calls != run.server_requests or run.cached_calls:
-            raise SystemExit(f"{label}: {run.calls} calls counted, {run.server_requests} "
-                             f"reached the server, {run.cached_calls} cache hits")
+            raise SystemExit(
+                f"{label}: {run.calls} calls counted, {run.server_requests} "
+                f"reached the server, {run.cached_calls} cache hits"
+            )
         shutil.rmtree(work / f"kb-{label}-{i}", ignore_errors=True)
         runs.append(run)
     runs.sort(key=lambda r: r.wall_s)
@@ -313,7 +345,11 @@ class Noop:
 
 
 def noop_rerun(
-    work: Path, server: FakeOpenAIServer, responder: DelayedResponder, count: int, repeats: int,
+    work: Path,
+    server: FakeOpenAIServer,
+    responder: DelayedResponder,
+    count: int,
+    repeats: int,
 ) -> Noop:
     from compiler import Compiler
     from wiki import KnowledgeBase
@@ -325,7 +361,9 @@ def noop_rerun(
     saved, responder.delay = responder.delay, 0.0
     try:
         started = time.monotonic()
-        seed = asyncio.run(Compiler(kb, make_settings(kb_dir, server.base_url, 16)).compile_paths([notes]))
+        seed = asyncio.run(
+            Compiler(kb, make_settings(kb_dir, server.base_url, 16)).compile_paths([notes])
+        )
         seed_wall = time.monotonic() - started
     finally:
         responder.delay = saved
@@ -366,10 +404,17 @@ def noop_rerun(
         return statistics.median(runs)
 
     return Noop(
-        sources=count, seed_wall_s=seed_wall, seed_calls=seed.usage.calls, process_s=process_s,
-        process_calls=calls, process_skipped=skipped, server_requests_during=during,
-        in_process_s=in_process_s, in_process_calls=in_calls,
-        python_startup_s=timed([sys.executable, "-c", "pass"]), help_s=timed([kb_ai, "--help"]),
+        sources=count,
+        seed_wall_s=seed_wall,
+        seed_calls=seed.usage.calls,
+        process_s=process_s,
+        process_calls=calls,
+        process_skipped=skipped,
+        server_requests_during=during,
+        in_process_s=in_process_s,
+        in_process_calls=in_calls,
+        python_startup_s=timed([sys.executable, "-c", "pass"]),
+        help_s=timed([kb_ai, "--help"]),
     )
 
 
@@ -393,9 +438,12 @@ def machine() -> dict[str, str]:
         litellm_version = "?"
     git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
     return {
-        "cores": str(os.cpu_count()), "cpu": cpu or platform.processor() or "?",
-        "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}",
-        "litellm": litellm_version, "git": git.removeprefix("git version "),
+        "cores": str(os.cpu_count()),
+        "cpu": cpu or platform.processor() or "?",
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "litellm": litellm_version,
+        "git": git.removeprefix("git version "),
     }
 
 
@@ -404,8 +452,14 @@ def verdict(ok: bool) -> str:
 
 
 def render(
-    args: argparse.Namespace, runs: list[Run], one: Run, noop: Noop | None, extra: list[Run],
-    warmup_s: float, total_s: float, diagnosis: tuple | None = None,
+    args: argparse.Namespace,
+    runs: list[Run],
+    one: Run,
+    noop: Noop | None,
+    extra: list[Run],
+    warmup_s: float,
+    total_s: float,
+    diagnosis: tuple | None = None,
 ) -> str:
     m = machine()
     today = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -439,16 +493,19 @@ def render(
         "were checked to reach the server (0 cache hits). Wall time is the whole "
         "`compile_paths` call: reading, the four stages, indexes, state.db and the git commit.",
         "",
-        (f"The fake server's listen backlog is raised to {args.fake_backlog} "
-         "(socketserver's default is 5: with 16 connections opened at once the kernel drops "
-         "some, TCP retries them about 1 s later, and the bench would charge that to the "
-         "compiler); the kernel's ListenOverflows counter is shown per measurement."
-         if args.fake_backlog else
-         "The fake server keeps socketserver's listen backlog of 5 (--fake-backlog 0)."),
+        (
+            f"The fake server's listen backlog is raised to {args.fake_backlog} "
+            "(socketserver's default is 5: with 16 connections opened at once the kernel drops "
+            "some, TCP retries them about 1 s later, and the bench would charge that to the "
+            "compiler); the kernel's ListenOverflows counter is shown per measurement."
+            if args.fake_backlog
+            else "The fake server keeps socketserver's listen backlog of 5 (--fake-backlog 0)."
+        ),
         "",
         f"Corpus: the {runs[0].docs} decision records of {args.adr_dir} "
         f"({runs[0].source_chars:,} characters, every one a single chunk), read in place"
-        + (f", plus {args.synthetic} synthetic notes" if args.synthetic else "") + ".",
+        + (f", plus {args.synthetic} synthetic notes" if args.synthetic else "")
+        + ".",
         "",
         "### Throughput and efficiency",
         "",
@@ -608,7 +665,11 @@ def render(
     )
     if noop is not None:
         med = statistics.median(noop.process_s)
-        ok = med < TARGET_NOOP_S and max(noop.process_calls) == 0 and noop.server_requests_during == 0
+        ok = (
+            med < TARGET_NOOP_S
+            and max(noop.process_calls) == 0
+            and noop.server_requests_during == 0
+        )
         lines.append(
             f"- No-op re-run of {noop.sources:,} sources under {TARGET_NOOP_S:g} s with 0 calls: "
             f"**{verdict(ok)}** ({med:.2f} s median for the process, "
@@ -623,46 +684,78 @@ def render(
 
 def describe(run: Run) -> str:
     timeline = {k: round(v, 2) for k, v in run.timeline().items()}
-    return (f"{run.concurrency:>3} in flight, {run.docs} docs, {run.delay:g} s/call: "
-            f"{run.wall_s:.2f} s median of {[round(w, 2) for w in run.walls]} "
-            f"({run.docs / run.wall_s:.2f} docs/s), {run.calls} calls, ideal {run.ideal_s:.2f} s, "
-            f"efficiency {run.efficiency:.2f} (fractional {run.fluid_efficiency:.2f}), "
-            f"max in flight {run.max_in_flight}, listen overflows {run.overflows}, "
-            f"load {run.load:.1f}, timeline {json.dumps(timeline)}")
+    return (
+        f"{run.concurrency:>3} in flight, {run.docs} docs, {run.delay:g} s/call: "
+        f"{run.wall_s:.2f} s median of {[round(w, 2) for w in run.walls]} "
+        f"({run.docs / run.wall_s:.2f} docs/s), {run.calls} calls, ideal {run.ideal_s:.2f} s, "
+        f"efficiency {run.efficiency:.2f} (fractional {run.fluid_efficiency:.2f}), "
+        f"max in flight {run.max_in_flight}, listen overflows {run.overflows}, "
+        f"load {run.load:.1f}, timeline {json.dumps(timeline)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 0.05 s delay, 1 run per level, 200 no-op sources, "
-                        "no diagnosis; prints only")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 0.05 s delay, 1 run per level, 200 no-op sources, "
+        "no diagnosis; prints only",
+    )
     parser.add_argument("--delay", type=float, default=None, help="seconds per model reply (0.2)")
     parser.add_argument("--concurrency", default="1,4,16", help="calls in flight, comma-separated")
-    parser.add_argument("--runs", type=int, default=None, help="runs per measurement; the median "
-                        "is reported (3)")
+    parser.add_argument(
+        "--runs", type=int, default=None, help="runs per measurement; the median is reported (3)"
+    )
     parser.add_argument("--adr-dir", type=Path, default=ADR_DIR)
-    parser.add_argument("--synthetic", type=int, default=0, help="synthetic notes added to the corpus")
-    parser.add_argument("--large", type=int, default=None,
-                        help="also compile the ADRs + this many synthetic notes at the top "
-                        "concurrency (default 122, a 160-document run; 0 to skip)")
-    parser.add_argument("--slow-delay", type=float, default=None,
-                        help="also compile the ADRs at the top concurrency with this delay "
-                        "(default 0.5, the peer's model; 0 to skip)")
-    parser.add_argument("--noop-sources", type=int, default=None, help="sources for the no-op run (1000)")
+    parser.add_argument(
+        "--synthetic", type=int, default=0, help="synthetic notes added to the corpus"
+    )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=None,
+        help="also compile the ADRs + this many synthetic notes at the top "
+        "concurrency (default 122, a 160-document run; 0 to skip)",
+    )
+    parser.add_argument(
+        "--slow-delay",
+        type=float,
+        default=None,
+        help="also compile the ADRs at the top concurrency with this delay "
+        "(default 0.5, the peer's model; 0 to skip)",
+    )
+    parser.add_argument(
+        "--noop-sources", type=int, default=None, help="sources for the no-op run (1000)"
+    )
     parser.add_argument("--repeats", type=int, default=None, help="no-op re-runs to time (5)")
     parser.add_argument("--one-doc", default="0001-record-architecture-decisions.md")
-    parser.add_argument("--fake-backlog", type=int, default=128,
-                        help="listen backlog of the fake server (0: leave its default of 5)")
-    parser.add_argument("--diagnose", action=argparse.BooleanOptionalAction, default=None,
-                        help="add the variant matrix of bench.compile.diagnose (on unless --quick)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"write the Markdown here (default {DOC.relative_to(REPO)}, not with --quick)")
+    parser.add_argument(
+        "--fake-backlog",
+        type=int,
+        default=128,
+        help="listen backlog of the fake server (0: leave its default of 5)",
+    )
+    parser.add_argument(
+        "--diagnose",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="add the variant matrix of bench.compile.diagnose (on unless --quick)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"write the Markdown here (default {DOC.relative_to(REPO)}, not with --quick)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)
     quick = args.quick
     args.delay = args.delay if args.delay is not None else (0.05 if quick else 0.2)
     args.runs = args.runs or (1 if quick else 3)
-    args.noop_sources = args.noop_sources if args.noop_sources is not None else (200 if quick else 1000)
+    args.noop_sources = (
+        args.noop_sources if args.noop_sources is not None else (200 if quick else 1000)
+    )
     args.repeats = args.repeats or (2 if quick else 5)
     args.large = args.large if args.large is not None else (0 if quick else 122)
     args.slow_delay = args.slow_delay if args.slow_delay is not None else (0 if quick else 0.5)
@@ -697,14 +790,18 @@ def main(argv: list[str] | None = None) -> None:
             extra = []
             if args.large:
                 big = adr_files(args.adr_dir) + synthetic_notes(work / "large", args.large, seed=3)
-                extra.append(compile_median(f"large-c{top}", work, big, server, responder, top,
-                                            args.runs))
+                extra.append(
+                    compile_median(f"large-c{top}", work, big, server, responder, top, args.runs)
+                )
                 print(describe(extra[-1]), flush=True)
             if args.slow_delay:
                 responder.delay = args.slow_delay
                 try:
-                    extra.append(compile_median(f"slow-c{top}", work, corpus, server, responder,
-                                                top, args.runs))
+                    extra.append(
+                        compile_median(
+                            f"slow-c{top}", work, corpus, server, responder, top, args.runs
+                        )
+                    )
                 finally:
                     responder.delay = args.delay
                 print(describe(extra[-1]), flush=True)
@@ -713,18 +810,22 @@ def main(argv: list[str] | None = None) -> None:
             noop = None
             if args.noop_sources:
                 noop = noop_rerun(work, server, responder, args.noop_sources, args.repeats)
-                print(f"no-op re-run of {noop.sources}: process {noop.process_s} s "
-                      f"(calls {noop.process_calls}), in process {noop.in_process_s} s, "
-                      f"python start-up {noop.python_startup_s:.2f} s, kb-ai --help "
-                      f"{noop.help_s:.2f} s", flush=True)
+                print(
+                    f"no-op re-run of {noop.sources}: process {noop.process_s} s "
+                    f"(calls {noop.process_calls}), in process {noop.in_process_s} s, "
+                    f"python start-up {noop.python_startup_s:.2f} s, kb-ai --help "
+                    f"{noop.help_s:.2f} s",
+                    flush=True,
+                )
         if args.diagnose:
             from bench.compile import diagnose
 
             print(f"diagnosis: variants at {top} in flight, {args.delay:g} s/call", flush=True)
             rows = diagnose.variant_rows(args.delay, top, args.runs)
             diagnosis = (rows, diagnose.store_costs(), diagnose.loop_breakdown(args.delay, top))
-        text = render(args, runs, one, noop, extra, warmup_s, time.monotonic() - bench_started,
-                      diagnosis)
+        text = render(
+            args, runs, one, noop, extra, warmup_s, time.monotonic() - bench_started, diagnosis
+        )
         print()
         print(text)
         if out is not None:

@@ -53,8 +53,9 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
 def kb_ai(*args: str, model: str, kb: Path) -> tuple[subprocess.CompletedProcess, float]:
     env = {**os.environ, "KB_AI_MODEL": model, "KB_AI_DIR": str(kb)}
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kb_ai", *args], env=env, capture_output=True,
-                          text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kb_ai", *args], env=env, capture_output=True, text=True, cwd=REPO
+    )
     return proc, time.monotonic() - started
 
 
@@ -73,8 +74,14 @@ def measure_speed(model: str) -> dict[str, Any]:
     path = model_path(model)
     threads = cpu_threads()
     started = time.monotonic()
-    llama = Llama(model_path=str(path), n_ctx=4096, n_threads=threads, n_threads_batch=threads,
-                  verbose=False, seed=0)
+    llama = Llama(
+        model_path=str(path),
+        n_ctx=4096,
+        n_threads=threads,
+        n_threads_batch=threads,
+        verbose=False,
+        seed=0,
+    )
     load_s = time.monotonic() - started
     text = "\n\n".join(p.read_text() for p in sorted(NOTES.glob("*.md")))
     prompt = [{"role": "user", "content": text[:2400] + "\n\nSummarise the notes above."}]
@@ -82,8 +89,9 @@ def measure_speed(model: str) -> dict[str, Any]:
     def run(messages: list[dict], max_tokens: int, **kw: Any) -> tuple[dict, float]:
         llama.reset()
         t0 = time.monotonic()
-        reply = llama.create_chat_completion(messages=messages, temperature=0.0,
-                                             repeat_penalty=1.0, max_tokens=max_tokens, **kw)
+        reply = llama.create_chat_completion(
+            messages=messages, temperature=0.0, repeat_penalty=1.0, max_tokens=max_tokens, **kw
+        )
         return reply["usage"], time.monotonic() - t0
 
     run(prompt, 1)  # warm-up
@@ -92,15 +100,27 @@ def measure_speed(model: str) -> dict[str, Any]:
     short = [{"role": "user", "content": "Write a long paragraph about databases."}]
     usage, gen_s = run(short, 128)
     gen_tps = usage["completion_tokens"] / max(1e-9, gen_s - usage["prompt_tokens"] / prompt_tps)
-    schema = {"type": "object", "properties": {
-        "facts": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 200}}},
-        "required": ["facts"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "facts": {
+                "type": "array",
+                "maxItems": 10,
+                "items": {"type": "string", "maxLength": 200},
+            }
+        },
+        "required": ["facts"],
+    }
     grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     usage, gram_s = run(short, 128, grammar=grammar)
     gram_tps = usage["completion_tokens"] / max(1e-9, gram_s - usage["prompt_tokens"] / prompt_tps)
     return {
-        "file": str(path), "size_mb": round(path.stat().st_size / 1e6), "load_s": round(load_s, 2),
-        "threads": threads, "prompt_tps": round(prompt_tps, 1), "gen_tps": round(gen_tps, 1),
+        "file": str(path),
+        "size_mb": round(path.stat().st_size / 1e6),
+        "load_s": round(load_s, 2),
+        "threads": threads,
+        "prompt_tps": round(prompt_tps, 1),
+        "gen_tps": round(gen_tps, 1),
         "grammar_gen_tps": round(gram_tps, 1),
     }
 
@@ -130,21 +150,29 @@ def measure_kb(model: str, name: str) -> dict[str, Any]:
         proc, seconds = kb_ai("ask", "--json", question, model=model, kb=kb)
         answer = last_json(proc) if proc.returncode == 0 else {"read": [], "citations": []}
         good = {path for path, notes in made.items() if note in notes}
-        results.append({
-            "question": question, "note": note, "seconds": round(seconds, 1),
-            "error": proc.stderr.strip().splitlines()[-1] if proc.returncode else None,
-            "read": answer.get("read", []),
-            "hit": bool(good & set(answer.get("read", []))),
-            "cited": bool(good & {c["path"] for c in answer.get("citations", [])}),
-        })
+        results.append(
+            {
+                "question": question,
+                "note": note,
+                "seconds": round(seconds, 1),
+                "error": proc.stderr.strip().splitlines()[-1] if proc.returncode else None,
+                "read": answer.get("read", []),
+                "hit": bool(good & set(answer.get("read", []))),
+                "cited": bool(good & {c["path"] for c in answer.get("citations", [])}),
+            }
+        )
     return {
-        "compile_s": round(compile_s, 1), "calls": summary["usage"]["calls"],
+        "compile_s": round(compile_s, 1),
+        "calls": summary["usage"]["calls"],
         "prompt_tokens": summary["usage"]["prompt_tokens"],
         "completion_tokens": summary["usage"]["completion_tokens"],
-        "sources": summary["sources"], "failed": len(summary["failed"]),
+        "sources": summary["sources"],
+        "failed": len(summary["failed"]),
         "failures": [f["error"][:200] for f in summary["failed"]],
-        "articles": len(made), "questions": results,
-        "hits": sum(r["hit"] for r in results), "cited": sum(r["cited"] for r in results),
+        "articles": len(made),
+        "questions": results,
+        "hits": sum(r["hit"] for r in results),
+        "cited": sum(r["cited"] for r in results),
         "ask_s": round(sum(r["seconds"] for r in results) / len(results), 1),
     }
 
@@ -179,8 +207,10 @@ def render(rows: list[dict[str, Any]]) -> str:
         for q in r["kb"]["questions"]:
             mark = "hit" if q["hit"] else "miss"
             extra = f" (error: {q['error']})" if q["error"] else ""
-            lines.append(f"- {mark}{', cited' if q['cited'] else ''}, {q['seconds']} s: "
-                         f"{q['question']}{extra}")
+            lines.append(
+                f"- {mark}{', cited' if q['cited'] else ''}, {q['seconds']} s: "
+                f"{q['question']}{extra}"
+            )
         for failure in r["kb"]["failures"]:
             lines.append(f"- compile failure: {failure}")
         lines.append("")

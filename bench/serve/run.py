@@ -91,9 +91,7 @@ async def bench(url: str, streams: int, submissions: int, delay: float) -> dict:
         chat = await asyncio.gather(*(one_stream(client, q) for q in questions))
         chat_wall = time.perf_counter() - t0
         t0 = time.perf_counter()
-        subs = await asyncio.gather(
-            *(one_submit(client, 1000 + i) for i in range(submissions))
-        )
+        subs = await asyncio.gather(*(one_submit(client, 1000 + i) for i in range(submissions)))
         burst_wall = time.perf_counter() - t0
         counts = await wait_all_done(client, len(seed) + submissions, 600)
         compile_wall = time.perf_counter() - t0
@@ -129,7 +127,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=50)
     parser.add_argument("--submissions", type=int, default=200)
-    parser.add_argument("--delay", type=float, default=0.2, help="seconds the fake holds each reply")
+    parser.add_argument(
+        "--delay", type=float, default=0.2, help="seconds the fake holds each reply"
+    )
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
     port = free_port()

@@ -29,11 +29,16 @@ def map_status(status: int, body: str, model: str) -> LLMError:
     """kb-ai's error for an HTTP error status: 408, 429 and 5xx are worth retrying."""
     message = _error_message(body) or f"HTTP {status}"
     if status == 408:
-        return LLMTimeoutError(f"{model} timed out: {message}", model=model, status=status,
-                               body=body[:BODY_CHARS])
+        return LLMTimeoutError(
+            f"{model} timed out: {message}", model=model, status=status, body=body[:BODY_CHARS]
+        )
     cls = LLMTransientError if status == 429 or status >= 500 else LLMError
-    return cls(f"{model} failed (HTTP {status}): {message}", model=model, status=status,
-               body=body[:BODY_CHARS])
+    return cls(
+        f"{model} failed (HTTP {status}): {message}",
+        model=model,
+        status=status,
+        body=body[:BODY_CHARS],
+    )
 
 
 def map_transport_error(exc: httpx.HTTPError, model: str) -> LLMError:
@@ -92,8 +97,9 @@ class HttpTransport:
     async def send(self, request: Request) -> RawReply:
         url, headers, body = self._prepare(request, stream=False)
         try:
-            response = await self._client().post(url, json=body, headers=headers,
-                                                 timeout=request.timeout)
+            response = await self._client().post(
+                url, json=body, headers=headers, timeout=request.timeout
+            )
         except httpx.HTTPError as exc:
             raise map_transport_error(exc, request.model) from exc
         if response.status_code != 200:
@@ -105,7 +111,9 @@ class HttpTransport:
         except (ValueError, LookupError, TypeError, AttributeError) as exc:
             raise LLMTransientError(
                 f"{request.model} sent a reply that is not a chat completion",
-                model=request.model, status=200, body=response.text[:BODY_CHARS],
+                model=request.model,
+                status=200,
+                body=response.text[:BODY_CHARS],
             ) from exc
         usage = data.get("usage") or {}
         return RawReply(
@@ -121,8 +129,9 @@ class HttpTransport:
         finish: str | None = None
         prompt_tokens = completion_tokens = 0
         try:
-            async with self._client().stream("POST", url, json=body, headers=headers,
-                                             timeout=request.timeout) as response:
+            async with self._client().stream(
+                "POST", url, json=body, headers=headers, timeout=request.timeout
+            ) as response:
                 if response.status_code != 200:
                     text = (await response.aread()).decode("utf-8", "replace")
                     raise map_status(response.status_code, text, request.model)
@@ -137,7 +146,8 @@ class HttpTransport:
                     except ValueError as exc:
                         raise LLMTransientError(
                             f"{request.model} sent a malformed stream event",
-                            model=request.model, body=payload[:BODY_CHARS],
+                            model=request.model,
+                            body=payload[:BODY_CHARS],
                         ) from exc
                     usage = chunk.get("usage")
                     if usage:

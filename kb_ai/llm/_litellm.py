@@ -39,13 +39,16 @@ def map_error(exc: BaseException, model: str) -> LLMError | None:
     short = body.splitlines()[0][:300] if body else type(exc).__name__
     # Timeout subclasses APIConnectionError, so it is checked first.
     if isinstance(exc, lm.Timeout):
-        return LLMTimeoutError(f"{model} timed out: {short}", model=model, status=status,
-                               body=body)
-    transient = (lm.RateLimitError, lm.InternalServerError, lm.ServiceUnavailableError,
-                 lm.BadGatewayError, lm.APIConnectionError)
+        return LLMTimeoutError(f"{model} timed out: {short}", model=model, status=status, body=body)
+    transient = (
+        lm.RateLimitError,
+        lm.InternalServerError,
+        lm.ServiceUnavailableError,
+        lm.BadGatewayError,
+        lm.APIConnectionError,
+    )
     if isinstance(exc, transient):
-        return LLMTransientError(f"{model} failed: {short}", model=model, status=status,
-                                 body=body)
+        return LLMTransientError(f"{model} failed: {short}", model=model, status=status, body=body)
     if isinstance(exc, openai.OpenAIError):  # the base of every litellm API error
         cls = LLMTransientError if status is not None and status >= 500 else LLMError
         return cls(f"{model} failed: {short}", model=model, status=status, body=body)
@@ -104,8 +107,15 @@ class LiteLLMTransport:
         lm = _litellm()
         try:
             return float(lm.completion_cost(completion_response=response) or 0.0)
-        except (lm.ModelNotMappedError, lm.NotFoundError, lm.BadRequestError, LookupError,
-                ValueError, TypeError, AttributeError) as exc:
+        except (
+            lm.ModelNotMappedError,
+            lm.NotFoundError,
+            lm.BadRequestError,
+            LookupError,
+            ValueError,
+            TypeError,
+            AttributeError,
+        ) as exc:
             # Unknown models (any OpenAI-compatible server) have no price: cost 0.
             log.debug("no cost for %s: %s", getattr(response, "model", "?"), exc)
             return 0.0

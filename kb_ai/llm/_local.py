@@ -191,11 +191,19 @@ class _Loaded:
             cls.llama = None
             cls.grammars = {}
             try:
-                cls.llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                                  n_threads_batch=n_threads, verbose=False, seed=0)
+                cls.llama = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads,
+                    n_threads_batch=n_threads,
+                    verbose=False,
+                    seed=0,
+                )
             except ValueError as exc:  # llama-cpp-python's "failed to load model"
-                raise ConfigError(f"llama.cpp could not load {path}: {exc}",
-                                  hint="is it a GGUF file of a chat model?") from exc
+                raise ConfigError(
+                    f"llama.cpp could not load {path}: {exc}",
+                    hint="is it a GGUF file of a chat model?",
+                ) from exc
             cls.key = key
         return cls.llama
 
@@ -245,7 +253,8 @@ class LocalTransport:
             }
             response_format = request.response_format or {}
             schema = response_format.get("schema") or (
-                response_format.get("json_schema") or {}).get("schema")
+                response_format.get("json_schema") or {}
+            ).get("schema")
             if schema:
                 kwargs["grammar"] = _Loaded.grammar(schema)
             elif response_format.get("type") == "json_object":
@@ -270,7 +279,8 @@ class LocalTransport:
                             yield text
             except ValueError as exc:  # e.g. "Requested tokens (9000) exceed context window"
                 raise LLMError(
-                    f"{request.model} cannot take this request: {exc}", model=request.model,
+                    f"{request.model} cannot take this request: {exc}",
+                    model=request.model,
                     status=413,
                     hint="raise local_context_tokens, or lower chunk_chars / read_chars",
                 ) from exc

@@ -88,14 +88,16 @@ def fit_schema(value: Any, schema: dict) -> Any:
     kind = schema.get("type")
     props = schema.get("properties") or {}
     if kind == "object" and isinstance(value, list):
-        arrays = [name for name, p in props.items() if isinstance(p, dict)
-                  and p.get("type") == "array"]
+        arrays = [
+            name for name, p in props.items() if isinstance(p, dict) and p.get("type") == "array"
+        ]
         if len(props) == 1 and len(arrays) == 1:
             value = {arrays[0]: value}
     if isinstance(kind, str) and kind in _TYPES:
         expected = _TYPES[kind]
-        if not isinstance(value, expected) or (kind in ("number", "integer")
-                                               and isinstance(value, bool)):
+        if not isinstance(value, expected) or (
+            kind in ("number", "integer") and isinstance(value, bool)
+        ):
             raise ValueError(f"expected a JSON {kind}, got {type(value).__name__}")
     if isinstance(value, dict):
         missing = [k for k in schema.get("required") or () if k not in value]

@@ -73,7 +73,10 @@ def cache_key(
     """sha256 over everything that shapes a reply."""
     blob = json.dumps(
         [model, api_base, messages, schema, mode, max_tokens],
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str,
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -116,10 +119,15 @@ class CallStore:
     def get(self, key: str) -> CachedReply | None:
         if self.db_path is None:
             return self._memory.get(key)
-        row = self._conn().execute(
-            "SELECT text, finish_reason, prompt_tokens, completion_tokens "
-            "FROM llm_cache WHERE key = ?", (key,),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT text, finish_reason, prompt_tokens, completion_tokens "
+                "FROM llm_cache WHERE key = ?",
+                (key,),
+            )
+            .fetchone()
+        )
         return CachedReply(*row) if row else None
 
     def put(self, key: str, reply: CachedReply) -> None:
@@ -130,8 +138,14 @@ class CallStore:
             conn.execute(
                 "INSERT OR REPLACE INTO llm_cache (key, text, finish_reason, prompt_tokens, "
                 "completion_tokens, created) VALUES (?, ?, ?, ?, ?, ?)",
-                (key, reply.text, reply.finish_reason, reply.prompt_tokens,
-                 reply.completion_tokens, time.time()),
+                (
+                    key,
+                    reply.text,
+                    reply.finish_reason,
+                    reply.prompt_tokens,
+                    reply.completion_tokens,
+                    time.time(),
+                ),
             )
 
     def log(self, record: CallRecord) -> None:
@@ -141,9 +155,18 @@ class CallStore:
             conn.execute(
                 "INSERT INTO llm_calls (ts, stage, model, prompt_tokens, completion_tokens, "
                 "cost_usd, duration_s, cached, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (time.time(), record.stage, record.model, record.prompt_tokens,
-                 record.completion_tokens, record.cost_usd, record.duration_s,
-                 int(record.cached), int(record.ok), record.error),
+                (
+                    time.time(),
+                    record.stage,
+                    record.model,
+                    record.prompt_tokens,
+                    record.completion_tokens,
+                    record.cost_usd,
+                    record.duration_s,
+                    int(record.cached),
+                    int(record.ok),
+                    record.error,
+                ),
             )
 
 
@@ -152,8 +175,14 @@ def usage_totals(db_path: Path) -> dict:
 
     Cached calls are counted apart and cost nothing; failed calls count as calls.
     """
-    totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0,
-              "cached_calls": 0, "failed_calls": 0}
+    totals = {
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "cached_calls": 0,
+        "failed_calls": 0,
+    }
     if not Path(db_path).is_file():
         return totals
     with closing(_connect(Path(db_path))) as conn:

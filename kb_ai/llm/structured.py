@@ -38,8 +38,11 @@ def auto_mode(model: str, api_base: str | None, supports_response_schema: bool |
 def needs_capability_check(model: str, api_base: str | None) -> bool:
     """Whether auto_mode needs litellm's capability map for this model."""
     provider = provider_of(model)
-    return not (provider in LOCAL_SCHEMA_PROVIDERS or provider in IN_PROCESS_PROVIDERS
-                or (provider == "openai" and api_base))
+    return not (
+        provider in LOCAL_SCHEMA_PROVIDERS
+        or provider in IN_PROCESS_PROVIDERS
+        or (provider == "openai" and api_base)
+    )
 
 
 def response_format(mode: str, schema: dict, schema_name: str) -> dict | None:
@@ -52,9 +55,8 @@ def response_format(mode: str, schema: dict, schema_name: str) -> dict | None:
 
 def schema_instruction(schema: dict) -> str:
     what = "one JSON object" if schema.get("type") == "object" else "one JSON value"
-    return (
-        f"Reply with {what} matching this JSON Schema, and nothing else:\n"
-        + json.dumps(schema, ensure_ascii=False)
+    return f"Reply with {what} matching this JSON Schema, and nothing else:\n" + json.dumps(
+        schema, ensure_ascii=False
     )
 
 

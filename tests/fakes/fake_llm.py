@@ -41,9 +41,15 @@ def _tokens(text: str) -> int:
 class FakeLLM:
     """Implements the LLM protocol without HTTP; records what it was asked."""
 
-    def __init__(self, handler: Handler | None = None, *, model: str = "fake/model",
-                 delay: float = 0.0, max_concurrency: int | None = None,
-                 finish_reason: str = "stop") -> None:
+    def __init__(
+        self,
+        handler: Handler | None = None,
+        *,
+        model: str = "fake/model",
+        delay: float = 0.0,
+        max_concurrency: int | None = None,
+        finish_reason: str = "stop",
+    ) -> None:
         self.model = model
         self.usage = Usage()
         self.handler = handler
@@ -95,9 +101,15 @@ class FakeLLM:
         self.usage = self.usage + usage
         return usage
 
-    async def complete(self, messages: list[dict], *, stage: str, schema: dict | None = None,
-                       schema_name: str = "result",
-                       max_tokens: int | None = None) -> Completion:
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        stage: str,
+        schema: dict | None = None,
+        schema_name: str = "result",
+        max_tokens: int | None = None,
+    ) -> Completion:
         started = time.monotonic()
         await self._enter()
         try:
@@ -108,11 +120,13 @@ class FakeLLM:
             self._leave()
         usage = self._charge(messages, text)
         data = parse_reply(text, schema, finish_reason=self.finish_reason, model=self.model)
-        return Completion(text, data, self.model, usage, False, self.finish_reason,
-                          time.monotonic() - started)
+        return Completion(
+            text, data, self.model, usage, False, self.finish_reason, time.monotonic() - started
+        )
 
-    async def stream(self, messages: list[dict], *, stage: str,
-                     max_tokens: int | None = None) -> AsyncIterator[str | Completion]:
+    async def stream(
+        self, messages: list[dict], *, stage: str, max_tokens: int | None = None
+    ) -> AsyncIterator[str | Completion]:
         started = time.monotonic()
         await self._enter()
         try:
@@ -122,7 +136,8 @@ class FakeLLM:
         finally:
             self._leave()
         for i in range(0, len(text), 8):
-            yield text[i:i + 8]
+            yield text[i : i + 8]
         usage = self._charge(messages, text)
-        yield Completion(text, None, self.model, usage, False, self.finish_reason,
-                         time.monotonic() - started)
+        yield Completion(
+            text, None, self.model, usage, False, self.finish_reason, time.monotonic() - started
+        )

@@ -18,7 +18,53 @@ from tests.fakes.openai_server import Reply
 
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _STOP = set(
-    ["this", "that", "with", "from", "have", "were", "will", "what", "when", "which", "their", "there", "they", "them", "into", "about", "also", "been", "more", "than", "only", "other", "some", "such", "then", "these", "those", "would", "could", "should", "after", "before", "because", "while", "where", "must", "each", "over", "under", "very", "most", "much", "many", "just", "like"]
+    [
+        "this",
+        "that",
+        "with",
+        "from",
+        "have",
+        "were",
+        "will",
+        "what",
+        "when",
+        "which",
+        "their",
+        "there",
+        "they",
+        "them",
+        "into",
+        "about",
+        "also",
+        "been",
+        "more",
+        "than",
+        "only",
+        "other",
+        "some",
+        "such",
+        "then",
+        "these",
+        "those",
+        "would",
+        "could",
+        "should",
+        "after",
+        "before",
+        "because",
+        "while",
+        "where",
+        "must",
+        "each",
+        "over",
+        "under",
+        "very",
+        "most",
+        "much",
+        "many",
+        "just",
+        "like",
+    ]
 )
 
 
@@ -233,7 +279,9 @@ def answer(request: dict[str, Any]) -> str:
     q = re.search(r"^Question: (.+)$", user, re.M)
     words = set(_WORD.findall((q.group(1) if q else "").lower())) - _STOP
     best = None
-    for title, path, text in re.findall(r'<page title="(.*?)" path="(.*?)">\n(.*?)\n</page>', user, re.S):
+    for title, path, text in re.findall(
+        r'<page title="(.*?)" path="(.*?)">\n(.*?)\n</page>', user, re.S
+    ):
         overlap = len(words & set(_WORD.findall(text.lower())))
         if overlap >= 2 and (best is None or overlap > best[0]):
             best = (overlap, title, path, text)

@@ -88,8 +88,15 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.status != 200 or reply.body is not None:
                 body = reply.body
                 if body is None:
-                    body = json.dumps({"error": {"message": f"fake error {reply.status}",
-                                                 "type": "fake", "code": reply.status}})
+                    body = json.dumps(
+                        {
+                            "error": {
+                                "message": f"fake error {reply.status}",
+                                "type": "fake",
+                                "code": reply.status,
+                            }
+                        }
+                    )
                 self._send(reply.status, body)
             elif request.get("stream"):
                 self._stream(request, reply)
@@ -116,13 +123,18 @@ class _Handler(BaseHTTPRequestHandler):
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model", "fake"),
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": reply.content},
-                "finish_reason": reply.finish_reason,
-            }],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": done,
-                      "total_tokens": prompt + done},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": reply.content},
+                    "finish_reason": reply.finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": done,
+                "total_tokens": prompt + done,
+            },
         }
 
     def _stream(self, request: dict[str, Any], reply: Reply) -> None:
@@ -132,27 +144,54 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
-                "created": int(time.time()), "model": request.get("model", "fake")}
-        pieces = [reply.content[i:i + 4] for i in range(0, len(reply.content), 4)]
+        base = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": request.get("model", "fake"),
+        }
+        pieces = [reply.content[i : i + 4] for i in range(0, len(reply.content), 4)]
 
         def event(payload: dict[str, Any]) -> None:
             self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
             self.wfile.flush()
 
-        event({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                    "finish_reason": None}]})
+        event(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": ""},
+                        "finish_reason": None,
+                    }
+                ],
+            }
+        )
         for piece in pieces:
-            event({**base, "choices": [{"index": 0, "delta": {"content": piece},
-                                        "finish_reason": None}]})
-        event({**base, "choices": [{"index": 0, "delta": {},
-                                    "finish_reason": reply.finish_reason}]})
+            event(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                }
+            )
+        event(
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]}
+        )
         if (request.get("stream_options") or {}).get("include_usage"):
             prompt = _tokens(json.dumps(request.get("messages", [])))
             done = _tokens(reply.content)
-            event({**base, "choices": [], "usage": {
-                "prompt_tokens": prompt, "completion_tokens": done,
-                "total_tokens": prompt + done}})
+            event(
+                {
+                    **base,
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": done,
+                        "total_tokens": prompt + done,
+                    },
+                }
+            )
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
@@ -168,8 +207,9 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """An OpenAI-compatible server in a background thread; use as a context manager."""
 
-    def __init__(self, responder: Responder | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+    def __init__(
+        self, responder: Responder | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.responder: Responder = responder or echo_ok
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
@@ -216,8 +256,9 @@ class FakeOpenAIServer:
             self.in_flight -= 1
 
     def start(self) -> FakeOpenAIServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -244,8 +285,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8099)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply")
-    parser.add_argument("--responder", help="module:function taking the request JSON, "
-                        "returning a Reply (default: answer 'ok')")
+    parser.add_argument(
+        "--responder",
+        help="module:function taking the request JSON, returning a Reply (default: answer 'ok')",
+    )
     args = parser.parse_args(argv)
     inner = _load_responder(args.responder) if args.responder else echo_ok
 

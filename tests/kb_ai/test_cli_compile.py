@@ -44,7 +44,16 @@ def test_compiles_the_real_decision_records_and_a_rerun_costs_nothing(kb, model_
     result = run(kb, "compile", str(ADR), "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    assert set(summary) >= {"sources", "compiled", "skipped", "failed", "created", "updated", "commit", "usage"}
+    assert set(summary) >= {
+        "sources",
+        "compiled",
+        "skipped",
+        "failed",
+        "created",
+        "updated",
+        "commit",
+        "usage",
+    }
     docs = len(list(ADR.glob("*.md")))
     assert summary["failed"] == [] and len(summary["compiled"]) == summary["sources"] >= docs
     assert len(summary["created"]) >= docs - 2  # near-identical titles may merge
@@ -65,7 +74,11 @@ def test_compiles_the_real_decision_records_and_a_rerun_costs_nothing(kb, model_
 
 
 def test_human_summary_lists_articles_and_commit(kb, model_env, tmp_path):
-    src = note(tmp_path, "dns.md", "# DNS out of puppet\n\nWe decided to move DNS records into Terraform.\n")
+    src = note(
+        tmp_path,
+        "dns.md",
+        "# DNS out of puppet\n\nWe decided to move DNS records into Terraform.\n",
+    )
     result = run(kb, "compile", str(src))
     assert result.exit_code == 0, result.output
     assert "Compiled 1 of 1 source(s)" in result.output
@@ -99,10 +112,14 @@ def test_no_model_configured_says_how_to_set_one(kb, tmp_path):
     assert "No model configured" in result.output and "KB_AI_MODEL" in result.output
 
 
-def test_a_model_that_times_out_fails_the_source_and_the_next_run_retries(kb, model_env, tmp_path, monkeypatch):
+def test_a_model_that_times_out_fails_the_source_and_the_next_run_retries(
+    kb, model_env, tmp_path, monkeypatch
+):
     monkeypatch.setenv("KB_AI_TIMEOUT_EXTRACT", "0.3")
     monkeypatch.setenv("KB_AI_MAX_RETRIES", "1")
-    src = note(tmp_path, "a.md", "# Backups\n\nBackups run nightly at 02:00 and are kept 30 days.\n")
+    src = note(
+        tmp_path, "a.md", "# Backups\n\nBackups run nightly at 02:00 and are kept 30 days.\n"
+    )
     model_env.queue(Reply(delay=2.0), Reply(delay=2.0))
     result = run(kb, "compile", str(src), "--json")
     assert result.exit_code == 1
@@ -136,7 +153,9 @@ def test_a_dead_endpoint_fails_the_run_fast_with_one_clear_message(kb, tmp_path,
     assert result.exit_code == 1
     errors = [f["error"] for f in json.loads(result.output)["failed"]]
     assert len(errors) == 12
-    assert sum("in a row" in e for e in errors) >= 6  # the breaker opened and later sources failed fast
+    assert (
+        sum("in a row" in e for e in errors) >= 6
+    )  # the breaker opened and later sources failed fast
 
 
 def test_ctrl_c_stops_cleanly_and_commits_what_finished(kb, tmp_path):
@@ -158,8 +177,20 @@ def test_ctrl_c_stops_cleanly_and_commits_what_finished(kb, tmp_path):
             "KB_AI_MAX_CONCURRENCY": "1",
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kb_ai", "--kb", str(kb.root), "compile", str(tmp_path / "notes"), "--json"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "kb_ai",
+                "--kb",
+                str(kb.root),
+                "compile",
+                str(tmp_path / "notes"),
+                "--json",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         deadline = time.monotonic() + 60
         while not list(kb.wiki_dir.rglob("*.md")) and time.monotonic() < deadline:

@@ -20,8 +20,11 @@ from kb_ai.llm import Completion, Usage, open_llm, usage_totals
 from kb_ai.settings import Settings
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 
-PATHS = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}},
-         "required": ["paths"]}
+PATHS = {
+    "type": "object",
+    "properties": {"paths": {"type": "array", "items": {"type": "string"}}},
+    "required": ["paths"],
+}
 ASK = [{"role": "system", "content": "You pick pages."}, {"role": "user", "content": "Which?"}]
 
 
@@ -33,9 +36,16 @@ def server():
 
 @pytest.fixture
 def settings(server, tmp_path):
-    return Settings(kb_dir=tmp_path, model="openai/fake-model", api_base=server.base_url,
-                    api_key="sk-test", retry_backoff=0.001, max_retries=2,
-                    breaker_threshold=3, timeout_select=5.0)
+    return Settings(
+        kb_dir=tmp_path,
+        model="openai/fake-model",
+        api_base=server.base_url,
+        api_key="sk-test",
+        retry_backoff=0.001,
+        max_retries=2,
+        breaker_threshold=3,
+        timeout_select=5.0,
+    )
 
 
 @pytest.fixture(params=["litellm", "fast"])
@@ -45,10 +55,12 @@ def transport(request):
 
 def run(settings, transport, work, db_path=None):
     """Open a client, run ``await work(llm)``, close it, return (result, client)."""
+
     async def main():
         chosen = replace(settings, transport="http" if transport == "fast" else "litellm")
         async with open_llm(chosen, db_path=db_path) as llm:
             return await work(llm), llm
+
     return asyncio.run(main())
 
 
@@ -70,10 +82,22 @@ def test_success_returns_text_usage_and_logs_the_call(server, settings, transpor
     assert sent["model"] == "fake-model" and sent["messages"] == ASK and sent["temperature"] == 0
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        rows = conn.execute("SELECT stage, model, prompt_tokens, completion_tokens, cost_usd, "
-                            "cached, ok, error FROM llm_calls").fetchall()
-    assert rows == [("select", "openai/fake-model", done.usage.prompt_tokens,
-                     done.usage.completion_tokens, 0.0, 0, 1, None)]
+        rows = conn.execute(
+            "SELECT stage, model, prompt_tokens, completion_tokens, cost_usd, "
+            "cached, ok, error FROM llm_calls"
+        ).fetchall()
+    assert rows == [
+        (
+            "select",
+            "openai/fake-model",
+            done.usage.prompt_tokens,
+            done.usage.completion_tokens,
+            0.0,
+            0,
+            1,
+            None,
+        )
+    ]
     assert usage_totals(db)["calls"] == 1
 
 
@@ -82,13 +106,17 @@ def test_open_llm_without_a_model_says_how_to_set_one(tmp_path):
         open_llm(Settings(kb_dir=tmp_path))
 
 
-@pytest.mark.parametrize("mode, expected", [
-    ("json_schema", {"type": "json_schema", "json_schema": {"name": "pick", "schema": PATHS}}),
-    ("json_object", {"type": "json_object", "schema": PATHS}),
-    ("prompt", None),
-])
-def test_structured_output_modes_send_what_the_server_expects(server, settings, transport,
-                                                              mode, expected):
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        ("json_schema", {"type": "json_schema", "json_schema": {"name": "pick", "schema": PATHS}}),
+        ("json_object", {"type": "json_object", "schema": PATHS}),
+        ("prompt", None),
+    ],
+)
+def test_structured_output_modes_send_what_the_server_expects(
+    server, settings, transport, mode, expected
+):
     server.queue('```json\n{"paths": ["wiki/a.md"]}\n```')
     settings = replace(settings, structured_output=mode)
     done, llm = run(settings, transport, select(PATHS, schema_name="pick"))
@@ -111,13 +139,16 @@ def test_schema_instruction_gets_its_own_system_message_when_there_is_none(serve
     assert sent[1:] == user_only
 
 
-@pytest.mark.parametrize("model, api_base, expected", [
-    ("openai/qwen", "http://127.0.0.1:1/v1", "json_object"),
-    ("ollama_chat/qwen2.5", None, "json_schema"),
-    ("ollama/qwen2.5", "http://127.0.0.1:11434", "json_schema"),
-    ("openai/gpt-4o-mini", None, "json_schema"),
-    ("openai/davinci-002", None, "prompt"),
-])
+@pytest.mark.parametrize(
+    "model, api_base, expected",
+    [
+        ("openai/qwen", "http://127.0.0.1:1/v1", "json_object"),
+        ("ollama_chat/qwen2.5", None, "json_schema"),
+        ("ollama/qwen2.5", "http://127.0.0.1:11434", "json_schema"),
+        ("openai/gpt-4o-mini", None, "json_schema"),
+        ("openai/davinci-002", None, "prompt"),
+    ],
+)
 def test_auto_mode_per_provider(tmp_path, model, api_base, expected):
     llm = open_llm(Settings(kb_dir=tmp_path, model=model, api_base=api_base))
     assert llm.structured_mode == expected
@@ -129,8 +160,9 @@ def test_a_400_on_response_format_falls_back_to_prompt_mode_once(server, setting
 
     async def twice(llm):
         first = await llm.complete(ASK, stage="select", schema=PATHS)
-        second = await llm.complete([*ASK, {"role": "user", "content": "again"}],
-                                    stage="select", schema=PATHS)
+        second = await llm.complete(
+            [*ASK, {"role": "user", "content": "again"}], stage="select", schema=PATHS
+        )
         return first, second
 
     (first, second), llm = run(settings, transport, twice)
@@ -174,8 +206,7 @@ def test_a_dropped_connection_is_retried(server, settings, transport):
     assert done.text == "fine" and len(server.requests) == 2
 
 
-def test_gives_up_after_max_retries_with_a_transient_error(server, settings, transport,
-                                                            tmp_path):
+def test_gives_up_after_max_retries_with_a_transient_error(server, settings, transport, tmp_path):
     server.queue(*[Reply(status=500)] * 5)
     db = tmp_path / "state.db"
     with pytest.raises(LLMTransientError) as info:
@@ -205,8 +236,7 @@ def test_a_slow_model_times_out_per_stage_and_is_retried(server, settings, trans
     assert len(server.requests) == 2
 
 
-def test_the_breaker_opens_and_fails_fast_without_reaching_the_server(server, settings,
-                                                                       transport):
+def test_the_breaker_opens_and_fails_fast_without_reaching_the_server(server, settings, transport):
     server.responder = lambda request: Reply(status=503)
 
     async def many(llm):
@@ -228,15 +258,17 @@ def test_the_breaker_opens_and_fails_fast_without_reaching_the_server(server, se
 
 
 def test_a_success_resets_the_breaker(server, settings):
-    server.queue(Reply(status=401), Reply(status=401), "ok", Reply(status=401),
-                 Reply(status=401), "ok again")
+    server.queue(
+        Reply(status=401), Reply(status=401), "ok", Reply(status=401), Reply(status=401), "ok again"
+    )
 
     async def calls(llm):
         results = []
         for _ in range(6):
             try:
-                results.append((await llm.complete(ASK, stage="select",
-                                                   max_tokens=len(results) + 1)).text)
+                results.append(
+                    (await llm.complete(ASK, stage="select", max_tokens=len(results) + 1)).text
+                )
             except LLMError as exc:
                 results.append(type(exc).__name__)
         return results

@@ -6,23 +6,28 @@ from kb_ai.errors import LLMOutputError
 from kb_ai.llm.parse import excerpt, fit_schema, json_values, parse_json, parse_reply
 
 PATHS = {"type": "object", "properties": {"paths": {"type": "array"}}, "required": ["paths"]}
-ARTICLE = {"type": "object", "properties": {"title": {"type": "string"},
-                                            "body": {"type": "string"}},
-           "required": ["title", "body"]}
+ARTICLE = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+    "required": ["title", "body"],
+}
 
 
-@pytest.mark.parametrize("text", [
-    '{"paths": ["a.md"]}',
-    '```json\n{"paths": ["a.md"]}\n```',
-    '```\n{"paths": ["a.md"]}\n```',
-    '<think>I should pick {a} and [b]</think>\n{"paths": ["a.md"]}',
-    '<THINK>\nmaybe {"paths": []}\n</THINK>{"paths": ["a.md"]}',
-    'Thought: the user wants page a.\n{"paths": ["a.md"]}',
-    'Here is the JSON you asked for:\n\n```json\n{"paths": ["a.md"]}\n```\nHope it helps!',
-    '{"paths": ["a.md"]} and then {"paths": ["b.md"]}',
-    '["a.md"]',
-    'Sure: ["a.md"]',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"paths": ["a.md"]}',
+        '```json\n{"paths": ["a.md"]}\n```',
+        '```\n{"paths": ["a.md"]}\n```',
+        '<think>I should pick {a} and [b]</think>\n{"paths": ["a.md"]}',
+        '<THINK>\nmaybe {"paths": []}\n</THINK>{"paths": ["a.md"]}',
+        'Thought: the user wants page a.\n{"paths": ["a.md"]}',
+        'Here is the JSON you asked for:\n\n```json\n{"paths": ["a.md"]}\n```\nHope it helps!',
+        '{"paths": ["a.md"]} and then {"paths": ["b.md"]}',
+        '["a.md"]',
+        'Sure: ["a.md"]',
+    ],
+)
 def test_finds_the_json_a_small_model_buried(text):
     assert parse_json(text, PATHS) == {"paths": ["a.md"]}
 

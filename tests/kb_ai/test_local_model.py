@@ -67,7 +67,8 @@ def test_the_embedded_model_compiles_notes_and_answers_from_the_right_page(tmp_p
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout.strip().splitlines()[-1])
     from_backups = {
-        path for path in summary["created"]
+        path
+        for path in summary["created"]
         if "raw/nightly-backups.md" in (kb.root / path).read_text()
     }
     assert from_backups and from_backups <= set(answer["read"]), answer

@@ -198,16 +198,19 @@ def test_the_embedded_model_refuses_parts_that_do_not_hash_right(tmp_path, monke
 
 
 def test_the_grammar_keeps_small_models_short_and_in_schema_order():
-    schema = {"type": "object", "properties": {
-        "title": {"type": "string", "maxLength": 100},
-        "body": {"type": "string", "maxLength": 24_000},
-        "why": {"type": "string", "maxLength": 500},
-        "tags": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 40}},
-    }}
+    schema = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "maxLength": 100},
+            "body": {"type": "string", "maxLength": 24_000},
+            "why": {"type": "string", "maxLength": 500},
+            "tags": {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 40}},
+        },
+    }
     bounded = _local.bounded_for_grammar(schema)
     assert list(bounded["properties"]) == ["title", "body", "why", "tags"]
     body = bounded["properties"]["body"]  # too long for a maxLength grammar: a pattern
-    assert "maxLength" not in body and "{0,%d}" % (_local.GRAMMAR_LONG_CAP // 50) in body["pattern"]
+    assert "maxLength" not in body and f"{{0,{_local.GRAMMAR_LONG_CAP // 50}}}" in body["pattern"]
     assert bounded["properties"]["why"]["maxLength"] == _local.GRAMMAR_STRING_CAP
     assert bounded["properties"]["tags"] == schema["properties"]["tags"]
     facts = {"type": "array", "maxItems": 30, "items": {"type": "string"}}

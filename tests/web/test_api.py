@@ -38,7 +38,8 @@ def test_a_pasted_note_is_queued_then_compiled_into_an_article(client, kb):
     hist = client.get("/api/history", params={"path": "concept/nightly-backups.md"}).json()
     assert len(hist["history"]) == 1
     diff = client.get(
-        "/api/diff", params={"path": "wiki/concept/nightly-backups.md", "sha": hist["history"][0]["sha"]}
+        "/api/diff",
+        params={"path": "wiki/concept/nightly-backups.md", "sha": hist["history"][0]["sha"]},
     ).json()
     assert "+title: Nightly backups" in diff["diff"]
 
@@ -57,14 +58,25 @@ def test_bad_submissions_are_refused_with_one_error_shape(client):
         400,
         "not valid JSON",
     )
-    assert_error(client.post("/api/submit", content=b"hi", headers={"content-type": "text/plain"}), 415, "Cannot read")
+    assert_error(
+        client.post("/api/submit", content=b"hi", headers={"content-type": "text/plain"}),
+        415,
+        "Cannot read",
+    )
     assert_error(client.post("/api/submit", data={"title": "x"}), 400, "Nothing to submit")
     assert client.get("/api/tasks").json()["tasks"] == []
 
 
 def test_uploads_queue_the_text_files_and_refuse_binary_ones_by_name(client, kb):
     files = [
-        ("files", ("../../etc/on-call.md", b"# On call\n\nThe rota changes every Monday at 09:00.\n", "text/markdown")),
+        (
+            "files",
+            (
+                "../../etc/on-call.md",
+                b"# On call\n\nThe rota changes every Monday at 09:00.\n",
+                "text/markdown",
+            ),
+        ),
         ("files", ("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "image/png")),
         ("files", ("latin.txt", "caf\xe9 notes".encode("latin-1"), "text/plain")),
     ]
@@ -87,7 +99,9 @@ def test_upload_limits_on_size_and_count(settings, model):
         big = [("files", ("big.md", b"x" * 1_001, "text/markdown"))]
         body = assert_error(c.post("/api/submit", files=big), 413, "over the 1,000-byte limit")
         assert body["rejected"][0]["filename"] == "big.md"
-        assert_error(c.post("/api/submit", json={"title": "t", "content": "y" * 1_001}), 413, "limit")
+        assert_error(
+            c.post("/api/submit", json={"title": "t", "content": "y" * 1_001}), 413, "limit"
+        )
         many = [("files", (f"n{i}.md", f"note {i}".encode(), "text/markdown")) for i in range(3)]
         r = c.post("/api/submit", files=many)
         assert r.status_code == 400 and r.json()["ok"] is False
@@ -123,11 +137,15 @@ def test_article_paths_that_leave_the_wiki_are_refused(compiled):
     for bad in ("../kb-ai.toml", "wiki/../../../etc/passwd", "/etc/passwd", "..\\..\\kb-ai.toml"):
         r = compiled.get("/api/article", params={"path": bad})
         assert r.status_code in (400, 404) and r.json()["ok"] is False, bad
-    assert_error(compiled.get("/api/article", params={"path": "wiki/concept/none.md"}), 404, "no article")
+    assert_error(
+        compiled.get("/api/article", params={"path": "wiki/concept/none.md"}), 404, "no article"
+    )
     assert_error(compiled.get("/api/article"), 400, "No article path")
     assert_error(compiled.get("/api/source", params={"path": "../kb-ai.toml"}), 400, "outside")
     assert_error(
-        compiled.get("/api/diff", params={"path": "wiki/concept/nightly-backups.md", "sha": "--output=x"}),
+        compiled.get(
+            "/api/diff", params={"path": "wiki/concept/nightly-backups.md", "sha": "--output=x"}
+        ),
         404,
         "not a commit",
     )

@@ -25,7 +25,9 @@ def test_with_a_token_everything_needs_it(guarded):
     page = guarded.get("/wiki", headers={"accept": "text/html"})
     assert page.status_code == 401 and "<form" in page.text
     assert guarded.get("/api/tasks", headers={"authorization": "Bearer wrong"}).status_code == 401
-    assert guarded.get("/api/tasks", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert (
+        guarded.get("/api/tasks", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+    )
 
 
 def test_a_token_in_the_address_becomes_an_httponly_cookie(guarded):

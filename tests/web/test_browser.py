@@ -30,7 +30,16 @@ expect = sync_api.expect
 def server(tmp_path_factory):
     kb = KnowledgeBase.init(tmp_path_factory.mktemp("browser") / "kb")
     with FakeOpenAIServer(respond) as model:
-        command = [sys.executable, "-m", "kb_ai", "--kb", str(kb.root), "serve", "--host", "127.0.0.1"]
+        command = [
+            sys.executable,
+            "-m",
+            "kb_ai",
+            "--kb",
+            str(kb.root),
+            "serve",
+            "--host",
+            "127.0.0.1",
+        ]
         with LiveServer(model_env(model.base_url, kb.root), command=command) as live:
             yield live
 
@@ -98,7 +107,11 @@ def test_drop_files_and_keyboard_navigation(page):
     page.goto("/submit")
     page.locator("#files").set_input_files(
         [
-            {"name": "on-call.md", "mimeType": "text/markdown", "buffer": b"# On call\n\nThe rota changes on Mondays.\n"},
+            {
+                "name": "on-call.md",
+                "mimeType": "text/markdown",
+                "buffer": b"# On call\n\nThe rota changes on Mondays.\n",
+            },
             {"name": "logo.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n\x00\x00"},
         ]
     )

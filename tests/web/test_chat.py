@@ -51,9 +51,10 @@ def test_bad_questions_get_clear_errors(client, compiled):
 
 def test_an_empty_wiki_answers_with_an_error_event(client):
     _, events = ask(client, {**QUESTION, "save": False})
-    assert events == [
-        ("error", {**events[0][1], "kind": "EmptyWikiError", "session": None})
-    ] and "no articles" in events[0][1]["error"]
+    assert (
+        events == [("error", {**events[0][1], "kind": "EmptyWikiError", "session": None})]
+        and "no articles" in events[0][1]["error"]
+    )
 
 
 def test_a_client_that_leaves_mid_stream_still_gets_its_answer_saved(compiled, model):

@@ -11,7 +11,10 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from tests.web.live import LiveServer, model_env
 from wiki import KnowledgeBase, list_articles
 
-NOTE = {"title": "Release train", "content": "# Release train\n\nWe ship every Tuesday at 10:00 from main.\n"}
+NOTE = {
+    "title": "Release train",
+    "content": "# Release train\n\nWe ship every Tuesday at 10:00 from main.\n",
+}
 
 
 def wait_state(url, task_id, wanted, timeout=30.0):

@@ -20,4 +20,3 @@ def no_git_identity(tmp_path_factory, monkeypatch):
         "GIT_INDEX_FILE",
     ):
         monkeypatch.delenv(name, raising=False)
-
