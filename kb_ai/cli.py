@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from kb_ai.errors import KbAiError, UsageError
+from kb_ai.errors import KbAiError, NotFoundError, UsageError
 from kb_ai.settings import Settings, load_settings
 
 EXIT_FAILED = 1
@@ -30,7 +30,10 @@ class CliError(click.ClickException):
 
     def __init__(self, error: KbAiError) -> None:
         super().__init__(str(error))
-        self.exit_code = EXIT_USAGE if isinstance(error, UsageError) else EXIT_FAILED
+        # naming something that is not there (a page, a task, a session) is bad usage too
+        self.exit_code = (
+            EXIT_USAGE if isinstance(error, UsageError | NotFoundError) else EXIT_FAILED
+        )
 
 
 def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

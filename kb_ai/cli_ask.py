@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from kb_ai.cli import CliError, Context, main, pass_context, translate_errors
-from kb_ai.errors import KbAiError, LLMError, UsageError
+from kb_ai.errors import KbAiError, UsageError
 
 
 def _open(ctx: Context, model: str | None):
@@ -26,15 +26,6 @@ def _open(ctx: Context, model: str | None):
     kb = KnowledgeBase.open(settings.kb_dir)
     llm = open_llm(settings, db_path=kb.state_db)
     return kb, settings, llm
-
-
-def _error_from(data: dict[str, Any]) -> KbAiError:
-    kind = data.get("kind", "")
-    if kind in ("UsageError", "EmptyWikiError", "PathEscapeError", "NotFoundError", "ConfigError"):
-        return UsageError(data["error"])
-    if kind == "SelectionError" or kind.startswith("LLM"):
-        return LLMError(data["error"])
-    return KbAiError(data["error"])
 
 
 async def _stream_answer(
@@ -52,7 +43,7 @@ async def _stream_answer(
         elif event.type == "error":
             if streamed:
                 click.echo()
-            raise CliError(_error_from(event.data))
+            raise CliError(event.error or KbAiError(event.data["error"]))
         elif event.type == "done":
             if sys.stderr.isatty() and not as_json:
                 click.echo("\r\x1b[K", nl=False, err=True)

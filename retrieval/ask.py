@@ -70,7 +70,8 @@ class Answer:
 @dataclass(frozen=True)
 class Event:
     type: str  # status | delta | done | error
-    data: dict[str, Any]
+    data: dict[str, Any]  # JSON-ready, for an event stream
+    error: KbAiError | None = None  # with type "error": what went wrong, to act on by type
 
 
 def _schema_paths(paths: list[str], k: int) -> dict[str, Any]:
@@ -115,6 +116,7 @@ class Asker:
             yield Event(
                 "error",
                 {"error": str(exc), "kind": type(exc).__name__, "usage": self.usage.as_dict()},
+                exc,
             )
 
     async def _events(

@@ -17,7 +17,7 @@ from sse_starlette import EventSourceResponse, JSONServerSentEvent
 from starlette.requests import Request
 
 from compiler.queue import TaskQueue
-from kb_ai.errors import UsageError
+from kb_ai.errors import LLMError, UsageError
 from retrieval import Asker, ChatStore, Turn
 from web import content
 from web.render import render_markdown
@@ -116,9 +116,7 @@ async def _answer(
                     await svc.run(_save, svc, sid, question, data)
             if event.type in ("done", "error"):
                 data["session"] = sid
-            if event.type == "error" and data.get("kind", "").startswith(
-                ("LLM", "Circuit", "Selection")
-            ):
+            if isinstance(event.error, LLMError):  # incl. an open breaker and a failed selection
                 svc.drop_chat_llm(llm)
             await out.put({"type": event.type, "data": data})
     except Exception as exc:  # tell the reader the answer broke off, then let it surface

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from kb_ai.cli import main
+from tests.conftest import compile_notes
 from tests.fakes.kb_responder import stage_of
 from tests.fakes.openai_server import Reply
 from wiki import KnowledgeBase
@@ -28,14 +29,7 @@ def server(fake_model):
 @pytest.fixture
 def kb(tmp_path, server):
     kb = KnowledgeBase.init(tmp_path / "kb")
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for name, text in NOTES.items():
-        (notes / name).write_text(text)
-    result = CliRunner().invoke(
-        main, ["--kb", str(kb.root), "compile", str(notes)], catch_exceptions=False
-    )
-    assert result.exit_code == 0, result.output
+    compile_notes(kb, NOTES, tmp_path)
     return kb
 
 
@@ -89,6 +83,8 @@ def test_ask_with_paths_and_bad_paths(kb, server):
     assert selects == []  # named pages skip selection
     bad = cli(kb, "ask", "--paths", "../../etc/passwd", "x")
     assert bad.exit_code == 2 and "outside the wiki" in bad.output
+    missing = cli(kb, "ask", "--paths", "wiki/concept/nope.md", "x")
+    assert missing.exit_code == 2 and "No article" in missing.output
     empty = cli(kb, "ask", "  ")
     assert empty.exit_code == 2 and "empty" in empty.output
 

@@ -86,3 +86,25 @@ def test_sessions_are_listed_renamed_and_deleted(client):
     gone = client.get(f"/api/sessions/{sid}")
     assert gone.status_code == 404 and gone.json()["status"] == 404
     assert client.delete(f"/api/sessions/{sid}").status_code == 404
+
+
+def test_after_a_model_failure_the_next_question_gets_a_fresh_client(compiled, model):
+    from kb_ai.errors import LLMTransientError
+
+    opened = []
+    factory = model.factory
+
+    def counting(settings, **kwargs):
+        opened.append(factory(settings, **kwargs))
+        return opened[-1]
+
+    model.factory = counting
+    compiled.app.state.services.llm_factory = counting
+    respond = model.handler
+    model.handler = lambda *a: LLMTransientError("the model went away")
+    _, events = ask(compiled, QUESTION)
+    assert events[-1][0] == "error" and "went away" in events[-1][1]["error"]
+    model.handler = respond
+    _, events = ask(compiled, QUESTION)
+    assert events[-1][0] == "done" and events[-1][1]["citations"]
+    assert len(opened) == 2  # the failed client was dropped, not reused
