@@ -283,9 +283,9 @@ class Compiler:
         src = w.source
         model = self.settings.model or ""
         version = extraction_version()
-        # A source seen for the first time has no earlier extraction: no need to look.
+        # A source seen for the first time has no earlier extraction: no thread to look.
         has_old = (self.kb.extraction_dir / f"{w.slug}.md").is_file()
-        old = await run_io(self._read_previous_extraction, w.raw_path, w.slug) if has_old else None
+        old = await run_io(self._read_previous_extraction, w.slug) if has_old else None
         # The raw copy is written while the model reads the source, not before.
         raw = asyncio.ensure_future(
             run_io(
@@ -340,13 +340,11 @@ class Compiler:
             budget_chars=self.settings.catalog_budget_chars,
         )
 
-    def _read_previous_extraction(self, raw_path: str, slug: str) -> ExtractionRecord | None:
-        path = self.kb.extraction_dir / f"{slug}.md"
-        if not path.is_file():
-            return None
+    def _read_previous_extraction(self, slug: str) -> ExtractionRecord | None:
+        """The stored extraction of a source, or None when it is unreadable."""
         try:
             return read_extraction(self.kb, f"extraction/{slug}.md")
-        except KbAiError:
+        except (KbAiError, OSError, UnicodeDecodeError):  # gone or damaged: extract again
             return None
 
     def _plan(

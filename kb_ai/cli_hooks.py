@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -58,14 +60,21 @@ def _scope(project: str | None, global_: bool) -> Path | None:
     return Path(project or ".").resolve()
 
 
+def agent_and_scope(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--agent, and where: --project DIR (default: the current directory) or --global."""
+    fn = click.option(
+        "--global", "global_", is_flag=True, help="The user's own settings, for every project."
+    )(fn)
+    fn = click.option(
+        "--project",
+        type=click.Path(file_okay=False),
+        help="This project's settings (default: the current directory).",
+    )(fn)
+    return click.option("--agent", type=AGENT_CHOICE, required=True)(fn)
+
+
 @hooks.command("install")
-@click.option("--agent", type=AGENT_CHOICE, required=True)
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False),
-    help="Install for this project (default: the current directory).",
-)
-@click.option("--global", "global_", is_flag=True, help="Install for every project of this user.")
+@agent_and_scope
 @click.option(
     "--prompt-hint",
     is_flag=True,
@@ -121,13 +130,7 @@ def hooks_install(
 
 
 @hooks.command("uninstall")
-@click.option("--agent", type=AGENT_CHOICE, required=True)
-@click.option(
-    "--project",
-    type=click.Path(file_okay=False),
-    help="The project (default: the current directory).",
-)
-@click.option("--global", "global_", is_flag=True, help="The user's global settings.")
+@agent_and_scope
 @translate_errors
 def hooks_uninstall(agent: str, project: str | None, global_: bool) -> None:
     """Remove kb-ai's hooks from the agent's settings; nothing else is touched."""

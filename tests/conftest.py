@@ -54,3 +54,18 @@ def settings(kb):
     from kb_ai.settings import load_settings
 
     return load_settings(kb.root, {"model": "fake/model"}, environ={})
+
+
+def compile_notes(kb, notes: dict[str, str], tmp_path) -> None:
+    """Write ``notes`` (file name -> text) and compile them with the real CLI; the model
+    is whatever the environment names (usually the ``fake_model`` fixture)."""
+    from click.testing import CliRunner
+
+    from kb_ai.cli import main
+
+    folder = tmp_path / "notes"
+    folder.mkdir(exist_ok=True)
+    for name, text in notes.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["--kb", str(kb.root), "compile", str(folder)])
+    assert result.exit_code == 0, result.output

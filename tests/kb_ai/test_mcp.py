@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_ai.cli import main
 from kb_ai.mcp import http_app
+from tests.conftest import compile_notes
 from tests.fakes.kb_responder import respond
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from wiki import KnowledgeBase
@@ -62,12 +63,7 @@ def model(monkeypatch):
 @pytest.fixture
 def kb(tmp_path, model):
     kb = KnowledgeBase.init(tmp_path / "kb")
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for name, text in NOTES.items():
-        (notes / name).write_text(text)
-    result = CliRunner().invoke(main, ["--kb", str(kb.root), "compile", str(notes)])
-    assert result.exit_code == 0, result.output
+    compile_notes(kb, NOTES, tmp_path)
     return kb
 
 
