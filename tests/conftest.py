@@ -12,6 +12,11 @@ def clean_environment(monkeypatch, tmp_path_factory):
     # No model found behind a test's back (a key, an Ollama server, the embedded model):
     # tests of detection turn it on themselves.
     monkeypatch.setenv("KB_AI_DETECT_MODEL", "0")
+    # The fakes listen on loopback: a proxy the machine uses for the outside world (CI's
+    # package registries) must not carry the tests' own requests.
+    for name in ("NO_PROXY", "no_proxy"):
+        kept = os.environ.get(name, "")
+        monkeypatch.setenv(name, ",".join(filter(None, [kept, "127.0.0.1", "localhost"])))
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

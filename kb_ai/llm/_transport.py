@@ -1,4 +1,4 @@
-"""The small protocol between the client and a transport (litellm, or plain httpx).
+"""The small protocol between the client and a transport (litellm, or plain aiohttp).
 
 A transport turns one :class:`Request` into one :class:`RawReply` (or a stream of text
 deltas ending in one), and raises only kb-ai's LLM errors: :class:`LLMTimeoutError`,

@@ -1,6 +1,6 @@
 """The client every part of kb-ai talks to models through.
 
-Above a transport (litellm, or plain httpx for a fast start) it adds what every call
+Above a transport (litellm, or plain aiohttp for a fast start) it adds what every call
 needs: a per-stage timeout, retries with exponential backoff on timeouts, 429s, 5xx
 and dropped connections (never on other 4xx), a circuit breaker that fails a run fast
 when the endpoint is down, bounded concurrency, structured output with a one-time

@@ -67,7 +67,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.split("?")[0] not in PATHS:
+        path = self.path
+        if "://" in path:  # absolute form: the client sent it through us as its proxy
+            self.server.fake.proxied.append(path)
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
+        if path.split("?")[0] not in PATHS:
             self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
             return
         try:
@@ -216,6 +220,7 @@ class FakeOpenAIServer:
         self._queued: deque[Reply] = deque()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.proxied: list[str] = []  # absolute request targets: we were used as a proxy
         self._httpd = _Server((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None

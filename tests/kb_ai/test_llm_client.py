@@ -1,4 +1,4 @@
-"""The LLM client over real HTTP: litellm (and the fast httpx transport) against a fake
+"""The LLM client over real HTTP: litellm (and the fast aiohttp transport) against a fake
 OpenAI-compatible server on loopback."""
 
 import asyncio
@@ -204,6 +204,25 @@ def test_a_dropped_connection_is_retried(server, settings, transport):
     server.queue(Reply(drop=True), "fine")
     done, _ = run(settings, transport, select())
     assert done.text == "fine" and len(server.requests) == 2
+
+
+def test_http_proxy_from_the_environment_is_used_and_no_proxy_respected(
+    server, settings, transport, monkeypatch
+):
+    # The fake server stands in as the proxy; the model's own host does not resolve.
+    settings = replace(settings, api_base="http://model.invalid/v1", max_retries=0)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    server.queue("via the proxy")
+    done, _ = run(settings, transport, select())
+    assert done.text == "via the proxy"
+    assert server.proxied == ["http://model.invalid/v1/chat/completions"]
+
+    monkeypatch.setenv("NO_PROXY", "model.invalid")
+    with pytest.raises(LLMTransientError, match="unreachable|connect|Connection"):
+        run(settings, transport, select())
+    assert len(server.proxied) == 1
 
 
 def test_gives_up_after_max_retries_with_a_transient_error(server, settings, transport, tmp_path):
