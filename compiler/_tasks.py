@@ -22,14 +22,22 @@ class Interruptible:
 
     async def run_all(self, coros: Iterable[Awaitable[None]]) -> list[Any]:
         """Run concurrently; each outcome is None, the KbAiError raised, or CANCELLED."""
-        tasks = [asyncio.ensure_future(c) for c in coros]
+        return await self.collect([self.spawn(c) for c in coros])
+
+    def spawn(self, coro: Awaitable[None]) -> asyncio.Future:
+        """Start ``coro`` now; an interrupt cancels it like the rest (at once if it came first)."""
+        task = asyncio.ensure_future(coro)
         if self.interrupted:
-            for t in tasks:
-                t.cancel()
-        self._live = tasks
+            task.cancel()
+        self._live.append(task)
+        return task
+
+    async def collect(self, tasks: list[asyncio.Future]) -> list[Any]:
+        """Wait for spawned tasks; their outcomes as :meth:`run_all` gives them."""
         if tasks:
             await asyncio.wait(tasks)
-        self._live = []
+        done = set(tasks)
+        self._live = [t for t in self._live if t not in done]
         outcomes: list[Any] = []
         for t in tasks:
             if t.cancelled():

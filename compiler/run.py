@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from compiler._tasks import CANCELLED, Interruptible, run_io
@@ -49,11 +50,20 @@ from wiki import (
     write_raw,
 )
 from wiki import write_article as store_article
+from wiki.git import stage_ahead
 from wiki.indexing import refresh_search_index
 from wiki.lock import KbLock
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class _Unread:
+    """A changed source not read yet: read when the run reaches it."""
+
+    origin: str
+    read: Callable[[], Source]
 
 
 @dataclass
@@ -111,7 +121,7 @@ class Compiler:
         result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
-        pending: list[Source] = []
+        pending: list[Source | _Unread] = []
         for cand in candidates:
             try:
                 checksum, data = file_checksum(
@@ -119,26 +129,29 @@ class Compiler:
                     self.settings.max_source_bytes,
                     max_transcript_bytes=self.settings.max_transcript_bytes,
                 )
-                row = known.get(cand.origin)
-                if (
-                    not force
-                    and row is not None
-                    and row["checksum"] == checksum
-                    and row["status"] == "ok"
-                ):
-                    result.skipped.append(cand.origin)
-                    continue
-                pending.append(
-                    read_source(
-                        cand,
-                        max_bytes=self.settings.max_source_bytes,
-                        chunk_chars=self.settings.chunk_chars,
-                        data=data,
-                        checksum=checksum,
-                    )
-                )
             except KbAiError as exc:
                 result.failed.append(Failure(cand.origin, str(exc)))
+                continue
+            row = known.get(cand.origin)
+            if (
+                not force
+                and row is not None
+                and row["checksum"] == checksum
+                and row["status"] == "ok"
+            ):
+                result.skipped.append(cand.origin)
+                continue
+            # Decoding, transcript parsing and redaction wait for the run: the first
+            # source goes to the model while the next ones are read.
+            read = partial(
+                read_source,
+                cand,
+                max_bytes=self.settings.max_source_bytes,
+                chunk_chars=self.settings.chunk_chars,
+                data=data,
+                checksum=checksum,
+            )
+            pending.append(_Unread(cand.origin, read))
         result.sources = len(candidates)
         return await self._compile(pending, result, started, known)
 
@@ -167,10 +180,13 @@ class Compiler:
     # -- the run ---------------------------------------------------------------------
 
     async def _compile(
-        self, pending: list[Source], result: CompileResult, started: float, known: dict
+        self,
+        pending: Sequence[Source | _Unread],
+        result: CompileResult,
+        started: float,
+        known: dict,
     ) -> CompileResult:
         run_started = datetime.now(UTC)
-        result.redactions = sum(src.redactions for src in pending)
         if pending:
             lock = KbLock(self.kb.state_dir / "compile.lock")
             if not lock.acquire(blocking=False):
@@ -199,21 +215,41 @@ class Compiler:
         return result
 
     async def _run_pipeline(
-        self, pending: list[Source], result: CompileResult, known: dict
+        self, pending: Sequence[Source | _Unread], result: CompileResult, known: dict
     ) -> None:
         llm = self._llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
         categories = ensure_categories(self.kb, self.settings)
         catalog = load_catalog(self.kb) or build_catalog(self.kb)
         ranker = CatalogRanker(catalog)
         existing_paths = {e.path for e in catalog}
-        work = self._allocate(pending, known)
-        self.progress("stage", name="extract", total=len(work))
+        self.progress("stage", name="extract", total=len(pending))
 
         async def prepare(w: _Work) -> None:
             await self._prepare(llm, w, ranker, categories)
             self.progress("advance", name="extract")
 
-        outcomes = await self._tasks.run_all(prepare(w) for w in work)
+        # Sources are read one after another, in input order (which hands out raw slugs
+        # deterministically), each starting on its way to the model once read.
+        work: list[_Work] = []
+        tasks = []
+        taken = self._taken_slugs(known)
+        for item in pending:
+            if self.interrupted:
+                result.failed.append(Failure(item.origin, "interrupted before it was read"))
+                continue
+            try:
+                src = item if isinstance(item, Source) else await run_io(item.read)
+            except KbAiError as exc:
+                result.failed.append(Failure(item.origin, str(exc)))
+                self.progress("advance", name="extract")
+                continue
+            result.redactions += src.redactions
+            w = self._allocate(src, known, taken)
+            work.append(w)
+            tasks.append(self._tasks.spawn(prepare(w)))
+        if not work:  # nothing could be read: nothing to write, log or commit
+            return
+        outcomes = await self._tasks.collect(tasks)
         for w, outcome in zip(work, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 w.error = str(outcome)
@@ -222,6 +258,19 @@ class Compiler:
         plan = self._plan(work, existing_paths)
         if self.interrupted:
             plan = {}
+        # Every raw copy and extraction of the run is on disk: git hashes them while the
+        # model writes the articles, instead of after the last one.
+        staging = asyncio.ensure_future(run_io(stage_ahead, self.kb, ("raw", "extraction")))
+        try:
+            written, article_errors = await self._write_articles(llm, plan, result)
+        finally:
+            await staging  # before the commit: two `git add` at once would fight over the index
+        await self._finish(work, plan, written, article_errors, result)
+
+    async def _write_articles(
+        self, llm: LLM, plan: dict, result: CompileResult
+    ) -> tuple[set[str], dict[str, str]]:
+        """Write every planned article; returns the paths stored and the errors by path."""
         self.progress("stage", name="write", total=len(plan))
         written: set[str] = set()  # stored on disk: what the run commits, whatever else happens
 
@@ -257,25 +306,26 @@ class Compiler:
             else:
                 reason = "interrupted" if outcome is CANCELLED else str(outcome)
                 article_errors[path] = f"writing {path} failed: {reason}"
-        self._finish(work, plan, written, article_errors, result)
+        return written, article_errors
 
-    def _allocate(self, pending: list[Source], known: dict) -> list[_Work]:
-        """Raw slugs are handed out in input order, before anything runs concurrently."""
-        taken = {PurePosixPath(p).stem for p in (r["raw_path"] for r in known.values()) if p}
-        work = []
-        for src in pending:
-            row = known.get(src.origin)
-            if row is not None and row["raw_path"]:
-                raw_path = row["raw_path"]
-                slug = PurePosixPath(raw_path).stem
-                previous = source_articles(row)
-            else:
-                slug = unique_slug(slugify(src.title), taken)
-                raw_path = f"raw/{slug}.md"
-                previous = []
-            taken.add(slug)
-            work.append(_Work(src, slug, raw_path, previous))
-        return work
+    @staticmethod
+    def _taken_slugs(known: dict) -> set[str]:
+        return {PurePosixPath(p).stem for p in (r["raw_path"] for r in known.values()) if p}
+
+    @staticmethod
+    def _allocate(src: Source, known: dict, taken: set[str]) -> _Work:
+        """The raw slug of ``src``: its earlier one, or a new one not in ``taken``."""
+        row = known.get(src.origin)
+        if row is not None and row["raw_path"]:
+            raw_path = row["raw_path"]
+            slug = PurePosixPath(raw_path).stem
+            previous = source_articles(row)
+        else:
+            slug = unique_slug(slugify(src.title), taken)
+            raw_path = f"raw/{slug}.md"
+            previous = []
+        taken.add(slug)
+        return _Work(src, slug, raw_path, previous)
 
     async def _prepare(
         self, llm: LLM, w: _Work, ranker: CatalogRanker, categories: Sequence[str]
@@ -375,7 +425,7 @@ class Compiler:
                 entry[2].append(i)
         return plan
 
-    def _finish(
+    async def _finish(
         self,
         work: list[_Work],
         plan: dict,
@@ -419,11 +469,18 @@ class Compiler:
                     else w.previous_articles,
                 )
         if written:
-            entries = build_catalog(self.kb)
-            write_indexes(self.kb, entries)
-            self._update_search(written)
+            await run_io(self._write_indexes)
         self._log(result)
-        result.commit = commit_all(self.kb, self._commit_message(result))
+        # The search index is not versioned: it is brought up to date while git commits.
+        search = asyncio.ensure_future(run_io(self._update_search, written)) if written else None
+        try:
+            result.commit = await run_io(commit_all, self.kb, self._commit_message(result))
+        finally:
+            if search is not None:
+                await search
+
+    def _write_indexes(self) -> None:
+        write_indexes(self.kb, build_catalog(self.kb))
 
     def _update_search(self, written: set[str]) -> None:
         with closing(open_state(self.kb)) as conn:

@@ -83,12 +83,23 @@ def commit_all(kb: KnowledgeBase, message: str) -> str | None:
 
     Returns the short sha of the new commit, or None when nothing had changed.
     """
-    tracked = set(git(kb, "ls-files", "-z", "--", *VERSIONED).split("\0"))
-    tracked_tops = {path.split("/", 1)[0] for path in tracked if path}
-    paths = [p for p in VERSIONED if (kb.root / p).exists() or p in tracked_tops]
+    paths = [p for p in VERSIONED if (kb.root / p).exists()]
+    if len(paths) < len(VERSIONED):  # a part deleted from disk may still be tracked
+        tracked = set(git(kb, "ls-files", "-z", "--", *VERSIONED).split("\0"))
+        tracked_tops = {path.split("/", 1)[0] for path in tracked if path}
+        paths = [p for p in VERSIONED if p in paths or p in tracked_tops]
     if paths:
         git(kb, "add", "-A", "--", *paths)
     return _commit_staged(kb, message)
+
+
+def stage_ahead(kb: KnowledgeBase, parts: tuple[str, ...]) -> None:
+    """Stage what changed under ``parts`` now, so that the commit at the end of a run has
+    less to hash. Best effort: :func:`commit_all` stages everything again and reports
+    what fails."""
+    present = [p for p in parts if p in VERSIONED and (kb.root / p).exists()]
+    if present:
+        _run(kb, ("add", "-A", "--", *present), check=False)
 
 
 def commit_paths(kb: KnowledgeBase, message: str, paths: list[str]) -> str | None:

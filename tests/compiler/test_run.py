@@ -217,6 +217,18 @@ def test_bad_inputs_are_reported_one_line_each_and_the_rest_compiles(
     assert result.compiled == [str(good.resolve())]
 
 
+def test_a_run_where_nothing_can_be_read_changes_nothing(kb, settings, fake_llm, notes):
+    (notes / "photo.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (notes / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    head = git(kb, "rev-parse", "HEAD")
+    log = kb.log_path.read_text(encoding="utf-8") if kb.log_path.exists() else None
+    result = compile_paths(kb, settings, fake_llm, notes)
+    assert sorted(f.source.rsplit("/", 1)[-1] for f in result.failed) == ["latin1.txt", "photo.md"]
+    assert result.commit is None and fake_llm.calls == []
+    assert git(kb, "rev-parse", "HEAD") == head
+    assert (kb.log_path.read_text(encoding="utf-8") if kb.log_path.exists() else None) == log
+
+
 def test_interrupt_commits_what_finished(kb, settings, notes):
     for i in range(4):
         write_note(
