@@ -29,18 +29,23 @@ from kb_ai.llm import LLM, open_llm
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
 from wiki import (
+    Article,
+    CatalogEntry,
     ExtractionRecord,
     KnowledgeBase,
     RawSource,
     all_sources,
     append_log,
-    build_catalog,
     commit_all,
-    load_catalog,
+    current_catalog,
+    entry_for,
+    get_meta,
     open_state,
     read_article,
     read_extraction,
     record_run,
+    refresh_catalog,
+    set_meta,
     slugify,
     source_articles,
     unique_slug,
@@ -54,6 +59,8 @@ from wiki.git import stage_ahead
 from wiki.indexing import refresh_search_index
 from wiki.lock import KbLock
 
+#: state.db meta key: the fingerprint of the indexes the last run wrote (see current_catalog).
+INDEX_FINGERPRINT = "index_fingerprint"
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
 
@@ -110,6 +117,8 @@ class Compiler:
         self.progress = progress or (lambda *a, **k: None)
         self._tasks = Interruptible()
         self._llm: LLM | None = None
+        self._catalog: list[CatalogEntry] = []  # as the run started
+        self._catalog_ns = 0
 
     # -- entry points ---------------------------------------------------------------
 
@@ -219,7 +228,12 @@ class Compiler:
     ) -> None:
         llm = self._llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
         categories = ensure_categories(self.kb, self.settings)
-        catalog = load_catalog(self.kb) or build_catalog(self.kb)
+        # Articles modified after this are read again at the end. A second early: file
+        # times come from the kernel's coarse clock, which lags time.time_ns() a little.
+        self._catalog_ns = time.time_ns() - 1_000_000_000
+        with closing(open_state(self.kb)) as conn:
+            fingerprint = get_meta(conn, INDEX_FINGERPRINT)
+        catalog = self._catalog = await run_io(current_catalog, self.kb, fingerprint)
         ranker = CatalogRanker(catalog)
         existing_paths = {e.path for e in catalog}
         self.progress("stage", name="extract", total=len(pending))
@@ -269,10 +283,11 @@ class Compiler:
 
     async def _write_articles(
         self, llm: LLM, plan: dict, result: CompileResult
-    ) -> tuple[set[str], dict[str, str]]:
+    ) -> tuple[dict[str, Article], dict[str, str]]:
         """Write every planned article; returns the paths stored and the errors by path."""
         self.progress("stage", name="write", total=len(plan))
-        written: set[str] = set()  # stored on disk: what the run commits, whatever else happens
+        # Stored on disk, by path: what the run commits, whatever else happens.
+        written: dict[str, Article] = {}
 
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
@@ -290,8 +305,7 @@ class Compiler:
             )
 
             def store() -> None:
-                store_article(self.kb, article)
-                written.add(path)
+                written[path] = store_article(self.kb, article)
 
             await run_io(store)
             self.progress("advance", name="write")
@@ -301,7 +315,6 @@ class Compiler:
         article_errors: dict[str, str] = {}
         for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
             if path in written:
-                written.add(path)
                 (result.updated if target.exists else result.created).append(path)
             else:
                 reason = "interrupted" if outcome is CANCELLED else str(outcome)
@@ -429,7 +442,7 @@ class Compiler:
         self,
         work: list[_Work],
         plan: dict,
-        written: set[str],
+        written: dict[str, Article],
         article_errors: dict[str, str],
         result: CompileResult,
     ) -> None:
@@ -469,7 +482,7 @@ class Compiler:
                     else w.previous_articles,
                 )
         if written:
-            await run_io(self._write_indexes)
+            await run_io(self._write_indexes, written)
         self._log(result)
         # The search index is not versioned: it is brought up to date while git commits.
         search = asyncio.ensure_future(run_io(self._update_search, written)) if written else None
@@ -479,10 +492,16 @@ class Compiler:
             if search is not None:
                 await search
 
-    def _write_indexes(self) -> None:
-        write_indexes(self.kb, build_catalog(self.kb))
+    def _write_indexes(self, written: dict[str, Article]) -> None:
+        """The indexes from the catalog the run started with and the articles it wrote,
+        reading only articles changed by someone else meanwhile."""
+        fresh = {path: entry_for(article) for path, article in written.items()}
+        entries = refresh_catalog(self.kb, self._catalog, self._catalog_ns, fresh)
+        fingerprint = write_indexes(self.kb, entries)
+        with closing(open_state(self.kb)) as conn:
+            set_meta(conn, INDEX_FINGERPRINT, fingerprint)
 
-    def _update_search(self, written: set[str]) -> None:
+    def _update_search(self, written: dict[str, Article]) -> None:
         with closing(open_state(self.kb)) as conn:
             refresh_search_index(self.kb, conn, sorted(written))
 

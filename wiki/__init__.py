@@ -16,11 +16,13 @@ from wiki.articles import (
 from wiki.catalog import (
     CatalogEntry,
     build_catalog,
+    current_catalog,
     entry_for,
     format_entry,
     load_catalog,
     normalise_article_path,
     parse_master_index,
+    refresh_catalog,
     write_indexes,
 )
 from wiki.extraction import ExtractionRecord, read_extraction, write_extraction
@@ -33,10 +35,12 @@ from wiki.slugs import is_slug, slugify, unique_slug
 from wiki.state import (
     all_sources,
     apply_migrations,
+    get_meta,
     get_source,
     last_run,
     open_state,
     record_run,
+    set_meta,
     source_articles,
     upsert_source,
 )
@@ -50,10 +54,13 @@ __all__ = [
     "all_sources",
     "append_log",
     "apply_migrations",
+    "get_meta",
     "article_body_text",
     "atomic_write_bytes",
     "atomic_write_text",
     "build_catalog",
+    "current_catalog",
+    "refresh_catalog",
     "commit_all",
     "cut_summary",
     "delete_article",
@@ -79,6 +86,7 @@ __all__ = [
     "sha256_bytes",
     "show_diff",
     "slugify",
+    "set_meta",
     "source_articles",
     "unique_slug",
     "upsert_source",

@@ -11,6 +11,7 @@ a line ambiguous are escaped with a backslash: ``[ ]`` in titles, ``|`` in summa
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -131,10 +132,63 @@ def build_catalog(kb: KnowledgeBase) -> list[CatalogEntry]:
     return [entry_for(read_article(kb, rel)) for rel in list_articles(kb)]
 
 
-def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> None:
+def current_catalog(kb: KnowledgeBase, fingerprint: str | None) -> list[CatalogEntry]:
+    """The catalog of the articles on disk now, sorted by path, reading as few as it can.
+
+    ``fingerprint`` is what :func:`write_indexes` returned when it last wrote the
+    indexes. When the files still match it, their entries are trusted for every article
+    not modified since they were written; articles changed later (by hand, a git
+    checkout) or missing from them are read, deleted ones dropped. Anything else (no
+    fingerprint, indexes edited or gone) reads every article, as :func:`build_catalog`.
+    A compile of a few sources into a wiki of thousands thus reads a few articles.
+    """
+    if fingerprint is None or index_fingerprint(kb) != fingerprint:
+        return build_catalog(kb)
+    written_ns = min(kb.master_index_path.stat().st_mtime_ns, kb.topics_path.stat().st_mtime_ns)
+    return refresh_catalog(kb, load_catalog(kb), written_ns)
+
+
+def refresh_catalog(
+    kb: KnowledgeBase,
+    entries: list[CatalogEntry],
+    since_ns: int,
+    fresh: dict[str, CatalogEntry] | None = None,
+) -> list[CatalogEntry]:
+    """The catalog of the articles on disk now, sorted by path: ``fresh`` entries as
+    given, ``entries`` for the articles not modified at or after ``since_ns``
+    (nanoseconds, as ``st_mtime_ns``), and every other article read from disk."""
+    fresh = fresh or {}
+    known = {e.path: e for e in entries}
+    out = []
+    for rel in list_articles(kb):
+        entry = fresh.get(rel)
+        if entry is None:
+            entry = known.get(rel)
+            if entry is None or (kb.root / rel).stat().st_mtime_ns >= since_ns:
+                entry = entry_for(read_article(kb, rel))
+        out.append(entry)
+    return out
+
+
+def index_fingerprint(kb: KnowledgeBase) -> str | None:
+    """A digest of master-index.md and topics.md as they are on disk; None if one is missing."""
+    try:
+        master = kb.master_index_path.read_bytes()
+        topics = kb.topics_path.read_bytes()
+    except OSError:
+        return None
+    return _digest(master, topics)
+
+
+def _digest(master: bytes, topics: bytes) -> str:
+    return hashlib.sha256(b"%d\n" % len(master) + master + topics).hexdigest()
+
+
+def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> str:
     """Write master-index.md and topics.md atomically; the same entries give the same bytes.
 
     Entries are sorted by path; of two entries with the same path the later one wins.
+    Returns the indexes' :func:`index_fingerprint`.
     """
     by_path = {e.path: e for e in entries}
     ordered = [by_path[p] for p in sorted(by_path)]
@@ -151,7 +205,9 @@ def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> None:
         + "".join(f"- [{_escape(e.title, '[]')}]({e.path})\n" for e in by_tag[tag])
         for tag in sorted(by_tag, key=_tag_order)
     ]
-    atomic_write_text(kb.topics_path, TOPICS_HEADER + "".join(sections))
+    topics = TOPICS_HEADER + "".join(sections)
+    atomic_write_text(kb.topics_path, topics)
+    return _digest(master.encode("utf-8"), topics.encode("utf-8"))
 
 
 def _parse_topics(text: str) -> dict[str, list[str]]:

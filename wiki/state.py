@@ -35,6 +35,7 @@ WIKI_MIGRATIONS = (
         summary TEXT,  -- JSON object
         commit_sha TEXT
     )""",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
 )
 
 
@@ -161,6 +162,21 @@ def record_run(
 def last_run(conn: sqlite3.Connection) -> sqlite3.Row | None:
     """The most recent run, or None before the first."""
     return conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    """A value kb-ai keeps about the knowledge base (see :func:`set_meta`), or None."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    _write(
+        conn,
+        "INSERT INTO meta (key, value) VALUES (?, ?)"
+        " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
 
 
 def _write(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:

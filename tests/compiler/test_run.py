@@ -1,6 +1,7 @@
 """The compile run against a fake of our own LLM boundary: what a user sees in the wiki."""
 
 import asyncio
+import os
 import random
 from contextlib import closing
 
@@ -215,6 +216,27 @@ def test_bad_inputs_are_reported_one_line_each_and_the_rest_compiles(
     assert "limit" in errors["huge.md"]
     assert "no such file" in errors["missing.md"]
     assert result.compiled == [str(good.resolve())]
+
+
+def test_the_indexes_follow_hand_edits_and_match_a_full_rebuild(kb, settings, fake_llm, notes):
+    from wiki import build_catalog, write_article, write_indexes
+
+    first = compile_paths(kb, settings, fake_llm, write_note(notes, "dns.md", DNS_NOTE))
+    edited = read_article(kb, first.created[0])
+    edited.title = "DNS records live in Terraform (edited by hand)"
+    write_article(kb, edited)
+    later = kb.master_index_path.stat().st_mtime_ns + 5_000_000_000  # any clock resolution
+    os.utime(kb.root / edited.path, ns=(later, later))
+
+    other = "# Backups are kept for 30 days\n\nWe agreed to keep nightly backups 30 days.\n"
+    second = compile_paths(kb, settings, fake_llm, write_note(notes, "backups.md", other))
+    assert second.created and first.created[0] not in second.updated
+    index = kb.master_index_path.read_text(encoding="utf-8")
+    assert f"[DNS records live in Terraform (edited by hand)]({edited.path})" in index
+    master, topics = index, kb.topics_path.read_text(encoding="utf-8")
+    write_indexes(kb, build_catalog(kb))  # what reading every article would have written
+    assert kb.master_index_path.read_text(encoding="utf-8") == master
+    assert kb.topics_path.read_text(encoding="utf-8") == topics
 
 
 def test_a_run_where_nothing_can_be_read_changes_nothing(kb, settings, fake_llm, notes):

@@ -4,6 +4,7 @@ from wiki import (
     Article,
     CatalogEntry,
     build_catalog,
+    current_catalog,
     entry_for,
     format_entry,
     load_catalog,
@@ -106,3 +107,73 @@ def test_entries_from_articles_derive_keys_from_tables(kb):
     assert "- [People](wiki/team/people.md) — Who does what. | keys: Ann, Bo\n" in (
         kb.master_index_path.read_text()
     )
+
+
+def _article(slug: str, title: str, summary: str = "About it.") -> Article:
+    return Article(
+        f"wiki/topic/{slug}.md",
+        title,
+        "topic",
+        summary,
+        ["infra"],
+        ["raw/a.md"],
+        "2024-01-01",
+        "2024-01-01",
+        f"# {title}\n\nText.\n",
+    )
+
+
+@pytest.fixture
+def indexed_wiki(kb, monkeypatch):
+    """Three articles and indexes written for them; returns (kb, fingerprint, reads), where
+    reads lists every article read from disk from then on."""
+    import wiki.catalog
+
+    for slug in ("alpha", "beta", "gamma"):
+        write_article(kb, _article(slug, slug.title()))
+    fingerprint = write_indexes(kb, build_catalog(kb))
+    reads: list[str] = []
+    real = wiki.catalog.read_article
+
+    def counting(kb_, rel):
+        reads.append(rel)
+        return real(kb_, rel)
+
+    monkeypatch.setattr(wiki.catalog, "read_article", counting)
+    return kb, fingerprint, reads
+
+
+def test_current_catalog_trusts_the_indexes_it_wrote_and_reads_no_article(indexed_wiki):
+    kb, fingerprint, reads = indexed_wiki
+    catalog = current_catalog(kb, fingerprint)
+    assert reads == []
+    assert [e.title for e in catalog] == ["Alpha", "Beta", "Gamma"]
+    assert catalog == build_catalog(kb)
+
+
+def test_current_catalog_reads_articles_changed_added_or_deleted_since(indexed_wiki):
+    kb, fingerprint, reads = indexed_wiki
+    import os
+    import time
+
+    write_article(kb, _article("beta", "Beta, renamed by hand"))
+    later = time.time_ns() + 5_000_000_000  # whatever the clock's resolution
+    os.utime(kb.root / "wiki/topic/beta.md", ns=(later, later))
+    write_article(kb, _article("delta", "Delta"))
+    (kb.root / "wiki/topic/gamma.md").unlink()
+
+    titles = [e.title for e in current_catalog(kb, fingerprint)]
+    assert titles == ["Alpha", "Beta, renamed by hand", "Delta"]
+    assert sorted(reads) == ["wiki/topic/beta.md", "wiki/topic/delta.md"]
+
+
+def test_current_catalog_rebuilds_when_the_indexes_were_edited_or_never_fingerprinted(
+    indexed_wiki,
+):
+    kb, fingerprint, reads = indexed_wiki
+    text = kb.master_index_path.read_text(encoding="utf-8")
+    kb.master_index_path.write_text(text.replace("About it.", "Edited by hand."), encoding="utf-8")
+    assert {e.summary for e in current_catalog(kb, fingerprint)} == {"About it."}
+    assert len(reads) == 3
+    reads.clear()
+    assert len(current_catalog(kb, None)) == 3 and len(reads) == 3
