@@ -26,6 +26,7 @@ class PromptLibrary:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._versions: dict[str, str] = {}
 
     @cached_property
     def env(self) -> jinja2.Environment:
@@ -57,6 +58,11 @@ class PromptLibrary:
         return messages
 
     def version(self, name: str) -> str:
-        """A short hash of the prompt file: changes whenever the prompt does."""
-        source = (self.directory / f"{name}.j2").read_bytes()
-        return hashlib.sha256(source).hexdigest()[:12]
+        """A short hash of the prompt file: changes whenever the prompt does.
+
+        Read once per library (a run asks for it per source; the files are part of the
+        installed package and do not change under a running process)."""
+        if name not in self._versions:
+            source = (self.directory / f"{name}.j2").read_bytes()
+            self._versions[name] = hashlib.sha256(source).hexdigest()[:12]
+        return self._versions[name]
