@@ -1,5 +1,4 @@
 import json
-import time
 from datetime import UTC, datetime
 
 from wiki import (
@@ -61,7 +60,7 @@ def test_sources_upsert_and_read_back(kb):
     conn.close()
 
 
-def test_all_sources_is_one_query_and_fast(kb):
+def test_all_sources_is_one_query(kb):
     conn = open_state(kb)
     with conn:
         for i in range(1000):
@@ -75,15 +74,10 @@ def test_all_sources_is_one_query_and_fast(kb):
             )
     statements = []
     conn.set_trace_callback(statements.append)
-
-    start = time.perf_counter()
     sources = all_sources(conn)
-    elapsed = time.perf_counter() - start
-
     conn.set_trace_callback(None)
     assert len(sources) == 1000 and sources["/notes/7.md"]["checksum"] == "7"
     assert statements == ["SELECT * FROM sources"]
-    assert elapsed < 0.2
     conn.close()
 
 
