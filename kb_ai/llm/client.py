@@ -93,7 +93,7 @@ class LLMClient:
         request = self._request(messages, stage, max_tokens, None)
         key = self._key(request, None, None)
         started = time.monotonic()
-        hit = self._store.get(key)
+        hit = await self._store.lookup(key)
         if hit is not None:
             self._log_hit(stage, started)
             yield hit.text
@@ -137,12 +137,9 @@ class LLMClient:
             break
         self._succeed()
         duration = time.monotonic() - started
-        usage = self._paid(raw, stage, duration)
-        if raw.text.strip() and raw.finish_reason != "length":
-            self._store.put(
-                key,
-                CachedReply(raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens),
-            )
+        reply = CachedReply(raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens)
+        complete = raw.text.strip() and raw.finish_reason != "length"
+        usage = self._paid(raw, stage, duration, cache=(key, reply) if complete else None)
         yield Completion(raw.text, None, self.model, usage, False, raw.finish_reason, duration)
 
     # -- structured output ------------------------------------------------------------
@@ -177,7 +174,7 @@ class LLMClient:
         request = self._request(sent, stage, max_tokens, response_format)
         key = self._key(request, schema, mode)
         started = time.monotonic()
-        hit = self._store.get(key)
+        hit = await self._store.lookup(key)
         if hit is not None:
             data = parse_reply(hit.text, schema, finish_reason=hit.finish_reason, model=self.model)
             self._log_hit(stage, started)
@@ -189,10 +186,8 @@ class LLMClient:
         except LLMOutputError as exc:
             self._paid(raw, stage, duration, error=exc)
             raise
-        usage = self._paid(raw, stage, duration)
-        self._store.put(
-            key, CachedReply(raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens)
-        )
+        reply = CachedReply(raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens)
+        usage = self._paid(raw, stage, duration, cache=(key, reply))
         return Completion(raw.text, data, self.model, usage, False, raw.finish_reason, duration)
 
     async def _send(self, request: Request, stage: str, started: float) -> RawReply:
@@ -255,7 +250,7 @@ class LLMClient:
         if exc.status not in REQUEST_FAULT_STATUSES:
             self._failures += 1
             self._last_error = exc
-        self._store.log(
+        self._store.record(
             CallRecord(
                 stage,
                 self.model,
@@ -299,11 +294,17 @@ class LLMClient:
         )
 
     def _paid(
-        self, raw: RawReply, stage: str, duration: float, error: LLMError | None = None
+        self,
+        raw: RawReply,
+        stage: str,
+        duration: float,
+        error: LLMError | None = None,
+        cache: tuple[str, CachedReply] | None = None,
     ) -> Usage:
+        """Count and log a call the model answered; ``cache`` its reply if given."""
         usage = Usage(1, raw.prompt_tokens, raw.completion_tokens, raw.cost_usd)
         self.usage = self.usage + usage
-        self._store.log(
+        self._store.record(
             CallRecord(
                 stage,
                 self.model,
@@ -314,12 +315,13 @@ class LLMClient:
                 cached=False,
                 ok=error is None,
                 error=_describe(error) if error else None,
-            )
+            ),
+            cache,
         )
         return usage
 
     def _log_hit(self, stage: str, started: float) -> None:
-        self._store.log(
+        self._store.record(
             CallRecord(stage, self.model, duration_s=time.monotonic() - started, cached=True)
         )
 
@@ -330,7 +332,7 @@ class LLMClient:
 
     async def aclose(self) -> None:
         await self._transport.aclose()
-        self._store.close()
+        await self._store.aclose()
 
     async def __aenter__(self) -> LLMClient:
         return self
