@@ -86,3 +86,40 @@ class _Cancelled:
 
 
 CANCELLED = _Cancelled()
+
+
+class Stager:
+    """Stages files in git in the background while a run goes on, one ``git add`` at a
+    time (two at once would fight over git's index), so that the commit at its end
+    finds most objects written. Staging is best effort: the commit stages everything."""
+
+    def __init__(self, stage: Callable[[list[str]], None]) -> None:
+        self._stage = stage
+        self._pending: list[str] = []
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task | None = None
+
+    def add(self, *paths: str) -> None:
+        self._pending.extend(paths)
+        self._wake.set()
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            if batch:
+                with suppress(Exception):  # best effort, see above
+                    await run_io(self._stage, batch)
+            if self._closing and not self._pending:
+                return
+
+    async def close(self) -> None:
+        """Wait until everything added so far is staged (or failed to be)."""
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.shield(self._task)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
 
-from compiler._tasks import CANCELLED, Interruptible, run_io
+from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
@@ -272,17 +272,18 @@ class Compiler:
         plan = self._plan(work, existing_paths)
         if self.interrupted:
             plan = {}
-        # Every raw copy and extraction of the run is on disk: git hashes them while the
-        # model writes the articles, instead of after the last one.
-        staging = asyncio.ensure_future(run_io(stage_ahead, self.kb, ("raw", "extraction")))
+        # Every raw copy and extraction of the run is on disk, and each article is once
+        # written: git hashes them while the model writes the rest, not after the last.
+        stager = Stager(partial(stage_ahead, self.kb))
+        stager.add("raw", "extraction")
         try:
-            written, article_errors = await self._write_articles(llm, plan, result)
+            written, article_errors = await self._write_articles(llm, plan, result, stager)
         finally:
-            await staging  # before the commit: two `git add` at once would fight over the index
+            await stager.close()  # before the commit, which stages too
         await self._finish(work, plan, written, article_errors, result)
 
     async def _write_articles(
-        self, llm: LLM, plan: dict, result: CompileResult
+        self, llm: LLM, plan: dict, result: CompileResult, stager: Stager
     ) -> tuple[dict[str, Article], dict[str, str]]:
         """Write every planned article; returns the paths stored and the errors by path."""
         self.progress("stage", name="write", total=len(plan))
@@ -308,6 +309,7 @@ class Compiler:
                 written[path] = store_article(self.kb, article)
 
             await run_io(store)
+            stager.add(path)
             self.progress("advance", name="write")
 
         items = list(plan.items())
@@ -503,7 +505,7 @@ class Compiler:
 
     def _update_search(self, written: dict[str, Article]) -> None:
         with closing(open_state(self.kb)) as conn:
-            refresh_search_index(self.kb, conn, sorted(written))
+            refresh_search_index(self.kb, conn, sorted(written), written)
 
     def _log(self, result: CompileResult) -> None:
         lines = [

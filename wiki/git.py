@@ -31,11 +31,13 @@ def git(kb: KnowledgeBase, *args: str) -> str:
 
 
 def _run(
-    kb: KnowledgeBase, args: tuple[str, ...], check: bool = True
+    kb: KnowledgeBase, args: tuple[str, ...], check: bool = True, stdin: str | None = None
 ) -> subprocess.CompletedProcess:
     command = ["git", *_identity_args(str(kb.root), *_identity_env()), *args]
     try:
-        proc = subprocess.run(command, cwd=kb.root, capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            command, cwd=kb.root, input=stdin, capture_output=True, text=True, check=False
+        )
     except FileNotFoundError as exc:
         raise KbAiError(
             "git is not installed", hint="install git; kb-ai keeps its history in it"
@@ -93,13 +95,14 @@ def commit_all(kb: KnowledgeBase, message: str) -> str | None:
     return _commit_staged(kb, message)
 
 
-def stage_ahead(kb: KnowledgeBase, parts: tuple[str, ...]) -> None:
-    """Stage what changed under ``parts`` now, so that the commit at the end of a run has
-    less to hash. Best effort: :func:`commit_all` stages everything again and reports
-    what fails."""
-    present = [p for p in parts if p in VERSIONED and (kb.root / p).exists()]
+def stage_ahead(kb: KnowledgeBase, paths: list[str]) -> None:
+    """Stage ``paths`` (KB-relative, inside the versioned parts) now, so that the commit
+    at the end of a run has less to hash. Best effort: :func:`commit_all` stages
+    everything again and reports what fails."""
+    present = [p for p in paths if p.split("/", 1)[0] in VERSIONED and (kb.root / p).exists()]
     if present:
-        _run(kb, ("add", "-A", "--", *present), check=False)
+        spec = "\0".join(present)
+        _run(kb, ("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"), False, spec)
 
 
 def commit_paths(kb: KnowledgeBase, message: str, paths: list[str]) -> str | None:

@@ -57,3 +57,18 @@ def test_show_diff_of_an_unknown_commit(kb):
 def test_git_failures_carry_gits_message(kb):
     with pytest.raises(KbAiError, match="not-a-command"):
         git(kb, "not-a-command")
+
+
+def test_stage_ahead_stages_versioned_paths_only_and_the_commit_takes_them(kb):
+    from wiki.git import stage_ahead
+
+    (kb.root / "raw" / "a.md").write_text("a\n")
+    (kb.root / "wiki" / "t").mkdir(parents=True)
+    (kb.root / "wiki" / "t" / "b.md").write_text("b\n")
+    (kb.root / "notes.txt").write_text("the user's own file\n")
+    stage_ahead(kb, ["raw", "wiki/t/b.md", "notes.txt", "wiki/t/missing.md"])
+    staged = git(kb, "diff", "--cached", "--name-only").split()
+    assert staged == ["raw/a.md", "wiki/t/b.md"]
+    commit_all(kb, "run")
+    assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == staged
+    assert "notes.txt" in git(kb, "status", "--porcelain")
