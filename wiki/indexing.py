@@ -7,7 +7,7 @@ its ~200 shortlisted articles by key, instead of parsing a master index of tens 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from wiki.articles import Article, list_articles, read_article
 from wiki.catalog import entry_for, format_entry
@@ -50,22 +50,29 @@ def _store_lines(
 
 
 def refresh_search_index(
-    kb: KnowledgeBase, conn: sqlite3.Connection, changed: Iterable[str] = ()
+    kb: KnowledgeBase,
+    conn: sqlite3.Connection,
+    changed: Iterable[str] = (),
+    articles: Mapping[str, Article] | None = None,
 ) -> SearchIndex:
-    """Index the changed articles; rebuild from disk when the index and the wiki disagree
-    on how many articles there are (a new index, or articles added or deleted by hand)."""
+    """Index the ``changed`` articles (taken from ``articles`` when there, else read).
+
+    Rebuilds from disk when the index does not cover every other article on disk, or
+    covers articles that are gone: a new index, articles added or deleted by hand."""
     index = SearchIndex(conn)
-    paths = list_articles(kb)
+    given = articles or {}
+    changed = list(changed)
+    on_disk = set(list_articles(kb))
     apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
-    lines = conn.execute("SELECT count(*) FROM catalog_lines").fetchone()[0]
-    if index.count() != len(paths) or lines != len(paths):
-        articles = [read_article(kb, p) for p in paths]
-        index.sync(search_doc(a) for a in articles)
-        _store_lines(conn, articles, replace_all=True)
+    indexed = {row[0] for row in conn.execute("SELECT path FROM catalog_lines")}
+    if index.count() != len(indexed) or indexed - on_disk or on_disk - indexed - set(changed):
+        docs = [given.get(p) or read_article(kb, p) for p in sorted(on_disk)]
+        index.sync(search_doc(a) for a in docs)
+        _store_lines(conn, docs, replace_all=True)
     else:
-        articles = [read_article(kb, p) for p in changed]
-        index.upsert(search_doc(a) for a in articles)
-        _store_lines(conn, articles, replace_all=False)
+        docs = [given.get(p) or read_article(kb, p) for p in changed]
+        index.upsert(search_doc(a) for a in docs)
+        _store_lines(conn, docs, replace_all=False)
     return index
 
 
