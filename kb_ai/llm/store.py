@@ -118,6 +118,8 @@ class CallStore:
         self._memory: dict[str, CachedReply] = {}
         self._connection: sqlite3.Connection | None = None
         self._thread: ThreadPoolExecutor | None = None
+        if db_path is not None:  # connect while the caller prepares its first call
+            self._submit(self._conn).add_done_callback(_report_failure)
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future:
         if self._thread is None:
