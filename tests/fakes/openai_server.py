@@ -36,7 +36,10 @@ class Reply:
 
     content: str = ""
     status: int = 200
-    delay: float = 0.0  # seconds before answering (before the first byte)
+    # Seconds from the request's arrival (its headers read) to the answer's first byte:
+    # the fake's own reading, parsing and responding happen within it, so a benchmark
+    # charges the client only for what the client does.
+    delay: float = 0.0
     finish_reason: str = "stop"
     body: str | None = None  # raw body to send instead of the generated one
     drop: bool = False  # close the connection without answering
@@ -65,6 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        arrived = time.monotonic()
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         path = self.path
@@ -81,10 +85,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fake = self.server.fake
         reply = fake._take(request)
+        plain = reply.status == 200 and reply.body is None and not request.get("stream")
+        completion = json.dumps(self._completion(request, reply)) if plain else ""
         fake._enter()
         try:
             if reply.delay:
-                time.sleep(reply.delay)
+                time.sleep(max(0.0, reply.delay - (time.monotonic() - arrived)))
             if reply.drop:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -105,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
             elif request.get("stream"):
                 self._stream(request, reply)
             else:
-                self._send(200, json.dumps(self._completion(request, reply)))
+                self._send(200, completion)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         finally:
