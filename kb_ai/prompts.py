@@ -37,6 +37,9 @@ class PromptLibrary:
             keep_trailing_newline=False,
             trim_blocks=True,
             lstrip_blocks=True,
+            # The prompt files ship with the package: no stat per render to see if
+            # they changed (each was a GIL hand-off on the compile's event loop).
+            auto_reload=False,
         )
         env.filters["tojson"] = _tojson
         return env

@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -118,6 +119,9 @@ class CallStore:
         self._memory: dict[str, CachedReply] = {}
         self._connection: sqlite3.Connection | None = None
         self._thread: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._pending: list[tuple[CallRecord, tuple[str, CachedReply] | None]] = []
+        self._flush_queued = False
         if db_path is not None:  # connect while the caller prepares its first call
             self._submit(self._conn).add_done_callback(_report_failure)
 
@@ -133,17 +137,32 @@ class CallStore:
         return await asyncio.wrap_future(self._submit(self.get, key))
 
     def record(self, call: CallRecord, cache: tuple[str, CachedReply] | None = None) -> None:
-        """Log ``call`` (and cache a reply) in the store's thread; returns at once."""
+        """Log ``call`` (and cache a reply) in the store's thread; returns at once.
+
+        Records made while the thread is busy are written together, in one transaction."""
         if self.db_path is None:
             if cache is not None:
                 self._memory[cache[0]] = cache[1]
             return
-        self._submit(self._record, call, cache).add_done_callback(_report_failure)
+        with self._lock:
+            self._pending.append((call, cache))
+            if self._flush_queued:
+                return
+            self._flush_queued = True
+        self._submit(self._flush).add_done_callback(_report_failure)
 
-    def _record(self, call: CallRecord, cache: tuple[str, CachedReply] | None) -> None:
-        if cache is not None:
-            self.put(*cache)
-        self.log(call)
+    def _flush(self) -> None:
+        # Queued before any lookup submitted after the record: a lookup sees every put.
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self._flush_queued = False
+        if not batch:
+            return
+        with self._conn() as conn:
+            for call, cache in batch:
+                if cache is not None:
+                    self._insert_cache(conn, *cache)
+                self._insert_call(conn, call)
 
     async def aclose(self) -> None:
         """Write what is pending, then close (the store opens again if used again)."""
@@ -161,6 +180,8 @@ class CallStore:
         return self._connection
 
     def close(self) -> None:
+        if self._pending:
+            self._flush()
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -184,39 +205,47 @@ class CallStore:
             self._memory[key] = reply
             return
         with self._conn() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO llm_cache (key, text, finish_reason, prompt_tokens, "
-                "completion_tokens, created) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    reply.text,
-                    reply.finish_reason,
-                    reply.prompt_tokens,
-                    reply.completion_tokens,
-                    time.time(),
-                ),
-            )
+            self._insert_cache(conn, key, reply)
 
     def log(self, record: CallRecord) -> None:
         if self.db_path is None:
             return
         with self._conn() as conn:
-            conn.execute(
-                "INSERT INTO llm_calls (ts, stage, model, prompt_tokens, completion_tokens, "
-                "cost_usd, duration_s, cached, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    time.time(),
-                    record.stage,
-                    record.model,
-                    record.prompt_tokens,
-                    record.completion_tokens,
-                    record.cost_usd,
-                    record.duration_s,
-                    int(record.cached),
-                    int(record.ok),
-                    record.error,
-                ),
-            )
+            self._insert_call(conn, record)
+
+    @staticmethod
+    def _insert_cache(conn: sqlite3.Connection, key: str, reply: CachedReply) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO llm_cache (key, text, finish_reason, prompt_tokens, "
+            "completion_tokens, created) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                reply.text,
+                reply.finish_reason,
+                reply.prompt_tokens,
+                reply.completion_tokens,
+                time.time(),
+            ),
+        )
+
+    @staticmethod
+    def _insert_call(conn: sqlite3.Connection, record: CallRecord) -> None:
+        conn.execute(
+            "INSERT INTO llm_calls (ts, stage, model, prompt_tokens, completion_tokens, "
+            "cost_usd, duration_s, cached, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                time.time(),
+                record.stage,
+                record.model,
+                record.prompt_tokens,
+                record.completion_tokens,
+                record.cost_usd,
+                record.duration_s,
+                int(record.cached),
+                int(record.ok),
+                record.error,
+            ),
+        )
 
 
 def _report_failure(future: Future) -> None:
