@@ -107,18 +107,17 @@ class Stager:
             self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
-        while True:
+        while not self._closing:
             await self._wake.wait()
             self._wake.clear()
             batch, self._pending = self._pending, []
-            if batch:
+            if batch and not self._closing:
                 with suppress(Exception):  # best effort, see above
                     await run_io(self._stage, batch)
-            if self._closing and not self._pending:
-                return
 
     async def close(self) -> None:
-        """Wait until everything added so far is staged (or failed to be)."""
+        """Stop: wait for a ``git add`` under way (the commit would wait for git's index
+        anyway); what is still pending is left to the commit, which stages everything."""
         self._closing = True
         self._wake.set()
         if self._task is not None:

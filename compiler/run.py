@@ -207,8 +207,7 @@ class Compiler:
             finally:
                 self._tasks.remove_handler()
                 lock.release()
-                if self._llm is not None and hasattr(self._llm, "aclose"):
-                    await self._llm.aclose()
+                await self._close_llm()
             if self._llm is not None:
                 result.usage = self._llm.usage
         result.interrupted = self.interrupted
@@ -280,7 +279,17 @@ class Compiler:
             written, article_errors = await self._write_articles(llm, plan, result, stager)
         finally:
             await stager.close()  # before the commit, which stages too
-        await self._finish(work, plan, written, article_errors, result)
+        # Nothing more to ask the model: its connections and call log close meanwhile.
+        closed = asyncio.ensure_future(self._close_llm())
+        try:
+            await self._finish(work, plan, written, article_errors, result)
+        finally:
+            await closed
+
+    async def _close_llm(self) -> None:
+        """Close the client (it may be asked to close again: closing twice is harmless)."""
+        if self._llm is not None and hasattr(self._llm, "aclose"):
+            await self._llm.aclose()
 
     async def _write_articles(
         self, llm: LLM, plan: dict, result: CompileResult, stager: Stager
