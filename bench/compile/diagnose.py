@@ -2,8 +2,8 @@
 
     python -m bench.compile.diagnose [--delay 0.2] [--concurrency 16] [--profile FILE]
 
-Variants: the LLM transport (litellm, as the CLI uses, or the plain httpx one of
-``transport = "http"``) x where the LLM client keeps its response cache and call
+Variants: the LLM transport (litellm, which hosted providers go through, or the plain
+aiohttp one the CLI uses for an OpenAI-compatible endpoint, ``transport = "http"``) x where the LLM client keeps its response cache and call
 log (state.db, as the CLI does, or memory: ``db_path=None``) x where the fake server
 runs (a thread of this process, sharing its GIL, or a separate process). Prints the
 median wall time of --repeats runs, efficiency and the overhead per round
@@ -111,8 +111,9 @@ def _category(key: tuple) -> str:
 
 
 def loop_breakdown(delay: float, concurrency: int = 16) -> tuple[float, float, int, list]:
-    """One CLI-like compile (litellm, state.db, server thread) under cProfile: the event
-    loop thread's time by category. Returns (wall, loop thread CPU, calls, rows)."""
+    """One CLI-like compile (the default transport, state.db, server thread) under
+    cProfile: the event loop thread's time by category. Returns (wall, loop thread CPU,
+    calls, rows)."""
     from collections import Counter
 
     from compiler import Compiler
@@ -143,8 +144,8 @@ def loop_breakdown(delay: float, concurrency: int = 16) -> tuple[float, float, i
 
 
 def store_costs(n: int = 200) -> dict[str, float]:
-    """Milliseconds per CallStore operation on a fresh state.db on this disk (each opens
-    and closes its own connection, as the client does on every call)."""
+    """Milliseconds per CallStore operation on a fresh state.db on this disk (one
+    connection kept open, as the client's store thread does)."""
     from kb_ai.llm.store import CachedReply, CallRecord, CallStore
 
     work = Path(tempfile.mkdtemp(prefix="kb-bench-store-"))
@@ -162,18 +163,7 @@ def store_costs(n: int = 200) -> dict[str, float]:
             for i in range(n):
                 op(i)
             out[name] = (time.perf_counter() - t0) / n * 1000
-        import sqlite3
-
-        conn = sqlite3.connect(work / "state.db")
-        t0 = time.perf_counter()
-        for i in range(n):
-            with conn:
-                conn.execute(
-                    "INSERT OR REPLACE INTO llm_cache (key, text, created) VALUES (?, ?, 0)",
-                    (f"j{i}", text),
-                )
-        out["put_one_connection"] = (time.perf_counter() - t0) / n * 1000
-        conn.close()
+        store.close()
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -32,7 +32,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,6 +86,88 @@ def widen_backlog(server: FakeOpenAIServer, backlog: int = 128) -> None:
     after about 1 s, which the bench would count against the compiler. Listening again
     on the bound socket raises the backlog."""
     server._httpd.socket.listen(backlog)
+
+
+class FakeModelProcess:
+    """The fake model (FakeOpenAIServer + DelayedResponder) in a process of its own, as a
+    model server is. In a thread of the bench it shares the compiler's GIL: its request
+    handling then holds up the compiler's event loop, a cost no real deployment pays
+    (bench.compile.diagnose compares both). Offers what the bench uses of both objects:
+    base_url, delay, max_in_flight, mark() and since(); arrival times are
+    time.monotonic(), which is one clock for every process on Linux."""
+
+    def __init__(self, delay: float, backlog: int = 128) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve_fake, args=(child, delay, backlog), daemon=True)
+        self._proc.start()
+        self.base_url: str = self._conn.recv()
+        self._delay = delay
+
+    def _ask(self, *command: Any) -> Any:
+        self._conn.send(command)
+        return self._conn.recv()
+
+    @property
+    def delay(self) -> float:
+        return self._delay
+
+    @delay.setter
+    def delay(self, value: float) -> None:
+        self._delay = self._ask("delay", value)
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._ask("max_in_flight")
+
+    @max_in_flight.setter
+    def max_in_flight(self, value: int) -> None:
+        self._ask("set_max_in_flight", value)
+
+    def mark(self) -> int:
+        return self._ask("mark")
+
+    def since(self, mark: int) -> list[tuple[float, str, int]]:
+        return self._ask("since", mark)
+
+    def close(self) -> None:
+        if self._proc.is_alive():
+            self._ask("stop")
+        self._proc.join(timeout=10)
+
+    def __enter__(self) -> FakeModelProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _serve_fake(conn: Any, delay: float, backlog: int) -> None:
+    """The fake model's process: serve, and answer the bench's questions on ``conn``."""
+    responder = DelayedResponder(delay)
+    with FakeOpenAIServer(responder) as server:
+        if backlog:
+            widen_backlog(server, backlog)
+        conn.send(server.base_url)
+        while True:
+            command, *args = conn.recv()
+            if command == "stop":
+                conn.send(None)
+                return
+            if command == "delay":
+                responder.delay = args[0]
+                conn.send(responder.delay)
+            elif command == "max_in_flight":
+                conn.send(server.max_in_flight)
+            elif command == "set_max_in_flight":
+                server.max_in_flight = args[0]
+                conn.send(None)
+            elif command == "mark":
+                conn.send(responder.mark())
+            elif command == "since":
+                conn.send(responder.since(args[0]))
 
 
 def listen_overflows() -> int:
@@ -482,8 +565,16 @@ def render(
         f"{args.runs} runs, with the range shown.",
         "",
         "Setup: the fake OpenAI-compatible server of tests/fakes (real HTTP on loopback, "
-        "TCP_NODELAY) in a thread of the bench process, answering every stage with "
-        f"kb_responder's JSON after a fixed **{args.delay:g} s** per call. The pipeline and "
+        "TCP_NODELAY) "
+        + (
+            "in a process of its own, as a model server runs (in a thread of the bench it "
+            "shares the compiler's GIL; the diagnosis below compares both), "
+            if args.fake_in == "process"
+            else "in a thread of the bench process (sharing the compiler's GIL), "
+        )
+        + "answering every stage with kb_responder's JSON after a fixed "
+        f"**{args.delay:g} s** per call, counted from the request's arrival (the fake's own "
+        "parsing and answering happen within it). The pipeline and "
         "the LLM client are the ones the CLI uses (`Compiler` with the default `open_llm`: "
         "for an OpenAI-compatible server the plain-HTTP transport, with the response cache "
         "and call log in state.db; the litellm transport, which hosted providers use, is "
@@ -624,8 +715,9 @@ def render(
             "### Diagnosis: where the time beyond the model goes",
             "",
             f"The same {runs[0].docs} records at {top} in flight, {args.delay:g} s per call, "
-            f"median of {args.runs} runs per variant: the LLM transport (litellm as the CLI "
-            "used to, or the plain httpx transport it uses now: `transport = 'http'`) x where the "
+            f"median of {args.runs} runs per variant: the LLM transport (litellm, which hosted "
+            "providers go through, or the plain aiohttp transport the CLI uses for an "
+            "OpenAI-compatible endpoint: `transport = 'http'`) x where the "
             "client keeps its response cache and call log (state.db as the CLI does, or "
             "memory: `db_path=None`) x where the fake server runs (a thread of the bench "
             "process, sharing its GIL, or a process of its own). Overhead per round = "
@@ -633,14 +725,13 @@ def render(
             "",
             *variant_table(rows, args.delay, top),
             "",
-            "Cost of one response-cache / call-log operation on this disk (`CallStore`, which "
-            "opens and closes a SQLite connection per operation, on the event loop thread): "
-            f"get {costs['get']:.1f} ms, put {costs['put']:.1f} ms, log {costs['log']:.1f} ms; "
-            f"the same put on one connection kept open: {costs['put_one_connection']:.2f} ms. "
-            "Every model call does a get, a put and a log.",
+            "Cost of one response-cache / call-log operation on this disk (`CallStore`, one "
+            f"connection kept open): get {costs['get']:.2f} ms, put {costs['put']:.2f} ms, log "
+            f"{costs['log']:.2f} ms. Every model call does a get, a put and a log, in the "
+            "store's own thread: the event loop awaits the get and never waits for the writes.",
             "",
-            f"The event loop thread's time in one CLI-like run (litellm, state.db, server in "
-            f"a thread; {top} in flight, {args.delay:g} s per call) under cProfile, by "
+            f"The event loop thread's time in one CLI-like run (the default transport, state.db, "
+            f"server in a thread; {top} in flight, {args.delay:g} s per call) under cProfile, by "
             f"category (tottime): wall {p_wall:.2f} s (profiler included), CPU time of the "
             f"loop thread {p_cpu:.2f} s, {p_calls} calls. Everything but the first row "
             "blocks the loop: while it runs, no reply is taken in and no request is sent.",
@@ -694,6 +785,20 @@ def describe(run: Run) -> str:
     )
 
 
+@contextmanager
+def fake_model(args: argparse.Namespace) -> Iterator[tuple[Any, Any]]:
+    """(server, responder) of the fake model, where --fake-in says it runs."""
+    if args.fake_in == "process":
+        with FakeModelProcess(args.delay, args.fake_backlog) as fake:
+            yield fake, fake
+        return
+    responder = DelayedResponder(args.delay)
+    with FakeOpenAIServer(responder) as server:
+        if args.fake_backlog:
+            widen_backlog(server, args.fake_backlog)
+        yield server, responder
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -737,6 +842,13 @@ def main(argv: list[str] | None = None) -> None:
         help="listen backlog of the fake server (0: leave its default of 5)",
     )
     parser.add_argument(
+        "--fake-in",
+        choices=("process", "thread"),
+        default="process",
+        help="where the fake model runs: a process of its own, as a model server does "
+        "(default), or a thread of the bench, sharing the compiler's GIL",
+    )
+    parser.add_argument(
         "--diagnose",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -772,12 +884,12 @@ def main(argv: list[str] | None = None) -> None:
     warmup_s = time.monotonic() - t0
 
     work = Path(tempfile.mkdtemp(prefix="kb-bench-compile-"))
-    responder = DelayedResponder(args.delay)
     diagnosis = None
     try:
-        with FakeOpenAIServer(responder) as server:
-            if args.fake_backlog:
-                widen_backlog(server, args.fake_backlog)
+        with fake_model(args) as fake:
+            # One object plays both parts in the process variant; the thread variant
+            # hands out the server and its responder.
+            server, responder = fake
             corpus = adr_files(args.adr_dir)
             if args.synthetic:
                 corpus += synthetic_notes(work / "synthetic", args.synthetic)
