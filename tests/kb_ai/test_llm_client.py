@@ -315,6 +315,17 @@ def test_an_identical_request_is_served_from_the_cache(server, settings, transpo
     assert totals["prompt_tokens"] == paid.usage.prompt_tokens
 
 
+def test_a_cache_too_large_to_hold_its_keys_is_still_used(server, settings, tmp_path, monkeypatch):
+    import kb_ai.llm.store
+
+    monkeypatch.setattr(kb_ai.llm.store, "KNOWN_KEYS_MAX", 0)  # every lookup asks SQLite
+    server.queue('{"paths": ["a.md"]}')
+    db = tmp_path / "state.db"
+    paid, _ = run(settings, "fast", select(PATHS), db_path=db)
+    again, _ = run(settings, "fast", select(PATHS), db_path=db)
+    assert again.cached and again.data == paid.data and len(server.requests) == 1
+
+
 def test_without_a_db_the_cache_lives_in_memory_only(server, settings):
     async def twice(llm):
         return [await llm.complete(ASK, stage="select") for _ in range(2)]
