@@ -8,7 +8,8 @@ Two things are removed from every source's text before it goes anywhere:
   and shape (OpenAI, Anthropic, GitHub, AWS, Slack, Google, Stripe, Hugging Face, npm),
   JWTs, ``Authorization:`` / ``Bearer`` credentials, PEM private key blocks, the
   password of ``scheme://user:password@host``, and literal values assigned to names
-  like ``password``, ``api_key``, ``secret`` or ``token``.
+  like ``password``, ``api_key``, ``secret`` or ``token`` (also across a type
+  annotation: ``password: str = "..."``).
 
 The patterns aim at few false positives: ordinary prose, git SHAs, UUIDs, base64 in code
 and code that merely *names* a secret (``password = getpass()``,
@@ -74,6 +75,12 @@ _ASSIGN_QUOTED = re.compile(
     r"(\"|')([^\"'\n]{4,200})(\3)",
     re.I,
 )
+# name: Type = "literal" (a Python or TypeScript annotation between name and value)
+_ASSIGN_ANNOTATED = re.compile(
+    r"(?<![A-Za-z0-9])(" + _SECRET_NAME + r")(\s*:\s*[A-Za-z_][\w.\[\], |]{0,60}?\s*=(?!=)\s*)"
+    r"(\"|')([^\"'\n]{4,200})(\3)",
+    re.I,
+)
 # name=value / name: value, unquoted (env files, YAML, INI, command lines)
 _ASSIGN_BARE = re.compile(
     r"(?<![A-Za-z0-9\"'])(" + _SECRET_NAME + r")(\s*(?<![=!<>])(?:=|:)(?!=)[ \t]*)"
@@ -116,6 +123,7 @@ def redact(text: str) -> tuple[str, int]:
     text = sub(_BEARER, _keep_prefix, text)
     text = sub(_URL_PASSWORD, _url_password, text)
     text = sub(_ASSIGN_QUOTED, _quoted, text)
+    text = sub(_ASSIGN_ANNOTATED, _quoted, text)
     text = sub(_ASSIGN_BARE, _bare, text)
     text = sub(_FLAG, _keep_prefix, text)
     return text, count
@@ -151,6 +159,8 @@ def _bare(m: re.Match[str]) -> str:
     name, op, value = m.group(1), m.group(2), m.group(3)
     if _PLACEHOLDER.match(value) or _CODE_LIKE.match(value):
         return m.group(0)
+    if re.match(r"\[|[ \t]*=(?!=)", m.string[m.end() :]):
+        return m.group(0)  # a type annotation ("TOKEN: Final[str] = ..."), not a value
     env_style = name.isupper() or name.startswith(("-", "."))
     literal = bool(re.search(r"[0-9!@#%^&*+/=~]", value))
     if not (env_style or literal):

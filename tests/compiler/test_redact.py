@@ -54,6 +54,9 @@ def test_each_kind_of_key_is_redacted_wherever_it_appears(kind):
             "wJalrXUtnFEMI",
         ),
         ("mysql --password=pa55word -u root", "--password=", "pa55word"),
+        ('password: str = "hunter2!"', 'password: str = "', "hunter2!"),
+        ("API_TOKEN: Final[str] = 'tok-91b2c3d4e5'", "API_TOKEN: Final[str] = '", "tok-91b2c3d4e5"),
+        ('const apiKey: string = "k3y-v4lue-123";', "apiKey: string = ", "k3y-v4lue-123"),
     ],
 )
 def test_secret_assignments_and_headers_keep_their_name_and_lose_their_value(text, kept, gone):
@@ -119,6 +122,8 @@ if token == "EOF":
     connect(user=user, password=password)
 secret_key = settings.SECRET_KEY
 api_key: str | None = None
+password: str = getpass.getpass()
+token: Optional[str] = "EOF"
 headers = {"Authorization": f"Bearer {token}"}
 ```
 
