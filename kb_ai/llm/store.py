@@ -24,8 +24,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-#: Up to this many cached keys are held in memory to answer misses without SQLite.
-KNOWN_KEYS_MAX = 200_000
+#: Up to this many cached keys are held in memory to answer misses without SQLite
+#: (reading 50,000 takes ~50 ms, in a thread of its own).
+KNOWN_KEYS_MAX = 50_000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_calls (
@@ -116,9 +117,9 @@ class CallStore:
     per call with 16 in flight). Records are written in order, soon after the call; a
     failed write is logged, never turned into a failed model call.
 
-    Misses cost no trip to that thread: it reads the set of cached keys when it connects
-    (up to ``KNOWN_KEYS_MAX``), and a key neither in it nor cached since is answered
-    at once. With 16 calls starting together the trips queued behind each other and
+    Misses cost no trip to that thread: another thread reads the set of cached keys
+    when the store opens (up to ``KNOWN_KEYS_MAX``), and from then on a key neither in it
+    nor cached since is answered at once. With 16 calls starting together the trips queued behind each other and
     behind the event loop for the GIL: the last of them waited ~14 ms. A reply cached
     meanwhile by another process is not seen by this client; it pays for that call.
     """
@@ -134,11 +135,19 @@ class CallStore:
         self._known: set[str] | None = None  # keys in llm_cache when the thread connected
         self._recorded: set[str] = set()  # keys this store cached since
         if db_path is not None:  # connect while the caller prepares its first call
-            self._submit(self._load_known).add_done_callback(_report_failure)
+            self._submit(self._conn).add_done_callback(_report_failure)
+            # On a connection of its own: lookups meanwhile go through the store's thread.
+            threading.Thread(target=self._load_known, name="kb-ai-store-keys", daemon=True).start()
 
     def _load_known(self) -> None:
-        rows = self._conn().execute("SELECT key FROM llm_cache LIMIT ?", (KNOWN_KEYS_MAX + 1,))
-        keys = {row[0] for row in rows}
+        assert self.db_path is not None
+        try:
+            with closing(_connect(self.db_path)) as conn:
+                rows = conn.execute("SELECT key FROM llm_cache LIMIT ?", (KNOWN_KEYS_MAX + 1,))
+                keys = {row[0] for row in rows}
+        except sqlite3.Error as exc:
+            log.warning("could not read the response cache's keys: %s", exc)
+            return
         self._known = keys if len(keys) <= KNOWN_KEYS_MAX else None
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future:
