@@ -75,6 +75,11 @@ class Settings:
     breaker_threshold: int = _setting(
         5, "Consecutive failed calls after which the endpoint is treated as down for the run."
     )
+    breaker_cooldown: float = _setting(
+        30.0,
+        "Seconds the endpoint is treated as down before one call may try it again (a "
+        "long-lived server or MCP client recovers when the model comes back); 0: never.",
+    )
     timeout_extract: float = _setting(DEFAULT_TIMEOUTS["extract"], "Seconds per extract call.")
     timeout_classify: float = _setting(DEFAULT_TIMEOUTS["classify"], "Seconds per classify call.")
     timeout_write: float = _setting(DEFAULT_TIMEOUTS["write"], "Seconds per write call.")

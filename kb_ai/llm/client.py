@@ -51,6 +51,7 @@ class LLMClient:
         self._mode: str | None = None
         self._failures = 0
         self._last_error: LLMError | None = None
+        self._open_since = 0.0  # when the breaker last opened, or let a trial call through
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     # -- the protocol -----------------------------------------------------------------
@@ -192,10 +193,11 @@ class LLMClient:
 
     async def _send(self, request: Request, stage: str, started: float) -> RawReply:
         for attempt in range(self.settings.max_retries + 1):
-            self._check_breaker()
+            trial = self._check_breaker()
             try:
                 async with self._slot():
-                    self._check_breaker()
+                    if not trial:  # it may have opened while this call waited for a slot
+                        self._check_breaker()
                     try:
                         async with asyncio.timeout(request.timeout):
                             raw = await self._transport.send(request)
@@ -234,9 +236,18 @@ class LLMClient:
 
     # -- circuit breaker ----------------------------------------------------------------
 
-    def _check_breaker(self) -> None:
+    def _check_breaker(self) -> bool:
+        """Raise CircuitOpenError while the endpoint is treated as down; True when this
+        call is the one let through to try it again after the cooldown."""
         threshold = self.settings.breaker_threshold
         if threshold > 0 and self._failures >= threshold:
+            cooldown = self.settings.breaker_cooldown
+            now = time.monotonic()
+            if cooldown > 0 and now - self._open_since >= cooldown:
+                # Half open: this call tries the endpoint; the others wait for its outcome
+                # (a success closes the breaker, a failure opens it for another cooldown).
+                self._open_since = now
+                return True
             where = self.settings.api_base or "its default endpoint"
             last = self._last_error.message if self._last_error else "unknown"
             raise CircuitOpenError(
@@ -245,11 +256,14 @@ class LLMClient:
                 model=self.model,
                 status=self._last_error.status if self._last_error else None,
             )
+        return False
 
     def _fail(self, exc: LLMError, stage: str, started: float) -> None:
         if exc.status not in REQUEST_FAULT_STATUSES:
             self._failures += 1
             self._last_error = exc
+            if self._failures >= self.settings.breaker_threshold:
+                self._open_since = time.monotonic()
         self._store.record(
             CallRecord(
                 stage,

@@ -276,6 +276,43 @@ def test_the_breaker_opens_and_fails_fast_without_reaching_the_server(server, se
     assert len(server.requests) == 3 * 2  # nothing after the breaker opened
 
 
+def test_after_its_cooldown_the_breaker_lets_one_call_try_again(server, settings):
+    import time
+
+    server.responder = lambda request: Reply(status=503)
+    settings = replace(settings, max_retries=0, breaker_threshold=2, breaker_cooldown=0.3)
+
+    async def scenario(llm):
+        outcomes = []
+
+        async def one():
+            question = [*ASK[:1], {"role": "user", "content": f"Which, {len(outcomes)}?"}]
+            try:
+                await llm.complete(question, stage="select")  # never the same: no cache hit
+                outcomes.append("ok")
+            except CircuitOpenError:
+                outcomes.append("refused")
+            except LLMError:
+                outcomes.append("failed")
+
+        for _ in range(3):
+            await one()  # failed, failed (the breaker opens), refused
+        await asyncio.sleep(0.4)
+        await one()  # one trial after the cooldown: still down, open again at once
+        await one()
+        server.responder = lambda request: Reply("back")  # the model comes back
+        await asyncio.sleep(0.4)
+        await one()  # the trial succeeds and closes the breaker
+        await one()
+        return outcomes
+
+    started = time.monotonic()
+    outcomes, _ = run(settings, "fast", scenario)
+    assert outcomes == ["failed", "failed", "refused", "failed", "refused", "ok", "ok"]
+    assert len(server.requests) == 5  # the refused calls never reached it
+    assert time.monotonic() - started < 30  # the cooldown, not the default, decided
+
+
 def test_a_success_resets_the_breaker(server, settings):
     server.queue(
         Reply(status=401), Reply(status=401), "ok", Reply(status=401), Reply(status=401), "ok again"
