@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 from starlette.requests import Request
@@ -72,7 +73,8 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     ):
         raise UsageError('"paths" must be a list of article paths')
     llm = svc.chat_llm()  # a missing model is a 400 here, before any event
-    history, sid = await svc.run(_open_session, svc, sid, question, body.get("save", True))
+    history, created = await svc.run(_open_session, svc, sid, question, body.get("save", True))
+    sid = created["id"] if created else sid
     events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
     producer = asyncio.create_task(_answer(svc, llm, question, history, paths, sid, events))
     svc.keep(producer)
@@ -82,18 +84,21 @@ async def ask_stream(request: Request) -> EventSourceResponse:
             yield JSONServerSentEvent(event["data"], event=event["type"])
 
     headers = {"X-Session-Id": sid} if sid else {}
+    if created:  # the page lists the new chat at once (percent-encoded: headers are latin-1)
+        headers["X-Session-Title"] = quote(created["title"], safe="")
     return EventSourceResponse(relay(), ping=PING_SECONDS, headers=headers)
 
 
 def _open_session(
     svc: Services, sid: str | None, question: str, save: bool
-) -> tuple[list[Turn], str | None]:
+) -> tuple[list[Turn], dict[str, Any] | None]:
+    """(history, the session created for this question, if one was)."""
     with svc.db() as conn:
         store = ChatStore(conn)
         if sid:
-            return store.history(sid), sid
+            return store.history(sid), None
         if save:
-            return [], store.create(question)["id"]
+            return [], store.create(question)
         return [], None
 
 

@@ -93,6 +93,8 @@ def test_submit_watch_read_and_ask(page):
     answer = page.locator(".msg.assistant").last
     expect(answer.locator(".cites a")).to_have_text("Nightly backups", timeout=20_000)
     expect(page).to_have_url(re.compile(r"/chat/[0-9a-f]+$"))
+    current = page.locator("#sessions a[aria-current='page']")  # listed without a reload
+    expect(current).to_have_text("How long are nightly backups kept?")
     link = answer.locator(".answer a").first
     expect(link).to_have_attribute("href", "/wiki/concept/nightly-backups.md")
     link.click()
@@ -101,6 +103,13 @@ def test_submit_watch_read_and_ask(page):
     page.go_back()  # the saved session shows the conversation again
     expect(page.locator(".msg.user")).to_have_text("How long are nightly backups kept?")
     expect(page.locator("#sessions a")).to_have_count(1)
+
+    page.get_by_role("link", name="+ New chat").click()
+    page.get_by_label("Your question").fill("When do the nightly backups run?")
+    page.get_by_label("Your question").press("Enter")
+    expect(page.locator("#sessions a")).to_have_count(2)
+    expect(page.locator("#sessions a").first).to_have_text("When do the nightly backups run?")
+    expect(page.locator("#sessions a[aria-current='page']")).to_have_count(1)
 
 
 def test_drop_files_and_keyboard_navigation(page):

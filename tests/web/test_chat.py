@@ -30,6 +30,21 @@ def test_an_answer_streams_in_with_citations_and_is_saved(compiled):
     assert session["messages"][1]["citations"] == done["citations"]
 
 
+def test_a_new_session_sends_its_title_for_the_side_list(compiled):
+    from urllib.parse import unquote
+
+    question = "  Wie lange   werden Sicherungen aufbewahrt — 备份保留多久?  "
+    with compiled.stream("POST", "/api/ask", json={"question": question}) as r:
+        title = unquote(r.headers["x-session-title"])
+        sid = r.headers["x-session-id"]
+        r.read()
+    assert title == " ".join(question.split())
+    assert compiled.get(f"/api/sessions/{sid}").json()["session"]["title"] == title
+    with compiled.stream("POST", "/api/ask", json={"question": "And?", "session": sid}) as r:
+        assert "x-session-title" not in r.headers  # nothing new to list
+        r.read()
+
+
 def test_a_follow_up_in_a_session_sees_the_history(compiled):
     sid, _ = ask(compiled, QUESTION)
     again, events = ask(compiled, {"question": "And when do they run?", "session": sid})

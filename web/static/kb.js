@@ -167,6 +167,18 @@ function initStatus() {
 
 // -- Chat ---------------------------------------------------------------------------------
 
+// A chat saved by its first question joins the side list at once, as the current one.
+function listSession(sid, title) {
+  let list = $("#sessions");
+  if (!list) {
+    list = el("ul", { id: "sessions" });
+    const none = $(".side .muted");
+    if (none) none.replaceWith(list); else $(".side").append(list);
+  }
+  for (const a of list.querySelectorAll("a[aria-current]")) a.removeAttribute("aria-current");
+  list.prepend(el("li", {}, el("a", { href: `/chat/${sid}`, "aria-current": "page", text: title })));
+}
+
 function initChat() {
   const chat = $("#chat");
   const form = $("#ask-form");
@@ -200,6 +212,7 @@ function initChat() {
       if (sid && !chat.dataset.session) {
         chat.dataset.session = sid;
         history.replaceState(null, "", `/chat/${sid}`);
+        listSession(sid, decodeURIComponent(r.headers.get("X-Session-Title") || "") || question);
       }
       for await (const event of sseEvents(r)) {
         if (event.type === "status") stage.textContent = STAGES[event.data.stage] || event.data.stage;
