@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
@@ -70,6 +71,7 @@ class _Unread:
     """A changed source not read yet: read when the run reaches it."""
 
     origin: str
+    checksum: str
     read: Callable[[], Source]
 
 
@@ -85,6 +87,11 @@ class _Work:
     extraction: Extraction | None = None
     targets: list[Target] = field(default_factory=list)
     error: str | None = None
+
+
+def _is_current(row: Any, checksum: str) -> bool:
+    """Whether a source's state row says it is compiled at this checksum."""
+    return row is not None and row["checksum"] == checksum and row["status"] == "ok"
 
 
 def extraction_version() -> str:
@@ -119,6 +126,7 @@ class Compiler:
         self._llm: LLM | None = None
         self._catalog: list[CatalogEntry] = []  # as the run started
         self._catalog_ns = 0
+        self._force = False
 
     # -- entry points ---------------------------------------------------------------
 
@@ -126,6 +134,7 @@ class Compiler:
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
         started = time.monotonic()
+        self._force = force
         candidates, problems = discover(paths)
         result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
         with closing(open_state(self.kb)) as conn:
@@ -141,13 +150,7 @@ class Compiler:
             except KbAiError as exc:
                 result.failed.append(Failure(cand.origin, str(exc)))
                 continue
-            row = known.get(cand.origin)
-            if (
-                not force
-                and row is not None
-                and row["checksum"] == checksum
-                and row["status"] == "ok"
-            ):
+            if not force and _is_current(known.get(cand.origin), checksum):
                 result.skipped.append(cand.origin)
                 continue
             # Decoding, transcript parsing and redaction wait for the run: the first
@@ -160,7 +163,7 @@ class Compiler:
                 data=data,
                 checksum=checksum,
             )
-            pending.append(_Unread(cand.origin, read))
+            pending.append(_Unread(cand.origin, checksum, read))
         result.sources = len(candidates)
         return await self._compile(pending, result, started, known)
 
@@ -169,18 +172,13 @@ class Compiler:
     ) -> CompileResult:
         """Compile sources handed over directly (the web queue, agent hooks)."""
         started = time.monotonic()
+        self._force = force
         result = CompileResult(sources=len(sources))
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
         pending = []
         for src in sources:
-            row = known.get(src.origin)
-            if (
-                not force
-                and row is not None
-                and row["checksum"] == src.checksum
-                and row["status"] == "ok"
-            ):
+            if not force and _is_current(known.get(src.origin), src.checksum):
                 result.skipped.append(src.origin)
             else:
                 pending.append(src)
@@ -201,6 +199,11 @@ class Compiler:
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
                 await asyncio.to_thread(lock.acquire)
+                # The run we waited for changed the state: its raw slugs are taken now,
+                # and what it compiled needs no second pass.
+                with closing(open_state(self.kb)) as conn:
+                    known = all_sources(conn)
+                pending = self._still_pending(pending, known, result)
             self._tasks.install_handler()
             try:
                 await self._run_pipeline(pending, result, known)
@@ -221,6 +224,18 @@ class Compiler:
                 result.commit,
             )
         return result
+
+    def _still_pending(
+        self, pending: Sequence[Source | _Unread], known: dict, result: CompileResult
+    ) -> list[Source | _Unread]:
+        """``pending`` without what is compiled as it stands now (unless forced)."""
+        still = []
+        for item in pending:
+            if not self._force and _is_current(known.get(item.origin), item.checksum):
+                result.skipped.append(item.origin)
+            else:
+                still.append(item)
+        return still
 
     async def _run_pipeline(
         self, pending: Sequence[Source | _Unread], result: CompileResult, known: dict

@@ -356,3 +356,49 @@ def test_a_title_written_where_a_new_articles_path_goes_is_ignored(kb, settings,
 
     result = compile_paths(kb, settings, FakeLLM(small_model), src)
     assert result.failed == [] and result.created == ["wiki/howto/deploying.md"]
+
+
+def test_a_compile_that_waited_for_another_builds_on_what_that_one_did(kb, settings, tmp_path):
+    """Two runs on one knowledge base (the CLI while the server's worker compiles): the
+    second waits for the compile lock, then must see the first one's sources and slugs."""
+    import threading
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first_note = write_note(tmp_path / "a", "backups.md", "# Backups\n\nNightly, kept 30 days.\n")
+    second_note = write_note(tmp_path / "b", "backups.md", "# Backups\n\nOffsite copy weekly.\n")
+    second_waits, second_started = threading.Event(), threading.Event()
+    results = {}
+
+    def blocking_handler(stage, messages, schema):
+        if not second_started.is_set():  # the first call of the first run:
+            second_started.set()
+            second.start()  # the second run starts while this one holds the lock ...
+            assert second_waits.wait(10)  # ... and reports that it waits for it
+        return responder_handler(stage, messages, schema)
+
+    def run_second():
+        def progress(event, **info):
+            if event == "waiting":
+                second_waits.set()
+
+        compiler = Compiler(kb, settings, llm_factory=lambda s, **k: second_llm, progress=progress)
+        results["second"] = asyncio.run(compiler.compile_paths([first_note, second_note]))
+
+    second_llm = FakeLLM(responder_handler)
+    second = threading.Thread(target=run_second)
+    results["first"] = compile_paths(kb, settings, FakeLLM(blocking_handler), first_note)
+    second.join(30)
+
+    first, later = results["first"], results["second"]
+    assert first.compiled == [str(first_note.resolve())]
+    assert later.skipped == [str(first_note.resolve())]  # compiled meanwhile: no second pass
+    assert later.compiled == [str(second_note.resolve())]
+    assert "extract" in second_llm.stages() and len(second_llm.calls) == 3
+    with closing(open_state(kb)) as conn:
+        rows = all_sources(conn)
+    raw_first = rows[str(first_note.resolve())]["raw_path"]
+    raw_second = rows[str(second_note.resolve())]["raw_path"]
+    assert raw_first != raw_second  # one title, two sources: never one raw file
+    assert "kept 30 days" in (kb.root / raw_first).read_text(encoding="utf-8")
+    assert "Offsite copy" in (kb.root / raw_second).read_text(encoding="utf-8")
