@@ -358,7 +358,10 @@ def test_a_title_written_where_a_new_articles_path_goes_is_ignored(kb, settings,
     assert result.failed == [] and result.created == ["wiki/howto/deploying.md"]
 
 
-def test_a_compile_that_waited_for_another_builds_on_what_that_one_did(kb, settings, tmp_path):
+@pytest.mark.parametrize("also_the_first", [False, True], ids=["own source", "both sources"])
+def test_a_compile_that_waited_for_another_builds_on_what_that_one_did(
+    kb, settings, tmp_path, also_the_first
+):
     """Two runs on one knowledge base (the CLI while the server's worker compiles): the
     second waits for the compile lock, then must see the first one's sources and slugs."""
     import threading
@@ -383,7 +386,8 @@ def test_a_compile_that_waited_for_another_builds_on_what_that_one_did(kb, setti
                 second_waits.set()
 
         compiler = Compiler(kb, settings, llm_factory=lambda s, **k: second_llm, progress=progress)
-        results["second"] = asyncio.run(compiler.compile_paths([first_note, second_note]))
+        paths = [second_note, first_note] if also_the_first else [second_note]
+        results["second"] = asyncio.run(compiler.compile_paths(paths))
 
     second_llm = FakeLLM(responder_handler)
     second = threading.Thread(target=run_second)
@@ -391,10 +395,6 @@ def test_a_compile_that_waited_for_another_builds_on_what_that_one_did(kb, setti
     second.join(30)
 
     first, later = results["first"], results["second"]
-    assert first.compiled == [str(first_note.resolve())]
-    assert later.skipped == [str(first_note.resolve())]  # compiled meanwhile: no second pass
-    assert later.compiled == [str(second_note.resolve())]
-    assert "extract" in second_llm.stages() and len(second_llm.calls) == 3
     with closing(open_state(kb)) as conn:
         rows = all_sources(conn)
     raw_first = rows[str(first_note.resolve())]["raw_path"]
@@ -402,3 +402,8 @@ def test_a_compile_that_waited_for_another_builds_on_what_that_one_did(kb, setti
     assert raw_first != raw_second  # one title, two sources: never one raw file
     assert "kept 30 days" in (kb.root / raw_first).read_text(encoding="utf-8")
     assert "Offsite copy" in (kb.root / raw_second).read_text(encoding="utf-8")
+    assert first.compiled == [str(first_note.resolve())]
+    # compiled meanwhile: no second pass
+    assert later.skipped == ([str(first_note.resolve())] if also_the_first else [])
+    assert later.compiled == [str(second_note.resolve())]
+    assert "extract" in second_llm.stages() and len(second_llm.calls) == 3
