@@ -10,14 +10,18 @@ import json
 
 from compiler.classify import DEFAULT_CATEGORIES
 from kb_ai.errors import ConfigError
-from kb_ai.settings import Settings
+from kb_ai.settings import Settings, read_kb_file
 from wiki import KnowledgeBase, atomic_write_text, slugify
 
 
 def ensure_categories(kb: KnowledgeBase, settings: Settings) -> list[str]:
-    """The KB's categories; on the first compile, the defaults are written to kb-ai.toml."""
-    if settings.categories:
-        cats = [slugify(c) for c in settings.categories]
+    """The KB's categories; on the first compile, the defaults are written to kb-ai.toml.
+
+    Settings loaded before that first compile (a long-lived server's) say nothing of the
+    categories it froze: the file is read again before anything is written to it."""
+    chosen = settings.categories or tuple(read_kb_file(kb.root).get("categories") or ())
+    if chosen:
+        cats = [slugify(c) for c in chosen]
         if len(set(cats)) != len(cats):
             raise ConfigError("categories in kb-ai.toml must be distinct", hint=str(cats))
         return cats

@@ -303,6 +303,20 @@ def test_categories_are_frozen_in_the_kb_file_on_first_compile(kb, settings, fak
     assert load_settings(kb.root, environ={}).categories[:2] == ("concept", "decision")
 
 
+def test_a_long_lived_process_freezes_the_categories_once(kb, settings, fake_llm, notes):
+    """The server loads its settings once; every compile it runs later must find the
+    categories its first one wrote, not write them again (two lines: invalid TOML)."""
+    import tomllib
+
+    for i in range(3):
+        write_note(notes, f"n{i}.md", f"# Decision {i}\n\nWe decided on option {i}.\n")
+        result = compile_paths(kb, settings, fake_llm, notes)  # the same Settings each time
+        assert not result.failed
+    text = kb.config_path.read_text(encoding="utf-8")
+    assert text.count("categories =") == 1
+    assert tomllib.loads(text)["categories"][:2] == ["concept", "decision"]
+
+
 def test_long_articles_are_merged_by_section_patches(kb, settings, fake_llm, notes):
     from dataclasses import replace
 
