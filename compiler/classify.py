@@ -82,7 +82,8 @@ class CatalogRanker:
 
     def __init__(self, entries: Sequence[CatalogEntry]) -> None:
         self.entries = list(entries)
-        self.lines = [format_entry(e) for e in self.entries]
+        self.by_path = {e.path: e for e in self.entries}
+        self._lines: dict[int, str] = {}  # formatted when first ranked: most never are
         self.bags = [
             Counter(
                 terms(" ".join([e.title, e.title, e.summary, " ".join(e.keys), " ".join(e.tags)]))
@@ -108,12 +109,18 @@ class CatalogRanker:
                 scores[i] += weight * (1 + math.log(self.bags[i][t]))
         picked, used = [], 0
         for i, _ in sorted(scores.items(), key=lambda kv: (-kv[1], self.entries[kv[0]].path)):
-            cost = len(self.lines[i]) + 1
+            cost = len(self._line(i)) + 1
             if used + cost > budget_chars:
                 continue
             picked.append(self.entries[i])
             used += cost
         return picked
+
+    def _line(self, i: int) -> str:
+        line = self._lines.get(i)
+        if line is None:
+            line = self._lines[i] = format_entry(self.entries[i])
+        return line
 
 
 @dataclass(frozen=True)
@@ -149,7 +156,7 @@ async def classify_source(
         )
     )
     shown = ranker.slice(query, budget_chars)
-    known = {e.path: e for e in ranker.entries}
+    known = ranker.by_path
     messages = prompts.render(
         "classify",
         categories=list(categories),
