@@ -12,6 +12,7 @@ a line ambiguous are escaped with a backslash: ``[ ]`` in titles, ``|`` in summa
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -159,15 +160,31 @@ def refresh_catalog(
     (nanoseconds, as ``st_mtime_ns``), and every other article read from disk."""
     fresh = fresh or {}
     known = {e.path: e for e in entries}
+    mtimes = _article_mtimes(kb)
     out = []
-    for rel in list_articles(kb):
+    for rel in sorted(mtimes):
         entry = fresh.get(rel)
         if entry is None:
             entry = known.get(rel)
-            if entry is None or (kb.root / rel).stat().st_mtime_ns >= since_ns:
+            if entry is None or mtimes[rel] >= since_ns:
                 entry = entry_for(read_article(kb, rel))
         out.append(entry)
     return out
+
+
+def _article_mtimes(kb: KnowledgeBase) -> dict[str, int]:
+    """The articles :func:`list_articles` finds, with their ``st_mtime_ns``: one stat
+    each (a glob and a stat per article took twice that on a wiki of 10,000)."""
+    found: dict[str, int] = {}
+    try:
+        types = [d for d in os.scandir(kb.wiki_dir) if d.is_dir() and not d.name.startswith(".")]
+    except FileNotFoundError:
+        return found
+    for folder in types:
+        for entry in os.scandir(folder.path):
+            if entry.name.endswith(".md") and not entry.name.startswith(".") and entry.is_file():
+                found[f"wiki/{folder.name}/{entry.name}"] = entry.stat().st_mtime_ns
+    return found
 
 
 def index_fingerprint(kb: KnowledgeBase) -> str | None:
@@ -238,16 +255,11 @@ def _unescape(text: str) -> str:
 
 def _split_unescaped(text: str, sep: str) -> list[str]:
     """``text`` split at each ``sep`` not escaped by a backslash (escapes are kept)."""
-    parts, current, i = [], "", 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            current += text[i : i + 2]
-            i += 2
-            continue
-        if text[i] == sep:
-            parts.append(current)
-            current = ""
-        else:
-            current += text[i]
-        i += 1
-    return [*parts, current]
+    if "\\" not in text:  # the common case, and a master index has thousands of lines
+        return text.split(sep)
+    parts, start = [], 0
+    for match in re.finditer(r"\\.|" + re.escape(sep), text, re.S):
+        if match.group(0) == sep:  # an escape pair is matched whole, so never split
+            parts.append(text[start : match.start()])
+            start = match.end()
+    return [*parts, text[start:]]

@@ -177,3 +177,32 @@ def test_current_catalog_rebuilds_when_the_indexes_were_edited_or_never_fingerpr
     assert len(reads) == 3
     reads.clear()
     assert len(current_catalog(kb, None)) == 3 and len(reads) == 3
+
+
+def test_splitting_at_unescaped_separators_matches_its_definition():
+    """Fuzzed against the definition: a backslash keeps the next character (a separator
+    too) in the part; a lone trailing backslash is plain text."""
+    import random
+
+    from wiki.catalog import _split_unescaped
+
+    def by_definition(text, sep):
+        parts, current, i = [], "", 0
+        while i < len(text):
+            if text[i] == "\\" and i + 1 < len(text):
+                current += text[i : i + 2]
+                i += 2
+            elif text[i] == sep:
+                parts.append(current)
+                current = ""
+                i += 1
+            else:
+                current += text[i]
+                i += 1
+        return [*parts, current]
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice("ab\\|,\n ") for _ in range(rng.randint(0, 14)))
+        for sep in "|,":
+            assert _split_unescaped(text, sep) == by_definition(text, sep), (text, sep)
