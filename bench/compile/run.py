@@ -405,6 +405,67 @@ def compile_median(
     return median
 
 
+# -- one note into a large wiki --------------------------------------------------------------
+
+
+@dataclass
+class IntoWiki:
+    articles: int
+    delay: float
+    first_s: float  # the first compile after the articles were copied in (full catalog read)
+    walls: list[float] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+    first_call_s: list[float] = field(default_factory=list)
+    tail_s: list[float] = field(default_factory=list)
+
+
+def into_large_wiki(work: Path, server: Any, responder: Any, size: int, repeats: int) -> IntoWiki:
+    """A grown wiki (bench/ask's synthetic one, committed to git), then one new note at
+    a time compiled into it: what a run costs beside its model calls at that size."""
+    from bench.ask.run import build_wiki
+    from compiler import Compiler
+    from wiki import KnowledgeBase, commit_all
+
+    kb_dir = work / f"kb-wiki-{size}"
+    shutil.copytree(
+        build_wiki(size),
+        kb_dir,
+        ignore=shutil.ignore_patterns(".bench-complete.json", "questions.json"),
+    )
+    kb = KnowledgeBase.open(kb_dir)
+    commit_all(kb, f"{size} synthetic articles")
+    notes = work / "into-wiki-notes"
+    notes.mkdir()
+
+    def one(i: int) -> tuple[float, int, float, float]:
+        """(wall, calls, first request at, time after the last reply) of one new note."""
+        note = notes / f"rollout-{i}.md"
+        note.write_text(
+            f"# Rollout {i} of the billing service\n\nWe decided to roll out billing "
+            f"v{i} on Mondays only, after the {i}th incident review.\n",
+            encoding="utf-8",
+        )
+        mark = responder.mark()
+        compiler = Compiler(kb, make_settings(kb_dir, server.base_url, 16))
+        started = time.monotonic()
+        result = asyncio.run(compiler.compile_paths([note]))
+        wall = time.monotonic() - started
+        if result.failed or len(result.compiled) != 1:
+            raise SystemExit(f"into a {size}-article wiki: {result.failed}")
+        arrivals = [t - started for t, _, _ in responder.since(mark)]
+        last_reply = max(arrivals) + responder.delay
+        return wall, result.usage.calls, min(arrivals), wall - last_reply
+
+    out = IntoWiki(size, responder.delay, one(0)[0])
+    for i in range(1, repeats + 1):
+        wall, calls, first_call, tail = one(i)
+        out.walls.append(wall)
+        out.calls.append(calls)
+        out.first_call_s.append(first_call)
+        out.tail_s.append(tail)
+    return out
+
+
 # -- no-op re-run ------------------------------------------------------------------------
 
 
@@ -543,6 +604,7 @@ def render(
     warmup_s: float,
     total_s: float,
     diagnosis: tuple | None = None,
+    into_wiki: IntoWiki | None = None,
 ) -> str:
     m = machine()
     today = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -681,6 +743,31 @@ def render(
         f"the source), {one.wall_s:.2f} s at {one.delay:g} s per call.",
         "",
     ]
+    if into_wiki is not None:
+        w = into_wiki
+        model_s = 3 * w.delay
+        lines += [
+            "### One note into a large wiki",
+            "",
+            f"bench/ask's synthetic wiki of {w.articles:,} articles, copied in and committed to "
+            "git, then one new note at a time compiled into it (16 in flight, the same fake "
+            f"model at {w.delay:g} s per call), as a team adds a note to a grown wiki. The "
+            f"first compile after the copy reads every article once to check the indexes: "
+            f"{w.first_s:.2f} s. Then {len(w.walls)} runs, one new note each:",
+            "",
+            "| articles | calls | model time s | wall s (median) | range s | beside the model s "
+            "| first request at s | after the last reply s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            f"| {w.articles:,} | {max(w.calls)} | {model_s:.2f} | "
+            f"{statistics.median(w.walls):.2f} | {min(w.walls):.2f}-{max(w.walls):.2f} | "
+            f"{statistics.median(w.walls) - model_s:.2f} | "
+            f"{statistics.median(w.first_call_s):.2f} | {statistics.median(w.tail_s):.2f} |",
+            "",
+            "Beside the model: loading and ranking the catalog runs alongside the extract "
+            "call; after the last reply come the indexes (rewritten whole: a "
+            f"{w.articles:,}-line master index), the git commit and the search index.",
+            "",
+        ]
     if noop is not None:
         lines += [
             "### No-op re-run",
@@ -836,6 +923,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=None, help="no-op re-runs to time (5)")
     parser.add_argument("--one-doc", default="0001-record-architecture-decisions.md")
     parser.add_argument(
+        "--into-wiki",
+        type=int,
+        default=None,
+        help="also compile one note at a time into a wiki of this many articles "
+        "(default 10000, 0 to skip; bench/ask builds and caches the wiki)",
+    )
+    parser.add_argument(
         "--fake-backlog",
         type=int,
         default=128,
@@ -869,6 +963,7 @@ def main(argv: list[str] | None = None) -> None:
         args.noop_sources if args.noop_sources is not None else (200 if quick else 1000)
     )
     args.repeats = args.repeats or (2 if quick else 5)
+    args.into_wiki = args.into_wiki if args.into_wiki is not None else (0 if quick else 10_000)
     args.large = args.large if args.large is not None else (0 if quick else 122)
     args.slow_delay = args.slow_delay if args.slow_delay is not None else (0 if quick else 0.5)
     args.diagnose = (not quick) if args.diagnose is None else args.diagnose
@@ -919,6 +1014,14 @@ def main(argv: list[str] | None = None) -> None:
                 print(describe(extra[-1]), flush=True)
             one = compile_once("one", work, [args.adr_dir / args.one_doc], server, responder, 1)
             print(f"one source: {one.calls} calls {one.stages}, {one.created} created", flush=True)
+            into_wiki = None
+            if args.into_wiki:
+                into_wiki = into_large_wiki(work, server, responder, args.into_wiki, args.repeats)
+                print(
+                    f"one note into {into_wiki.articles} articles: first {into_wiki.first_s:.2f} s, "
+                    f"then {[round(w, 2) for w in into_wiki.walls]} s",
+                    flush=True,
+                )
             noop = None
             if args.noop_sources:
                 noop = noop_rerun(work, server, responder, args.noop_sources, args.repeats)
@@ -936,7 +1039,15 @@ def main(argv: list[str] | None = None) -> None:
             rows = diagnose.variant_rows(args.delay, top, args.runs)
             diagnosis = (rows, diagnose.store_costs(), diagnose.loop_breakdown(args.delay, top))
         text = render(
-            args, runs, one, noop, extra, warmup_s, time.monotonic() - bench_started, diagnosis
+            args,
+            runs,
+            one,
+            noop,
+            extra,
+            warmup_s,
+            time.monotonic() - bench_started,
+            diagnosis,
+            into_wiki,
         )
         print()
         print(text)
