@@ -240,6 +240,13 @@ def load_settings(
     if str(values.get("model") or "").startswith("local/"):
         for name, value in LOCAL_DEFAULTS.items():
             values.setdefault(name, value)
+    api_base = values.get("api_base")
+    if api_base and not str(api_base).lower().startswith(("http://", "https://")):
+        raise ConfigError(
+            f"api_base {api_base!r} is not an http(s) URL",
+            hint="write the whole base URL of the OpenAI-compatible API, e.g. "
+            "http://localhost:8000/v1 (vLLM, llama.cpp) or http://localhost:11434/v1 (Ollama)",
+        )
     if values.get("transport", "auto") not in ("auto", "http", "litellm"):
         raise ConfigError(
             "transport must be one of auto, http, litellm", hint=f"got {values['transport']!r}"

@@ -112,6 +112,17 @@ def test_no_model_configured_says_how_to_set_one(kb, tmp_path):
     assert "No model configured" in result.output and "KB_AI_MODEL" in result.output
 
 
+def test_an_api_base_that_is_not_a_url_is_refused_before_any_work(kb, tmp_path, monkeypatch):
+    src = note(tmp_path, "a.md", "# A\n\nSomething worth keeping for later.\n")
+    monkeypatch.setenv("KB_AI_MODEL", "openai/qwen")
+    monkeypatch.setenv("KB_AI_API_BASE", "localhost:8000")  # the scheme forgotten
+    result = run(kb, "compile", str(src))
+    assert result.exit_code == 2
+    assert "api_base 'localhost:8000' is not an http(s) URL" in result.output
+    assert "http://localhost:8000/v1" in result.output
+    assert not list((kb.root / "raw").glob("*.md"))  # nothing was read or written
+
+
 def test_a_model_that_times_out_fails_the_source_and_the_next_run_retries(
     kb, model_env, tmp_path, monkeypatch
 ):
