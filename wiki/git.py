@@ -102,7 +102,8 @@ def stage_ahead(kb: KnowledgeBase, paths: list[str]) -> None:
     present = [p for p in paths if p.split("/", 1)[0] in VERSIONED and (kb.root / p).exists()]
     if present:
         spec = "\0".join(present)
-        _run(kb, ("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"), False, spec)
+        args = ("--literal-pathspecs", "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+        _run(kb, args, False, spec)
 
 
 def commit_paths(kb: KnowledgeBase, message: str, paths: list[str]) -> str | None:

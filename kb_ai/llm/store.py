@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 #: Up to this many cached keys are held in memory to answer misses without SQLite
 #: (reading 50,000 takes ~50 ms, in a thread of its own).
 KNOWN_KEYS_MAX = 50_000
+#: ... once this many lookups went to SQLite (a question makes 2-4 calls, a compile more).
+KNOWN_KEYS_AFTER = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_calls (
@@ -117,9 +119,9 @@ class CallStore:
     per call with 16 in flight). Records are written in order, soon after the call; a
     failed write is logged, never turned into a failed model call.
 
-    Misses cost no trip to that thread: another thread reads the set of cached keys
-    when the store opens (up to ``KNOWN_KEYS_MAX``), and from then on a key neither in it
-    nor cached since is answered at once. With 16 calls starting together the trips queued behind each other and
+    Misses cost no trip to that thread once a client has made a few calls: another
+    thread then reads the set of cached keys (up to ``KNOWN_KEYS_MAX``), and from then on
+    a key neither in it nor cached since is answered at once. With 16 calls starting together the trips queued behind each other and
     behind the event loop for the GIL: the last of them waited ~14 ms. A reply cached
     meanwhile by another process is not seen by this client; it pays for that call.
     """
@@ -134,10 +136,9 @@ class CallStore:
         self._flush_queued = False
         self._known: set[str] | None = None  # keys in llm_cache when the thread connected
         self._recorded: set[str] = set()  # keys this store cached since
+        self._lookups = 0
         if db_path is not None:  # connect while the caller prepares its first call
             self._submit(self._conn).add_done_callback(_report_failure)
-            # On a connection of its own: lookups meanwhile go through the store's thread.
-            threading.Thread(target=self._load_known, name="kb-ai-store-keys", daemon=True).start()
 
     def _load_known(self) -> None:
         assert self.db_path is not None
@@ -162,6 +163,12 @@ class CallStore:
         known = self._known
         if known is not None and key not in known and key not in self._recorded:
             return None
+        self._lookups += 1
+        if self._lookups == KNOWN_KEYS_AFTER:
+            # Many calls coming (a compile): read the keys on a connection of their own,
+            # while lookups go on through the store's thread. A question's few calls
+            # never pay for it.
+            threading.Thread(target=self._load_known, name="kb-ai-store-keys", daemon=True).start()
         return await asyncio.wrap_future(self._submit(self.get, key))
 
     def record(self, call: CallRecord, cache: tuple[str, CachedReply] | None = None) -> None:

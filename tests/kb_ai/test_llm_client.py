@@ -352,6 +352,29 @@ def test_an_identical_request_is_served_from_the_cache(server, settings, transpo
     assert totals["prompt_tokens"] == paid.usage.prompt_tokens
 
 
+def test_a_busy_client_still_finds_replies_an_earlier_client_cached(server, settings, tmp_path):
+    """After a few calls the store answers misses from the cached keys it read: a reply
+    cached by an earlier run must still be found, and new requests still asked."""
+    db = tmp_path / "state.db"
+
+    def question(i):
+        return [*ASK[:1], {"role": "user", "content": f"Which page, {i}?"}]
+
+    earlier, _ = run(settings, "fast", lambda llm: llm.complete(question(7), stage="select"), db)
+
+    async def many(llm):
+        replies = []
+        for i in range(12):  # past the lookups after which the keys are read
+            replies.append(await llm.complete(question(i), stage="select"))
+            await asyncio.sleep(0.01)
+        return replies
+
+    replies, llm = run(settings, "fast", many, db)
+    assert [r.cached for r in replies] == [i == 7 for i in range(12)]
+    assert replies[7].text == earlier.text
+    assert len(server.requests) == 1 + 11 and llm.usage.calls == 11
+
+
 def test_a_cache_too_large_to_hold_its_keys_is_still_used(server, settings, tmp_path, monkeypatch):
     import kb_ai.llm.store
 
