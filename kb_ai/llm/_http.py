@@ -129,16 +129,21 @@ class HttpTransport:
             body["stream_options"] = {"include_usage": True}
         return url, headers, body
 
+    def _post(self, request: Request, *, stream: bool) -> Any:
+        """The POST of ``request`` (an aiohttp request context manager)."""
+        url, headers, body = self._prepare(request, stream)
+        return self._session().post(
+            url,
+            data=json.dumps(body),
+            headers=headers,
+            timeout=_timeout(request.timeout),
+            proxy=self._proxy(url),
+        )
+
     async def send(self, request: Request) -> RawReply:
-        url, headers, body = self._prepare(request, stream=False)
+        post = self._post(request, stream=False)
         try:
-            async with self._session().post(
-                url,
-                data=json.dumps(body),
-                headers=headers,
-                timeout=_timeout(request.timeout),
-                proxy=self._proxy(url),
-            ) as response:
+            async with post as response:
                 status = response.status
                 payload = await response.read()
         except TRANSPORT_ERRORS as exc:
@@ -166,18 +171,12 @@ class HttpTransport:
         )
 
     async def stream(self, request: Request) -> AsyncIterator[str | RawReply]:
-        url, headers, body = self._prepare(request, stream=True)
+        post = self._post(request, stream=True)
         parts: list[str] = []
         finish: str | None = None
         prompt_tokens = completion_tokens = 0
         try:
-            async with self._session().post(
-                url,
-                data=json.dumps(body),
-                headers=headers,
-                timeout=_timeout(request.timeout),
-                proxy=self._proxy(url),
-            ) as response:
+            async with post as response:
                 if response.status != 200:
                     text = (await response.read()).decode("utf-8", "replace")
                     raise map_status(response.status, text, request.model)

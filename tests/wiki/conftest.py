@@ -20,3 +20,22 @@ def no_git_identity(tmp_path_factory, monkeypatch):
         "GIT_INDEX_FILE",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def article_reads(monkeypatch):
+    """``article_reads(module)`` returns a list that records every article ``module``
+    reads from disk from then on (its ``read_article`` is watched)."""
+
+    def watch(module):
+        seen: list[str] = []
+        real = module.read_article
+
+        def counting(kb, rel):
+            seen.append(rel)
+            return real(kb, rel)
+
+        monkeypatch.setattr(module, "read_article", counting)
+        return seen
+
+    return watch

@@ -124,7 +124,7 @@ def _article(slug: str, title: str, summary: str = "About it.") -> Article:
 
 
 @pytest.fixture
-def indexed_wiki(kb, monkeypatch):
+def indexed_wiki(kb, article_reads):
     """Three articles and indexes written for them; returns (kb, fingerprint, reads), where
     reads lists every article read from disk from then on."""
     import wiki.catalog
@@ -132,15 +132,7 @@ def indexed_wiki(kb, monkeypatch):
     for slug in ("alpha", "beta", "gamma"):
         write_article(kb, _article(slug, slug.title()))
     fingerprint = write_indexes(kb, build_catalog(kb))
-    reads: list[str] = []
-    real = wiki.catalog.read_article
-
-    def counting(kb_, rel):
-        reads.append(rel)
-        return real(kb_, rel)
-
-    monkeypatch.setattr(wiki.catalog, "read_article", counting)
-    return kb, fingerprint, reads
+    return kb, fingerprint, article_reads(wiki.catalog)
 
 
 def test_current_catalog_trusts_the_indexes_it_wrote_and_reads_no_article(indexed_wiki):

@@ -25,16 +25,8 @@ def article(slug: str, word: str) -> Article:
 
 
 @pytest.fixture
-def reads(monkeypatch):
-    seen: list[str] = []
-    real = wiki.indexing.read_article
-
-    def counting(kb, rel):
-        seen.append(rel)
-        return real(kb, rel)
-
-    monkeypatch.setattr(wiki.indexing, "read_article", counting)
-    return seen
+def reads(article_reads):
+    return article_reads(wiki.indexing)
 
 
 def found(conn, word: str) -> list[str]:
