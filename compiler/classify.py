@@ -119,7 +119,8 @@ class CatalogRanker:
     def _line(self, i: int) -> str:
         line = self._lines.get(i)
         if line is None:
-            line = self._lines[i] = format_entry(self.entries[i])
+            entry = self.entries[i]
+            line = self._lines[i] = entry.line or format_entry(entry)
         return line
 
 

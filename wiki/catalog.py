@@ -41,6 +41,9 @@ class CatalogEntry:
     keys: list[str] = field(default_factory=list)
     type: str = ""
     tags: list[str] = field(default_factory=list)
+    # Its master-index line as kb-ai wrote it, when known to be that (current_catalog):
+    # write_indexes reuses it instead of formatting the entry again.
+    line: str = field(default="", compare=False, repr=False)
 
 
 def entry_for(article: Article) -> CatalogEntry:
@@ -84,15 +87,17 @@ _LINE = re.compile(
 )
 
 
-def parse_master_index(text: str) -> list[CatalogEntry]:
+def parse_master_index(text: str, *, keep_lines: bool = False) -> list[CatalogEntry]:
     """The entries of a master index: the inverse of :func:`format_entry`.
 
     Tolerant of hand edits: other lines are skipped, the dash before the summary may be
-    any dash or a colon, and the summary and keys may be missing.
+    any dash or a colon, and the summary and keys may be missing. ``keep_lines`` keeps
+    each entry's line (only for an index kb-ai wrote itself: see current_catalog).
     """
     entries = []
     for line in text.split("\n"):
-        match = _LINE.match(line.rstrip("\r"))
+        line = line.rstrip("\r")
+        match = _LINE.match(line)
         if not match:
             continue
         path = match["path"]
@@ -111,16 +116,18 @@ def parse_master_index(text: str) -> list[CatalogEntry]:
                 summary=summary,
                 keys=keys,
                 type=segments[1] if len(segments) > 2 else "",
+                line=line if keep_lines else "",
             )
         )
     return entries
 
 
-def load_catalog(kb: KnowledgeBase) -> list[CatalogEntry]:
+def load_catalog(kb: KnowledgeBase, *, keep_lines: bool = False) -> list[CatalogEntry]:
     """The catalog as the last compile wrote it (tags from topics.md); [] if there is none."""
     if not kb.master_index_path.is_file():
         return []
-    entries = parse_master_index(kb.master_index_path.read_text(encoding="utf-8"))
+    text = kb.master_index_path.read_text(encoding="utf-8")
+    entries = parse_master_index(text, keep_lines=keep_lines)
     if kb.topics_path.is_file():
         tags = _parse_topics(kb.topics_path.read_text(encoding="utf-8"))
         for entry in entries:
@@ -146,7 +153,7 @@ def current_catalog(kb: KnowledgeBase, fingerprint: str | None) -> list[CatalogE
     if fingerprint is None or index_fingerprint(kb) != fingerprint:
         return build_catalog(kb)
     written_ns = min(kb.master_index_path.stat().st_mtime_ns, kb.topics_path.stat().st_mtime_ns)
-    return refresh_catalog(kb, load_catalog(kb), written_ns)
+    return refresh_catalog(kb, load_catalog(kb, keep_lines=True), written_ns)
 
 
 def refresh_catalog(
@@ -197,8 +204,13 @@ def index_fingerprint(kb: KnowledgeBase) -> str | None:
     return _digest(master, topics)
 
 
+#: Mixed into the fingerprint: a change to the line format must rebuild the indexes,
+#: not carry old lines forward. Bump it with any change to format_entry or the topics.
+FORMAT_VERSION = b"1"
+
+
 def _digest(master: bytes, topics: bytes) -> str:
-    return hashlib.sha256(b"%d\n" % len(master) + master + topics).hexdigest()
+    return hashlib.sha256(FORMAT_VERSION + b"%d\n" % len(master) + master + topics).hexdigest()
 
 
 def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> str:
@@ -210,7 +222,7 @@ def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> str:
     by_path = {e.path: e for e in entries}
     ordered = [by_path[p] for p in sorted(by_path)]
     count = f"{len(ordered)} article{'s' if len(ordered) != 1 else ''}.\n\n"
-    master = MASTER_HEADER + count + "".join(format_entry(e) + "\n" for e in ordered)
+    master = MASTER_HEADER + count + "".join((e.line or format_entry(e)) + "\n" for e in ordered)
     atomic_write_text(kb.master_index_path, master)
 
     by_tag: dict[str, list[CatalogEntry]] = {}
