@@ -105,7 +105,10 @@ class HttpTransport:
             # Not trust_env: with it aiohttp looks up ~/.netrc in the default thread pool
             # on every request, so each call queued behind the compile's file writes
             # (~17 ms a call at 16 in flight). Proxies come from proxy_for() instead.
-            session = self._sessions[loop] = aiohttp.ClientSession()
+            # No connection cap of aiohttp's own (100): the client's max_concurrency bounds
+            # the calls in flight.
+            connector = aiohttp.TCPConnector(limit=0)
+            session = self._sessions[loop] = aiohttp.ClientSession(connector=connector)
         return session
 
     def _prepare(self, request: Request, stream: bool) -> tuple[str, dict, dict[str, Any]]:

@@ -421,6 +421,19 @@ def test_concurrency_never_exceeds_max_concurrency(server, settings, transport):
     assert llm.usage.calls == 12
 
 
+def test_a_high_max_concurrency_is_reached_not_capped_by_the_http_pool(server, settings):
+    server._httpd.socket.listen(256)  # the fake must accept them all at once
+    server.responder = lambda request: Reply("ok", delay=0.5)
+    settings = replace(settings, max_concurrency=120)
+
+    async def many(llm):
+        asks = [[{"role": "user", "content": f"q{i}"}] for i in range(120)]
+        return await asyncio.gather(*(llm.complete(m, stage="select") for m in asks))
+
+    results, _ = run(settings, "fast", many)
+    assert len(results) == 120 and server.max_in_flight == 120  # aiohttp alone stops at 100
+
+
 def test_streaming_yields_deltas_in_order_then_one_completion(server, settings, transport):
     text = "The wiki says the deploy runs at noon [Deploys](wiki/ops/deploys.md)."
     server.queue(text)
