@@ -16,14 +16,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
+from compiler.intake import Pending, pending_files, still_pending
+from compiler.record import (
+    INDEX_FINGERPRINT,
+    commit_message,
+    log_run,
+    record_sources,
+    update_search,
+    write_run_indexes,
+)
 from compiler.result import CompileResult, Failure
-from compiler.sources import Source, discover, file_checksum, read_source
+from compiler.sources import Source, discover
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -36,47 +44,33 @@ from wiki import (
     KnowledgeBase,
     RawSource,
     all_sources,
-    append_log,
     commit_all,
     current_catalog,
-    entry_for,
     get_meta,
     open_state,
     read_article,
     read_extraction,
     record_run,
-    refresh_catalog,
-    set_meta,
     slugify,
     source_articles,
     unique_slug,
-    upsert_source,
     write_extraction,
-    write_indexes,
     write_raw,
 )
 from wiki import write_article as store_article
 from wiki.git import stage_ahead
-from wiki.indexing import refresh_search_index
 from wiki.lock import KbLock
 
-#: state.db meta key: the fingerprint of the indexes the last run wrote (see current_catalog).
-INDEX_FINGERPRINT = "index_fingerprint"
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
 
 
-@dataclass(frozen=True)
-class _Unread:
-    """A changed source not read yet: read when the run reaches it."""
-
-    origin: str
-    checksum: str
-    read: Callable[[], Source]
+#: Articles to write: path -> (target, the material for it, indexes of the sources in it).
+Plan = dict[str, tuple[Target, list[Material], list[int]]]
 
 
 @dataclass
-class _Work:
+class Work:
     """One source on its way through extract and classify."""
 
     source: Source
@@ -87,11 +81,6 @@ class _Work:
     extraction: Extraction | None = None
     targets: list[Target] = field(default_factory=list)
     error: str | None = None
-
-
-def _is_current(row: Any, checksum: str) -> bool:
-    """Whether a source's state row says it is compiled at this checksum."""
-    return row is not None and row["checksum"] == checksum and row["status"] == "ok"
 
 
 def extraction_version() -> str:
@@ -139,31 +128,7 @@ class Compiler:
         result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
-        pending: list[Source | _Unread] = []
-        for cand in candidates:
-            try:
-                checksum, data = file_checksum(
-                    cand.path,
-                    self.settings.max_source_bytes,
-                    max_transcript_bytes=self.settings.max_transcript_bytes,
-                )
-            except KbAiError as exc:
-                result.failed.append(Failure(cand.origin, str(exc)))
-                continue
-            if not force and _is_current(known.get(cand.origin), checksum):
-                result.skipped.append(cand.origin)
-                continue
-            # Decoding, transcript parsing and redaction wait for the run: the first
-            # source goes to the model while the next ones are read.
-            read = partial(
-                read_source,
-                cand,
-                max_bytes=self.settings.max_source_bytes,
-                chunk_chars=self.settings.chunk_chars,
-                data=data,
-                checksum=checksum,
-            )
-            pending.append(_Unread(cand.origin, checksum, read))
+        pending = pending_files(candidates, known, self.settings, result, force=force)
         result.sources = len(candidates)
         return await self._compile(pending, result, started, known)
 
@@ -176,19 +141,14 @@ class Compiler:
         result = CompileResult(sources=len(sources))
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
-        pending = []
-        for src in sources:
-            if not force and _is_current(known.get(src.origin), src.checksum):
-                result.skipped.append(src.origin)
-            else:
-                pending.append(src)
+        pending = still_pending(sources, known, result, force=force)
         return await self._compile(pending, result, started, known)
 
     # -- the run ---------------------------------------------------------------------
 
     async def _compile(
         self,
-        pending: Sequence[Source | _Unread],
+        pending: Sequence[Pending],
         result: CompileResult,
         started: float,
         known: dict,
@@ -203,7 +163,7 @@ class Compiler:
                 # and what it compiled needs no second pass.
                 with closing(open_state(self.kb)) as conn:
                     known = all_sources(conn)
-                pending = self._still_pending(pending, known, result)
+                pending = still_pending(pending, known, result, force=self._force)
             self._tasks.install_handler()
             try:
                 await self._run_pipeline(pending, result, known)
@@ -225,20 +185,8 @@ class Compiler:
             )
         return result
 
-    def _still_pending(
-        self, pending: Sequence[Source | _Unread], known: dict, result: CompileResult
-    ) -> list[Source | _Unread]:
-        """``pending`` without what is compiled as it stands now (unless forced)."""
-        still = []
-        for item in pending:
-            if not self._force and _is_current(known.get(item.origin), item.checksum):
-                result.skipped.append(item.origin)
-            else:
-                still.append(item)
-        return still
-
     async def _run_pipeline(
-        self, pending: Sequence[Source | _Unread], result: CompileResult, known: dict
+        self, pending: Sequence[Pending], result: CompileResult, known: dict
     ) -> None:
         llm = self._llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
         categories = ensure_categories(self.kb, self.settings)
@@ -262,7 +210,7 @@ class Compiler:
 
     async def _run_stages(
         self,
-        pending: Sequence[Source | _Unread],
+        pending: Sequence[Pending],
         result: CompileResult,
         known: dict,
         llm: LLM,
@@ -271,13 +219,13 @@ class Compiler:
     ) -> None:
         self.progress("stage", name="extract", total=len(pending))
 
-        async def prepare(w: _Work) -> None:
+        async def prepare(w: Work) -> None:
             await self._prepare(llm, w, ranker_ready, categories)
             self.progress("advance", name="extract")
 
         # Sources are read one after another, in input order (which hands out raw slugs
         # deterministically), each starting on its way to the model once read.
-        work: list[_Work] = []
+        work: list[Work] = []
         tasks = []
         taken = self._taken_slugs(known)
         for item in pending:
@@ -372,7 +320,7 @@ class Compiler:
         return {PurePosixPath(p).stem for p in (r["raw_path"] for r in known.values()) if p}
 
     @staticmethod
-    def _allocate(src: Source, known: dict, taken: set[str]) -> _Work:
+    def _allocate(src: Source, known: dict, taken: set[str]) -> Work:
         """The raw slug of ``src``: its earlier one, or a new one not in ``taken``."""
         row = known.get(src.origin)
         if row is not None and row["raw_path"]:
@@ -384,10 +332,10 @@ class Compiler:
             raw_path = f"raw/{slug}.md"
             previous = []
         taken.add(slug)
-        return _Work(src, slug, raw_path, previous)
+        return Work(src, slug, raw_path, previous)
 
     async def _prepare(
-        self, llm: LLM, w: _Work, ranker_ready: asyncio.Future, categories: Sequence[str]
+        self, llm: LLM, w: Work, ranker_ready: asyncio.Future, categories: Sequence[str]
     ) -> None:
         src = w.source
         model = self.settings.model or ""
@@ -459,11 +407,9 @@ class Compiler:
         except (KbAiError, OSError, UnicodeDecodeError):  # gone or damaged: extract again
             return None
 
-    def _plan(
-        self, work: list[_Work], existing: set[str]
-    ) -> dict[str, tuple[Target, list[Material], list[int]]]:
+    def _plan(self, work: list[Work], existing: set[str]) -> Plan:
         """Group material by article, in input order; the first creator of a subject wins."""
-        plan: dict[str, tuple[Target, list[Material], list[int]]] = {}
+        plan: Plan = {}
         by_slug: dict[str, str] = {PurePosixPath(p).stem: p for p in existing}
         for i, w in enumerate(work):
             if w.error or w.extraction is None:
@@ -489,96 +435,30 @@ class Compiler:
 
     async def _finish(
         self,
-        work: list[_Work],
-        plan: dict,
+        work: list[Work],
+        plan: Plan,
         written: dict[str, Article],
         article_errors: dict[str, str],
         result: CompileResult,
     ) -> None:
-        model = self.settings.model or ""
-        version = extraction_version()
-        articles_of: dict[int, list[str]] = {}
-        for path, (_, _, indexes) in plan.items():
-            for i in indexes:
-                articles_of.setdefault(i, []).append(path)
-        with closing(open_state(self.kb)) as conn:
-            for i, w in enumerate(work):
-                paths = articles_of.get(i, [])
-                error = w.error or next(
-                    (article_errors[p] for p in paths if p in article_errors), None
-                )
-                if error is None and not paths:
-                    error = (
-                        "interrupted before it finished"
-                        if self.interrupted
-                        else "no article was planned"
-                    )
-                if error is None:
-                    result.compiled.append(w.source.origin)
-                else:
-                    result.failed.append(Failure(w.source.origin, error))
-                upsert_source(
-                    conn,
-                    w.source.origin,
-                    raw_path=w.raw_path,
-                    checksum=w.source.checksum,
-                    model=model,
-                    prompt_version=version,
-                    status="ok" if error is None else "failed",
-                    error=error,
-                    articles=sorted(set(paths) | set(w.previous_articles))
-                    if error is None
-                    else w.previous_articles,
-                )
+        record_sources(
+            self.kb,
+            work,
+            plan,
+            article_errors,
+            result,
+            model=self.settings.model or "",
+            prompt_version=extraction_version(),
+            interrupted=self.interrupted,
+        )
         if written:
-            await run_io(self._write_indexes, written)
-        self._log(result)
-        # The search index is not versioned: it is brought up to date while git commits.
-        search = asyncio.ensure_future(run_io(self._update_search, written)) if written else None
+            await run_io(write_run_indexes, self.kb, self._catalog, self._catalog_ns, written)
+        log_run(self.kb, result, interrupted=self.interrupted)
+        # The search index is not versioned: it is brought up to date while git commits
+        # (git is a process of its own; two Python threads would only take turns).
+        search = asyncio.ensure_future(run_io(update_search, self.kb, written)) if written else None
         try:
-            result.commit = await run_io(commit_all, self.kb, self._commit_message(result))
+            result.commit = await run_io(commit_all, self.kb, commit_message(result))
         finally:
             if search is not None:
                 await search
-
-    def _write_indexes(self, written: dict[str, Article]) -> None:
-        """The indexes from the catalog the run started with and the articles it wrote,
-        reading only articles changed by someone else meanwhile."""
-        fresh = {path: entry_for(article) for path, article in written.items()}
-        entries = refresh_catalog(self.kb, self._catalog, self._catalog_ns, fresh)
-        fingerprint = write_indexes(self.kb, entries)
-        with closing(open_state(self.kb)) as conn:
-            set_meta(conn, INDEX_FINGERPRINT, fingerprint)
-
-    def _update_search(self, written: dict[str, Article]) -> None:
-        with closing(open_state(self.kb)) as conn:
-            refresh_search_index(self.kb, conn, sorted(written), written)
-
-    def _log(self, result: CompileResult) -> None:
-        lines = [
-            f"sources: {len(result.compiled)} compiled, {len(result.skipped)} unchanged, {len(result.failed)} failed"
-        ]
-        lines += [f"created {p}" for p in result.created]
-        lines += [f"updated {p}" for p in result.updated]
-        lines += [f"failed {f.source}: {f.error}" for f in result.failed]
-        if result.redactions:
-            lines.append(
-                f"redacted {result.redactions} secret(s) or private span(s) before storing"
-            )
-        if self.interrupted:
-            lines.append("interrupted: the rest will be compiled by the next run")
-        append_log(self.kb, "compile", lines)
-
-    @staticmethod
-    def _commit_message(result: CompileResult) -> str:
-        head = (
-            f"compile: {len(result.compiled)} source(s), {len(result.created)} created, "
-            f"{len(result.updated)} updated"
-        )
-        if result.failed:
-            head += f", {len(result.failed)} failed"
-        body = [
-            *(f"created {p}" for p in result.created),
-            *(f"updated {p}" for p in result.updated),
-        ]
-        return head + ("\n\n" + "\n".join(body) if body else "")

@@ -1,0 +1,81 @@
+"""What a run has to compile: the sources whose checksum state.db does not know as
+compiled (all of them when forced). Files are hashed here; reading them waits for the
+run, so the first source goes to the model while the next ones are read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from compiler.result import CompileResult, Failure
+from compiler.sources import Candidate, Source, file_checksum, read_source
+from kb_ai.errors import KbAiError
+from kb_ai.settings import Settings
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A changed file, hashed but not read yet: read when the run reaches it."""
+
+    origin: str
+    checksum: str
+    read: Callable[[], Source]
+
+
+Pending = Source | Unread
+
+
+def is_current(row: Any, checksum: str) -> bool:
+    """Whether a source's state row says it is compiled at this checksum."""
+    return row is not None and row["checksum"] == checksum and row["status"] == "ok"
+
+
+def pending_files(
+    candidates: Sequence[Candidate],
+    known: dict,
+    settings: Settings,
+    result: CompileResult,
+    *,
+    force: bool,
+) -> list[Pending]:
+    """The candidates to compile, unread; the unchanged go to ``result.skipped`` and the
+    unreadable (missing, too large) to ``result.failed``."""
+    pending: list[Pending] = []
+    for cand in candidates:
+        try:
+            checksum, data = file_checksum(
+                cand.path,
+                settings.max_source_bytes,
+                max_transcript_bytes=settings.max_transcript_bytes,
+            )
+        except KbAiError as exc:
+            result.failed.append(Failure(cand.origin, str(exc)))
+            continue
+        if not force and is_current(known.get(cand.origin), checksum):
+            result.skipped.append(cand.origin)
+            continue
+        read = partial(
+            read_source,
+            cand,
+            max_bytes=settings.max_source_bytes,
+            chunk_chars=settings.chunk_chars,
+            data=data,
+            checksum=checksum,
+        )
+        pending.append(Unread(cand.origin, checksum, read))
+    return pending
+
+
+def still_pending(
+    pending: Sequence[Pending], known: dict, result: CompileResult, *, force: bool
+) -> list[Pending]:
+    """``pending`` without what ``known`` says is compiled (to ``result.skipped``)."""
+    still = []
+    for item in pending:
+        if not force and is_current(known.get(item.origin), item.checksum):
+            result.skipped.append(item.origin)
+        else:
+            still.append(item)
+    return still

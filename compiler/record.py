@@ -1,0 +1,123 @@
+"""What a compile run leaves behind besides its articles: each source's outcome in
+state.db, the indexes, the search index, a log.md entry and the commit message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import closing
+from typing import TYPE_CHECKING
+
+from compiler.result import CompileResult, Failure
+from wiki import (
+    Article,
+    CatalogEntry,
+    KnowledgeBase,
+    append_log,
+    entry_for,
+    open_state,
+    refresh_catalog,
+    set_meta,
+    upsert_source,
+    write_indexes,
+)
+from wiki.indexing import refresh_search_index
+
+if TYPE_CHECKING:
+    from compiler.run import Plan, Work
+
+#: state.db meta key: the fingerprint of the indexes the last run wrote (see current_catalog).
+INDEX_FINGERPRINT = "index_fingerprint"
+
+
+def record_sources(
+    kb: KnowledgeBase,
+    work: Sequence[Work],
+    plan: Plan,
+    article_errors: dict[str, str],
+    result: CompileResult,
+    *,
+    model: str,
+    prompt_version: str,
+    interrupted: bool,
+) -> None:
+    """Each source's outcome, in input order: in ``result`` and in state.db."""
+    articles_of: dict[int, list[str]] = {}
+    for path, (_, _, indexes) in plan.items():
+        for i in indexes:
+            articles_of.setdefault(i, []).append(path)
+    with closing(open_state(kb)) as conn:
+        for i, w in enumerate(work):
+            paths = articles_of.get(i, [])
+            error = w.error or next((article_errors[p] for p in paths if p in article_errors), None)
+            if error is None and not paths:
+                error = (
+                    "interrupted before it finished" if interrupted else "no article was planned"
+                )
+            if error is None:
+                result.compiled.append(w.source.origin)
+            else:
+                result.failed.append(Failure(w.source.origin, error))
+            upsert_source(
+                conn,
+                w.source.origin,
+                raw_path=w.raw_path,
+                checksum=w.source.checksum,
+                model=model,
+                prompt_version=prompt_version,
+                status="ok" if error is None else "failed",
+                error=error,
+                articles=sorted(set(paths) | set(w.previous_articles))
+                if error is None
+                else w.previous_articles,
+            )
+
+
+def write_run_indexes(
+    kb: KnowledgeBase,
+    catalog: list[CatalogEntry],
+    since_ns: int,
+    written: dict[str, Article],
+) -> None:
+    """The indexes from the catalog the run started with and the articles it wrote,
+    reading only articles changed by someone else since ``since_ns``."""
+    fresh = {path: entry_for(article) for path, article in written.items()}
+    fingerprint = write_indexes(kb, refresh_catalog(kb, catalog, since_ns, fresh))
+    with closing(open_state(kb)) as conn:
+        set_meta(conn, INDEX_FINGERPRINT, fingerprint)
+
+
+def update_search(kb: KnowledgeBase, written: dict[str, Article]) -> None:
+    """The search index (and catalog lines) with the articles the run wrote."""
+    with closing(open_state(kb)) as conn:
+        refresh_search_index(kb, conn, sorted(written), written)
+
+
+def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> None:
+    """The run's entry in log.md."""
+    lines = [
+        f"sources: {len(result.compiled)} compiled, {len(result.skipped)} unchanged, "
+        f"{len(result.failed)} failed"
+    ]
+    lines += [f"created {p}" for p in result.created]
+    lines += [f"updated {p}" for p in result.updated]
+    lines += [f"failed {f.source}: {f.error}" for f in result.failed]
+    if result.redactions:
+        lines.append(f"redacted {result.redactions} secret(s) or private span(s) before storing")
+    if interrupted:
+        lines.append("interrupted: the rest will be compiled by the next run")
+    append_log(kb, "compile", lines)
+
+
+def commit_message(result: CompileResult) -> str:
+    """The run's git commit message: counts, then the articles created and updated."""
+    head = (
+        f"compile: {len(result.compiled)} source(s), {len(result.created)} created, "
+        f"{len(result.updated)} updated"
+    )
+    if result.failed:
+        head += f", {len(result.failed)} failed"
+    body = [
+        *(f"created {p}" for p in result.created),
+        *(f"updated {p}" for p in result.updated),
+    ]
+    return head + ("\n\n" + "\n".join(body) if body else "")
