@@ -387,9 +387,8 @@ class Compiler:
                     w.previous_text = Extraction.from_data(old.data).to_markdown()
         finally:
             await raw  # written even when the model failed: the next run reuses it
-        ranker = await asyncio.shield(
-            ranker_ready
-        )  # shared: one cancelled source must not cancel it
+        # Shared by every source: shielded, so one cancelled source does not cancel it.
+        ranker = await asyncio.shield(ranker_ready)
         w.targets = await classify_source(
             llm,
             PROMPTS,
