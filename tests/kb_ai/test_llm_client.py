@@ -280,7 +280,9 @@ def test_after_its_cooldown_the_breaker_lets_one_call_try_again(server, settings
     import time
 
     server.responder = lambda request: Reply(status=503)
-    settings = replace(settings, max_retries=0, breaker_threshold=2, breaker_cooldown=0.3)
+    # A cooldown long enough that no pause of a loaded machine between two calls passes
+    # for it; the sleeps outlast it.
+    settings = replace(settings, max_retries=0, breaker_threshold=2, breaker_cooldown=1.0)
 
     async def scenario(llm):
         outcomes = []
@@ -297,11 +299,11 @@ def test_after_its_cooldown_the_breaker_lets_one_call_try_again(server, settings
 
         for _ in range(3):
             await one()  # failed, failed (the breaker opens), refused
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(1.2)
         await one()  # one trial after the cooldown: still down, open again at once
         await one()
         server.responder = lambda request: Reply("back")  # the model comes back
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(1.2)
         await one()  # the trial succeeds and closes the breaker
         await one()
         return outcomes
@@ -423,7 +425,7 @@ def test_concurrency_never_exceeds_max_concurrency(server, settings, transport):
 
 def test_a_high_max_concurrency_is_reached_not_capped_by_the_http_pool(server, settings):
     server._httpd.socket.listen(256)  # the fake must accept them all at once
-    server.responder = lambda request: Reply("ok", delay=0.5)
+    server.responder = lambda request: Reply("ok", delay=1.5)  # all 120 sent well within it
     settings = replace(settings, max_concurrency=120)
 
     async def many(llm):
