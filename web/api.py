@@ -3,7 +3,6 @@ web/errors.py; the streams (task updates, answers) live in web/streams.py."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
@@ -17,21 +16,11 @@ from web import content
 from web.errors import error_json
 from web.services import Services, services
 from web.streams import ask_stream, task_stream
-from web.uploads import JSON_MAX_BYTES, Submission, limit_body, read_submission
+from web.uploads import Submission, json_object, read_submission
 
 
 def ok(status: int = 200, **data: Any) -> JSONResponse:
     return JSONResponse({"ok": True, **data}, status_code=status)
-
-
-async def json_object(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await limit_body(request, JSON_MAX_BYTES).body() or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"The body is not valid JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise UsageError("Send a JSON object")
-    return body
 
 
 # -- health and the queue -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from retrieval import Asker, ChatStore, Turn
 from web import content
 from web.render import render_markdown
 from web.services import Services, services
-from web.uploads import JSON_MAX_BYTES, limit_body
+from web.uploads import json_object
 
 PING_SECONDS = 15
 
@@ -57,12 +57,7 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     question; its id is in the ``X-Session-Id`` header and in the ``done`` event.
     """
     svc = services(request)
-    try:
-        body = json.loads(await limit_body(request, JSON_MAX_BYTES).body() or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"The body is not valid JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise UsageError('Send a JSON object: {"question": "..."}')
+    body = await json_object(request, example='{"question": "..."}')
     question, sid, paths = body.get("question"), body.get("session"), body.get("paths")
     if not isinstance(question, str) or not question.strip():
         raise UsageError("The question is empty", hint='send {"question": "..."}')

@@ -79,6 +79,18 @@ def limit_body(request: Request, max_bytes: int) -> Request:
     return Request(request.scope, receive)
 
 
+async def json_object(request: Request, *, example: str = "") -> dict[str, Any]:
+    """The JSON object of a small request body (a question, a title; an empty body is
+    ``{}``); a clear UsageError otherwise, showing ``example`` of what to send."""
+    try:
+        body = json.loads(await limit_body(request, JSON_MAX_BYTES).body() or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"The body is not valid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise UsageError("Send a JSON object" + (f": {example}" if example else ""))
+    return body
+
+
 async def _json_body(request: Request) -> Any:
     try:
         return json.loads(await request.body())
