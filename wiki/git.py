@@ -43,9 +43,16 @@ def _run(
             "git is not installed", hint="install git; kb-ai keeps its history in it"
         ) from exc
     if check and proc.returncode != 0:
-        message = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
-        raise KbAiError(f"git {' '.join(args[:2])} failed in {kb.root}: {message}")
+        raise _failed(kb, args, proc)
     return proc
+
+
+def _failed(
+    kb: KnowledgeBase, args: tuple[str, ...], proc: subprocess.CompletedProcess
+) -> KbAiError:
+    """The error for a git command that failed, carrying git's own message."""
+    message = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
+    return KbAiError(f"git {' '.join(args[:2])} failed in {kb.root}: {message}")
 
 
 def _identity_env() -> tuple[str | None, ...]:
@@ -117,12 +124,12 @@ def commit_paths(kb: KnowledgeBase, message: str, paths: list[str]) -> str | Non
 
 def _commit_staged(kb: KnowledgeBase, message: str) -> str | None:
     # Commit first, ask why only when it fails: one git process less on every run.
-    proc = _run(kb, ("commit", "-q", "-m", message), check=False)
+    args = ("commit", "-q", "-m", message)
+    proc = _run(kb, args, check=False)
     if proc.returncode != 0:
         if _run(kb, ("diff", "--cached", "--quiet"), check=False).returncode == 0:
             return None  # nothing was staged
-        message = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
-        raise KbAiError(f"git commit failed in {kb.root}: {message}")
+        raise _failed(kb, args, proc)
     return head_sha(kb)
 
 
