@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -82,28 +84,45 @@ def write_article(kb: KnowledgeBase, article: Article) -> Article:
         created=_iso(article.created),
         updated=_iso(article.updated),
     )
-    meta: dict[str, Any] = {
-        "title": written.title,
-        "type": written.type,
-        "summary": written.summary,
-        "tags": written.tags,
-    }
-    if written.keys:
-        meta["keys"] = written.keys
-    meta |= {"sources": written.sources, "created": written.created, "updated": written.updated}
-    atomic_write_text(path, dump_document(meta, written.body))
+    atomic_write_text(path, article_text(written))
     return written
+
+
+def article_text(article: Article) -> str:
+    """The file an article is stored as: YAML frontmatter, then the body. The article is
+    taken as it is: :func:`write_article` normalises it first."""
+    meta: dict[str, Any] = {
+        "title": article.title,
+        "type": article.type,
+        "summary": article.summary,
+        "tags": article.tags,
+    }
+    if article.keys:
+        meta["keys"] = article.keys
+    meta |= {"sources": article.sources, "created": article.created, "updated": article.updated}
+    return dump_document(meta, article.body)
 
 
 def list_articles(kb: KnowledgeBase) -> list[str]:
     """The KB-relative paths of all articles, sorted."""
-    if not kb.wiki_dir.is_dir():
-        return []
-    return sorted(
-        f"wiki/{p.parent.name}/{p.name}"
-        for p in kb.wiki_dir.glob("*/*.md")
-        if not p.name.startswith(".") and not p.parent.name.startswith(".") and p.is_file()
-    )
+    return sorted(rel for rel, _ in _article_files(kb))
+
+
+def article_mtimes(kb: KnowledgeBase) -> dict[str, int]:
+    """Every article's path with its ``st_mtime_ns``: one stat per article."""
+    return {rel: entry.stat().st_mtime_ns for rel, entry in _article_files(kb)}
+
+
+def _article_files(kb: KnowledgeBase) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """What an article file is: ``wiki/<type>/<name>.md``, hidden names left out."""
+    try:
+        folders = [d for d in os.scandir(kb.wiki_dir) if d.is_dir() and not d.name.startswith(".")]
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for folder in folders:
+        for entry in os.scandir(folder.path):
+            if entry.name.endswith(".md") and not entry.name.startswith(".") and entry.is_file():
+                yield f"wiki/{folder.name}/{entry.name}", entry
 
 
 def delete_article(kb: KnowledgeBase, rel: str) -> bool:

@@ -12,12 +12,11 @@ a line ambiguous are escaped with a backslash: ``[ ]`` in titles, ``|`` in summa
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wiki.articles import Article, derive_keys, list_articles, read_article
+from wiki.articles import Article, article_mtimes, derive_keys, list_articles, read_article
 from wiki.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -167,7 +166,7 @@ def refresh_catalog(
     (nanoseconds, as ``st_mtime_ns``), and every other article read from disk."""
     fresh = fresh or {}
     known = {e.path: e for e in entries}
-    mtimes = _article_mtimes(kb)
+    mtimes = article_mtimes(kb)
     out = []
     for rel in sorted(mtimes):
         entry = fresh.get(rel)
@@ -177,21 +176,6 @@ def refresh_catalog(
                 entry = entry_for(read_article(kb, rel))
         out.append(entry)
     return out
-
-
-def _article_mtimes(kb: KnowledgeBase) -> dict[str, int]:
-    """The articles :func:`list_articles` finds, with their ``st_mtime_ns``: one stat
-    each (a glob and a stat per article took twice that on a wiki of 10,000)."""
-    found: dict[str, int] = {}
-    try:
-        types = [d for d in os.scandir(kb.wiki_dir) if d.is_dir() and not d.name.startswith(".")]
-    except FileNotFoundError:
-        return found
-    for folder in types:
-        for entry in os.scandir(folder.path):
-            if entry.name.endswith(".md") and not entry.name.startswith(".") and entry.is_file():
-                found[f"wiki/{folder.name}/{entry.name}"] = entry.stat().st_mtime_ns
-    return found
 
 
 def index_fingerprint(kb: KnowledgeBase) -> str | None:
