@@ -115,7 +115,6 @@ class Compiler:
         self._llm: LLM | None = None
         self._catalog: list[CatalogEntry] = []  # as the run started
         self._catalog_ns = 0
-        self._force = False
 
     # -- entry points ---------------------------------------------------------------
 
@@ -123,26 +122,24 @@ class Compiler:
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
         started = time.monotonic()
-        self._force = force
         candidates, problems = discover(paths)
         result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
         pending = pending_files(candidates, known, self.settings, result, force=force)
         result.sources = len(candidates)
-        return await self._compile(pending, result, started, known)
+        return await self._compile(pending, result, started, known, force)
 
     async def compile_sources(
         self, sources: Sequence[Source], *, force: bool = False
     ) -> CompileResult:
         """Compile sources handed over directly (the web queue, agent hooks)."""
         started = time.monotonic()
-        self._force = force
         result = CompileResult(sources=len(sources))
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
         pending = still_pending(sources, known, result, force=force)
-        return await self._compile(pending, result, started, known)
+        return await self._compile(pending, result, started, known, force)
 
     # -- the run ---------------------------------------------------------------------
 
@@ -152,6 +149,7 @@ class Compiler:
         result: CompileResult,
         started: float,
         known: dict,
+        force: bool,
     ) -> CompileResult:
         run_started = datetime.now(UTC)
         if pending:
@@ -163,7 +161,7 @@ class Compiler:
                 # and what it compiled needs no second pass.
                 with closing(open_state(self.kb)) as conn:
                     known = all_sources(conn)
-                pending = still_pending(pending, known, result, force=self._force)
+                pending = still_pending(pending, known, result, force=force)
             self._tasks.install_handler()
             try:
                 await self._run_pipeline(pending, result, known)
