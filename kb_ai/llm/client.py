@@ -138,7 +138,7 @@ class LLMClient:
             break
         self._succeed()
         duration = time.monotonic() - started
-        reply = CachedReply(raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens)
+        reply = CachedReply.of(raw)
         complete = raw.text.strip() and raw.finish_reason != "length"
         usage = self._paid(raw, stage, duration, cache=(key, reply) if complete else None)
         yield Completion(raw.text, None, self.model, usage, False, raw.finish_reason, duration)
@@ -187,7 +187,7 @@ class LLMClient:
         except LLMOutputError as exc:
             self._paid(raw, stage, duration, error=exc)
             raise
-        reply = CachedReply(raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens)
+        reply = CachedReply.of(raw)
         usage = self._paid(raw, stage, duration, cache=(key, reply))
         return Completion(raw.text, data, self.model, usage, False, raw.finish_reason, duration)
 

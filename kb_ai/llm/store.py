@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb_ai.llm._transport import RawReply
+
 log = logging.getLogger(__name__)
 
 #: Up to this many cached keys are held in memory to answer misses without SQLite
@@ -61,6 +63,10 @@ class CachedReply:
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+
+    @classmethod
+    def of(cls, raw: RawReply) -> CachedReply:
+        return cls(raw.text, raw.finish_reason, raw.prompt_tokens, raw.completion_tokens)
 
 
 @dataclass(frozen=True)
@@ -121,9 +127,10 @@ class CallStore:
 
     Misses cost no trip to that thread once a client has made a few calls: another
     thread then reads the set of cached keys (up to ``KNOWN_KEYS_MAX``), and from then on
-    a key neither in it nor cached since is answered at once. With 16 calls starting together the trips queued behind each other and
-    behind the event loop for the GIL: the last of them waited ~14 ms. A reply cached
-    meanwhile by another process is not seen by this client; it pays for that call.
+    a key neither in it nor cached since is answered at once. (With 16 calls starting
+    together the trips queued behind each other and behind the event loop for the GIL:
+    the last waited ~14 ms.) A reply cached meanwhile by another process is not seen by
+    this client; it pays for that call.
     """
 
     def __init__(self, db_path: Path | None) -> None:
@@ -134,7 +141,7 @@ class CallStore:
         self._lock = threading.Lock()
         self._pending: list[tuple[CallRecord, tuple[str, CachedReply] | None]] = []
         self._flush_queued = False
-        self._known: set[str] | None = None  # keys in llm_cache when the thread connected
+        self._known: set[str] | None = None  # keys in llm_cache when _load_known read them
         self._recorded: set[str] = set()  # keys this store cached since
         self._lookups = 0
         if db_path is not None:  # connect while the caller prepares its first call
