@@ -8,6 +8,7 @@ import httpx
 
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer
+from tests.web.conftest import wait_for
 from tests.web.live import LiveServer, model_env
 from wiki import KnowledgeBase, list_articles
 
@@ -18,13 +19,8 @@ NOTE = {
 
 
 def wait_state(url, task_id, wanted, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        task = httpx.get(f"{url}/api/tasks/{task_id}").json()["task"]
-        if task["state"] in wanted:
-            return task
-        time.sleep(0.05)
-    raise AssertionError(f"task still {task['state']}")
+    with httpx.Client(base_url=url) as client:
+        return wait_for(client, task_id, wanted, timeout)
 
 
 def test_a_task_leased_by_a_server_that_died_is_compiled_by_the_next(tmp_path):
