@@ -1,18 +1,5 @@
-"""Agent memory hooks: capture coding-agent sessions, hand back a short snapshot."""
+"""Agent memory hooks: capture coding-agent sessions, hand back a short snapshot.
 
-from kb_ai.hooks.install import AGENTS, install, installed_events, settings_path, uninstall
-from kb_ai.hooks.locate import find_kb
-from kb_ai.hooks.run import run_hook
-from kb_ai.hooks.snapshot import build_snapshot, session_snapshot
-
-__all__ = [
-    "AGENTS",
-    "build_snapshot",
-    "find_kb",
-    "install",
-    "installed_events",
-    "run_hook",
-    "session_snapshot",
-    "settings_path",
-    "uninstall",
-]
+The hook itself (kb_ai/hooks/run.py) imports only this package's light modules: this
+file imports nothing, so ``python -m kb_ai.hooks`` starts in milliseconds.
+"""

@@ -1,35 +1,40 @@
-"""The hook commands an agent runs: they read its hook event (JSON on standard input) and
-answer in the form it expects. Claude Code and Codex share the event shape
-(session_id, transcript_path, cwd, hook_event_name, ...) and both add a hook's standard
-output to the model's context.
+"""The hook commands an agent runs (``kb-ai-hook NAME --agent A``, or ``python -m
+kb_ai.hooks NAME ...``): they read the agent's hook event (JSON on standard input) and
+answer in the form it expects. Claude Code and Codex share the event shape (session_id,
+transcript_path, cwd, hook_event_name, ...) and both add a hook's standard output to the
+model's context.
 
-Every hook fails open: on any error, a missing KB or a missing server it prints nothing
-and exits 0, within a second, so it never gets in the agent's way.
+- ``session-end`` (SessionEnd, Stop, PreCompact) appends one record to the KB's spool
+  (kb_ai/hooks/spool.py) and, when no worker is running, starts one; it reads no
+  transcript and imports nothing heavy, so it ends in tens of milliseconds even on a
+  busy machine.
+- ``session-start`` prints the snapshot (kb_ai/hooks/snapshot.py).
+- ``prompt`` prints a one-line hint when the wiki has pages that look relevant.
+
+Every hook fails open: on any error, or a missing KB, it prints nothing and exits 0.
+Nothing here kills the process on a timer: the agent's own hook timeout is the bound.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import subprocess
 import sys
-import threading
-import traceback
 from collections.abc import Mapping
-from contextlib import closing
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from kb_ai.hooks.locate import find_kb
-from kb_ai.hooks.snapshot import session_snapshot
-from wiki import KnowledgeBase, open_state
+from kb_ai.hooks import spool
+from kb_ai.hooks.locate import find_kb, is_kb
+from kb_ai.hooks.snapshot import STATE_DIR, session_snapshot
 
-DEADLINE_SECONDS = 0.9
-MAX_TRANSCRIPT_BYTES = 50_000_000
+HANDLERS = ("session-start", "session-end", "prompt")
+AGENTS = ("claude-code", "codex")
+MAX_STDIN_BYTES = 1_000_000
+USAGE = "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
 
 
-def parse_event(stdin_text: str) -> dict[str, Any]:
+def parse_event(stdin_text: str) -> dict[str, object]:
     try:
         event = json.loads(stdin_text) if stdin_text.strip() else {}
     except json.JSONDecodeError:
@@ -37,80 +42,73 @@ def parse_event(stdin_text: str) -> dict[str, Any]:
     return event if isinstance(event, dict) else {}
 
 
-def session_start(kb: KnowledgeBase, event: Mapping[str, Any]) -> str:
-    return session_snapshot(kb, str(event.get("session_id") or "no-session"))
-
-
-def session_end(kb: KnowledgeBase, event: Mapping[str, Any], agent: str) -> str:
-    """Queue the session's transcript; a running server (or a worker started here)
-    compiles it. Returns nothing to show the agent."""
-    from compiler.queue import TaskQueue
-
-    path = event.get("transcript_path")
-    session = str(event.get("session_id") or "")
-    if not isinstance(path, str) or not path:
+def session_end(root: Path, event: Mapping[str, object], agent: str, cwd: str) -> str:
+    """Spool the session for the worker, and make sure a worker will take it."""
+    if not isinstance(event.get("transcript_path"), str) or not event.get("transcript_path"):
         return ""
-    transcript = Path(path).expanduser()
-    if not transcript.is_file() or transcript.stat().st_size > MAX_TRANSCRIPT_BYTES:
-        return ""
-    content = transcript.read_bytes()
-    if not content.strip():
-        return ""
-    with closing(open_state(kb)) as conn:
-        TaskQueue(kb, conn).submit(
-            f"{agent} session {session[:8] or transcript.stem}",
-            content,
-            filename=transcript.name,
-            kind="transcript",
-            origin=f"transcript:{agent}:{session or transcript.stem}",
-        )
-    start_drain_worker(kb)
+    state = root / STATE_DIR
+    spool.append(state, spool.make_record(dict(event), agent, cwd))
+    start_worker(root)
     return ""
 
 
-def prompt_hint(kb: KnowledgeBase, event: Mapping[str, Any]) -> str:
+def prompt_hint(root: Path, event: Mapping[str, object]) -> str:
     """One line with the number of wiki pages that look relevant, and no wiki text."""
+    from contextlib import closing
+
+    from wiki import KnowledgeBase, open_state
     from wiki.search import SearchIndex
 
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
-    with closing(open_state(kb)) as conn:
+    with closing(open_state(KnowledgeBase.open(root))) as conn:
         hits = SearchIndex(conn).search(prompt[:2000], limit=20)
     if not hits:
         return ""
     n = len(hits)
-    return f"kb-ai: {n} wiki page{'s' if n != 1 else ''} may be relevant; the `ask` MCP tool answers from them with citations."
+    return f"kb-ai: {n} wiki page{'s' if n != 1 else ''} may be relevant; the `ask` tool of the kb-ai MCP server answers from them with citations."
 
 
-def worker_alive(kb: KnowledgeBase) -> bool:
-    """Whether a worker (a `kb-ai serve`, or a drain started earlier) holds the KB's worker lock."""
-    from wiki.lock import KbLock
-
-    lock = KbLock(kb.state_dir / "worker.lock")
-    if lock.acquire(blocking=False):
-        lock.release()
+def worker_alive(root: Path) -> bool:
+    """Whether a worker (a `kb-ai serve`, or a drain started earlier) holds the KB's
+    worker lock (shared, see compiler/worker.py); a free lock means none."""
+    path = root / STATE_DIR / "worker.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
         return False
-    return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return False
 
 
-def start_drain_worker(kb: KnowledgeBase) -> None:
-    """Start `kb-ai worker --drain` in the background, detached, unless one is running."""
-    if worker_alive(kb):
+def worker_command(root: Path) -> list[str]:
+    return [sys.executable, "-P", "-m", "kb_ai", "--kb", str(root), "worker", "--drain"]
+
+
+def start_worker(root: Path) -> None:
+    """Start `kb-ai worker --drain` detached (its own session, output to worker.log),
+    unless one is running. A worker that starts just as another ends finds the spool
+    empty, or claims records the other left; claims are exclusive either way."""
+    if worker_alive(root):
         return
-    log = open(kb.state_dir / "worker.log", "ab")  # noqa: SIM115 - handed to the child
-    with log:
-        subprocess.Popen(
-            [sys.executable, "-P", "-m", "kb_ai", "--kb", str(kb.root), "worker", "--drain"],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
-
-
-HANDLERS = {"session-start", "session-end", "prompt"}
+    log = str(root / STATE_DIR / "worker.log")
+    os.posix_spawn(
+        sys.executable,
+        worker_command(root),
+        os.environ,
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+        ],
+        setsid=True,
+    )
 
 
 def run_hook(
@@ -122,41 +120,84 @@ def run_hook(
     environ: Mapping[str, str] | None = None,
 ) -> str:
     """Run one hook; returns what to print. Never raises: a hook must not break the agent."""
-    kb: KnowledgeBase | None = None
+    root: Path | None = None
     try:
         event = parse_event(stdin_text)
         cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else os.getcwd()
-        root = Path(kb_dir) if kb_dir else find_kb(cwd, environ)
+        if kb_dir:
+            root = Path(kb_dir).expanduser().resolve()
+            if not is_kb(root):
+                return ""
+        else:
+            root = find_kb(cwd, environ)
         if root is None:
             return ""
-        kb = KnowledgeBase.open(root)
         if name == "session-start":
-            return session_start(kb, event)
+            return session_snapshot(root, str(event.get("session_id") or "no-session"))
         if name == "session-end":
-            return session_end(kb, event, agent)
+            return session_end(root, event, agent, cwd)
         if name == "prompt":
-            return prompt_hint(kb, event)
+            return prompt_hint(root, event)
         return ""
     except BaseException:  # noqa: BLE001 - fail open is the contract of every hook
-        _log_failure(kb, name)
+        _log_failure(root, name)
         return ""
 
 
-def _log_failure(kb: KnowledgeBase | None, name: str) -> None:
-    if kb is None:
+def _log_failure(root: Path | None, name: str) -> None:
+    if root is None:
         return
+    import time
+    import traceback
+
     try:
-        with open(kb.state_dir / "hooks.log", "a", encoding="utf-8") as f:
-            f.write(
-                f"{datetime.now(UTC).isoformat()} hook {name} failed:\n{traceback.format_exc()}\n"
-            )
+        with open(root / STATE_DIR / "hooks.log", "a", encoding="utf-8") as f:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            f.write(f"{stamp} hook {name} failed:\n{traceback.format_exc()}\n")
     except OSError:
         pass
 
 
-def exit_after_deadline(seconds: float = DEADLINE_SECONDS) -> threading.Timer:
-    """Guarantee the hook process ends in time, whatever it is stuck on."""
-    timer = threading.Timer(seconds, lambda: os._exit(0))
-    timer.daemon = True
-    timer.start()
-    return timer
+def parse_args(argv: list[str]) -> tuple[str, str, str | None] | None:
+    """(name, agent, kb) from ``NAME [--agent A] [--kb DIR]`` (argparse costs more than this)."""
+    name, agent, kb = None, "claude-code", None
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--agent", "--kb"):
+            value = next(it, None)
+            if value is None:
+                return None
+            if arg == "--agent":
+                agent = value
+            else:
+                kb = value
+        elif arg.startswith("--agent="):
+            agent = arg.split("=", 1)[1]
+        elif arg.startswith("--kb="):
+            kb = arg.split("=", 1)[1]
+        elif name is None:
+            name = arg
+        else:
+            return None
+    if name not in HANDLERS or agent not in AGENTS:
+        return None
+    return name, agent, kb
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The hook's process: read the event, answer, exit 0 (always)."""
+    parsed = parse_args(sys.argv[1:] if argv is None else argv)
+    if parsed is None:
+        sys.stderr.write(USAGE + "\n")
+        sys.stderr.flush()
+        os._exit(0)  # a wrong command line must not block the agent either
+    name, agent, kb = parsed
+    try:
+        data = b"" if sys.stdin.isatty() else sys.stdin.buffer.read(MAX_STDIN_BYTES)
+    except (OSError, ValueError):
+        data = b""
+    out = run_hook(name, data.decode("utf-8", errors="replace"), agent=agent, kb_dir=kb)
+    if out:
+        sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # nothing left to wait for: no interpreter teardown may delay the agent

@@ -1,77 +1,99 @@
 """The session-start snapshot: what the project has learned, in at most 5 lines and 1 KB.
 
-It lists the pitfalls and conventions of the wiki (most recently changed first), plus one
-line saying the `ask` MCP tool exists. It is computed once per session and kept, so every
+Up to four articles, ranked: pitfalls, conventions, decisions (each most recently
+changed first), then the most recently changed of the rest; and always, last, one line
+saying how to ask the wiki (the `ask` tool of the kb-ai MCP server, or the CLI). Empty
+only while the wiki has no article. It is computed once per session and kept, so every
 call in that session gets the same bytes and the agent's prompt cache stays valid.
+
+Run by the hook on every session start: it reads the master index and the article
+files' times directly and imports nothing of the wiki package (whose imports alone take
+longer than this whole step). The layout names below are the wiki's (wiki/layout.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from pathlib import Path
-
-from wiki import KnowledgeBase, atomic_write_text
 
 MAX_LINES = 5
 MAX_BYTES = 1024
-KINDS = ("pitfall", "convention")
-ASK_LINE = (
-    "kb-ai: this project has a wiki of its decisions, conventions and pitfalls; "
-    "call the `ask` MCP tool (server kb) before guessing how things are done here."
-)
+LINE_CHARS = 200
+RANKED_KINDS = ("pitfall", "convention", "decision")
+MASTER_INDEX = Path("index") / "master-index.md"
+STATE_DIR = ".kb-ai"
 _LINE = re.compile(
     r"^- \[(?P<title>.+?)\]\((?P<path>wiki/(?P<type>[^/]+)/[^)]+\.md)\)(?: — (?P<summary>.*?))?(?: \| keys: .*)?$"
 )
 
 
-def _entries(kb: KnowledgeBase) -> list[tuple[float, str, str, str]]:
+def ask_line(root: Path) -> str:
+    return (
+        "kb-ai: ask this project's wiki before guessing how things are done here: the `ask` "
+        f"tool of the kb-ai MCP server, or `kb-ai --kb {shlex.quote(str(root))} ask "
+        '"your question"` in a shell.'
+    )
+
+
+def _entries(root: Path) -> list[tuple[int, float, str, str, str]]:
+    """(rank, -mtime, kind, title, summary) of every article in the master index."""
     try:
-        text = kb.master_index_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = (root / MASTER_INDEX).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return []
     found = []
     for line in text.splitlines():
         m = _LINE.match(line)
-        if m is None or m["type"] not in KINDS:
+        if m is None:
             continue
         try:
-            mtime = (kb.root / m["path"]).stat().st_mtime
+            mtime = os.stat(root / m["path"]).st_mtime
         except OSError:
             continue
+        kind = m["type"]
+        rank = RANKED_KINDS.index(kind) if kind in RANKED_KINDS else len(RANKED_KINDS)
         title = m["title"].replace("\\[", "[").replace("\\]", "]")
         summary = (m["summary"] or "").replace("\\|", "|")
-        found.append((mtime, m["type"], title, summary))
-    found.sort(key=lambda e: (-e[0], e[2]))
+        found.append((rank, -mtime, kind, title, summary))
+    found.sort(key=lambda e: (e[0], e[1], e[3]))
     return found
 
 
-def build_snapshot(kb: KnowledgeBase) -> str:
-    """The snapshot text ("" when the wiki has no pitfalls or conventions yet)."""
+def build_snapshot(root: Path) -> str:
+    """The snapshot text of the KB at ``root`` ("" while its wiki has no article)."""
+    entries = _entries(root)
+    if not entries:
+        return ""
+    last = ask_line(root)
+    size = len(last.encode())
     lines: list[str] = []
-    size = len(ASK_LINE.encode()) + 1
-    for _, kind, title, summary in _entries(kb):
+    for _, _, kind, title, summary in entries:
         if len(lines) >= MAX_LINES - 1:
             break
         line = f"- {kind}: {title}" + (f" — {summary}" if summary else "")
-        line = line if len(line) <= 240 else line[:239] + "…"
+        line = " ".join(line.split())
+        line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
         cost = len(line.encode()) + 1
         if size + cost > MAX_BYTES:
             break
         lines.append(line)
         size += cost
-    if not lines:
-        return ""
-    return "\n".join([ASK_LINE, *lines])
+    return "\n".join([*lines, last])
 
 
-def session_snapshot(kb: KnowledgeBase, session_id: str) -> str:
+def session_snapshot(root: Path, session_id: str) -> str:
     """The snapshot of one session: built on its first call, then read back byte for byte."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:100] or "no-session"
-    path: Path = kb.state_dir / "snapshots" / f"{safe}.txt"
+    path = root / STATE_DIR / "snapshots" / f"{safe}.txt"
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         pass
-    text = build_snapshot(kb)
-    atomic_write_text(path, text)
+    text = build_snapshot(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # two starts of one session both write the same bytes
     return text
