@@ -192,6 +192,30 @@ def retry_due(kb: KnowledgeBase, conn: sqlite3.Connection, settings: Settings) -
     return due
 
 
+def release_orphans(kb: KnowledgeBase, conn: sqlite3.Connection) -> int:
+    """Hand back to the queue the tasks leased by a worker of this machine whose process
+    is gone (its lease would otherwise hold them until it expires)."""
+    import os
+    import socket
+
+    host = socket.gethostname()
+    orphans: dict[str, list[str]] = {}
+    for task_id, owner in conn.execute(
+        "SELECT id, lease_owner FROM tasks WHERE state = 'running' AND lease_owner IS NOT NULL"
+    ):
+        parts = str(owner).split(":")
+        if len(parts) < 2 or parts[0] != host or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or spool.process_alive(pid):
+            continue
+        orphans.setdefault(owner, []).append(task_id)
+    queue = TaskQueue(kb, conn)
+    for owner, ids in orphans.items():
+        queue.release(ids, owner)
+    return sum(len(ids) for ids in orphans.values())
+
+
 def retry_all(kb: KnowledgeBase, conn: sqlite3.Connection) -> tuple[int, int]:
     """`kb-ai hooks retry`: every failed session task queued again now, and every capture
     whose transcript could not be read put back in the spool. Returns (tasks, captures)."""

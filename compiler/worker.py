@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
 
-from compiler.captures import retry_due, take_spool
+from compiler.captures import release_orphans, retry_due, take_spool
 from compiler.queue import TaskQueue
 from compiler.run import Compiler
 from compiler.sessions import increment, key_of_origin
@@ -61,6 +61,7 @@ class Worker:
     async def run_forever(self) -> None:
         with self._alive():
             while not self.stopping:
+                await asyncio.to_thread(self._retry_failed)
                 done = await self.run_once()
                 if not done:
                     self.wake.clear()
@@ -72,6 +73,8 @@ class Worker:
         session to be quiet first); returns the number of tasks handled."""
         total = 0
         with self._alive():
+            # once, not every batch: what fails in this drain waits for its backoff
+            await asyncio.to_thread(self._retry_failed)
             while not self.stopping:
                 done = await self.run_once()
                 total += done
@@ -83,10 +86,16 @@ class Worker:
         return total
 
     def _take_spool(self) -> None:
-        """Agent captures into the queue; failed ones whose backoff passed, back into it."""
+        """Agent captures from the spool into the queue."""
         with closing(open_state(self.kb)) as conn:
             self.spool_due = take_spool(self.kb, conn, self.settings).next_at
+
+    def _retry_failed(self) -> None:
+        """Failed captures whose backoff passed back into the queue, and tasks left
+        running by a worker process that died (killed, crashed) handed back at once."""
+        with closing(open_state(self.kb)) as conn:
             retry_due(self.kb, conn, self.settings)
+            release_orphans(self.kb, conn)
 
     @contextlib.contextmanager
     def _alive(self) -> Iterator[None]:

@@ -120,7 +120,7 @@ def read(path: Path) -> dict[str, object] | None:
     return None
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -146,7 +146,7 @@ def reclaim(state_dir: Path) -> int:
             stale = time.time() - path.stat().st_mtime > CLAIM_SECONDS
         except OSError:
             continue
-        if _alive(int(owner)) and not stale:
+        if process_alive(int(owner)) and not stale:
             continue
         try:
             os.rename(path, base / NEW / stem)
