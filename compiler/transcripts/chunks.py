@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-FULL = 0.8
+FULL = 0.9
 _TURN = re.compile(r"\n+(?=## (?:User|Assistant)\n)")
 _SEP = "\n\n"
 
