@@ -402,3 +402,23 @@ def test_status_and_retry_honour_kb_and_show_why_a_capture_failed(tmp_path):
     assert "No such file" in status.stdout
     retry = hook("--kb", str(kb.root), "hooks", "retry", cwd=elsewhere)
     assert retry.returncode == 0 and "1 capture(s)" in retry.stdout
+
+
+def test_codex_install_with_mcp_adds_one_server_block_and_uninstall_takes_it_out(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    project = tmp_path / "project"
+    config = project / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "o3"\n')
+    args = ["--kb", str(kb.root), "hooks", "install", "--agent", "codex"]
+    for _ in range(2):  # idempotent
+        result = hook(*args, "--project", str(project), "--mcp", "--no-check")
+        assert result.returncode == 0, result.stderr
+    import tomllib
+
+    data = tomllib.loads(config.read_text())
+    assert data["model"] == "o3"
+    assert data["mcp_servers"]["kb-ai"]["args"][-2:] == ["--kb", str(kb.root)]
+    result = hook("hooks", "uninstall", "--agent", "codex", "--project", str(project))
+    assert result.returncode == 0, result.stderr
+    assert config.read_text() == 'model = "o3"\n'

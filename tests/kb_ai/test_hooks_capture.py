@@ -298,6 +298,13 @@ def test_the_same_session_through_the_hook_and_compile_is_one_source(tmp_path, s
         origins = list(all_sources(conn))
     assert origins and all(o.startswith(f"session:claude-code:{session_id}#") for o in origins)
     assert len(origins) == 1
+    with closing(open_state(kb)) as conn:  # the web upload of the same session, re-saved
+        content = path.read_bytes() + b"\n"
+        TaskQueue(kb, conn).submit("upload", content, filename="s.jsonl", kind="note")
+    drain(kb, settings)
+    assert len(server.requests) == calls
+    upload = next(t for t in tasks_of(kb) if t["title"] == "upload")
+    assert upload["state"] == "done" and "skipped" in upload["result"]
 
 
 def test_a_session_with_nothing_to_learn_is_skipped_not_failed(tmp_path, server):
