@@ -93,6 +93,8 @@ def increment(
     session with an id; then it compiles as any other source)."""
     from compiler.sources import Source, decode_text
 
+    if detect(data[:HEAD_BYTES], name) not in SESSION_FORMATS:
+        return None  # a note, a document, another transcript format: looked at no further
     checksum = hashlib.sha256(data).hexdigest()
     key = head_key(data, name)
     if key is not None and is_compiled(known, key, checksum):

@@ -19,6 +19,8 @@ from compiler.run import Compiler
 from compiler.sessions import increment, key_of_origin
 from compiler.sources import Source, source_from_text
 from kb_ai.errors import KbAiError
+from kb_ai.hooks import spool
+from kb_ai.hooks.run import STARTING
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, open_state
@@ -72,17 +74,21 @@ class Worker:
         """Compile until the queue and the spool are empty (waiting for a still-active
         session to be quiet first); returns the number of tasks handled."""
         total = 0
-        with self._alive():
-            # once, not every batch: what fails in this drain waits for its backoff
-            await asyncio.to_thread(self._retry_failed)
-            while not self.stopping:
-                done = await self.run_once()
-                total += done
-                if done:
-                    continue
-                if self.spool_due is None:
-                    break
-                await asyncio.sleep(min(max(self.spool_due - time.time(), 0.05), 60.0))
+        while not self.stopping:
+            with self._alive():
+                # once, not every batch: what fails in this drain waits for its backoff
+                await asyncio.to_thread(self._retry_failed)
+                while not self.stopping:
+                    done = await self.run_once()
+                    total += done
+                    if done:
+                        continue
+                    if self.spool_due is None:
+                        break
+                    await asyncio.sleep(min(max(self.spool_due - time.time(), 0.05), 60.0))
+            # a hook that saw this worker alive just before it let go started none
+            if not spool.pending(self.kb.state_dir):
+                break
         return total
 
     def _take_spool(self) -> None:
@@ -103,6 +109,7 @@ class Worker:
         someone will compile what they queue."""
         lock = KbLock(self.kb.state_dir / "worker.lock")
         lock.acquire(shared=True)
+        (self.kb.state_dir / STARTING).unlink(missing_ok=True)  # started: hooks see the lock
         try:
             yield
         finally:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -63,9 +64,13 @@ def burn(seconds: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-def end_sessions(kb: KnowledgeBase, tmp: Path, ids: list[str]) -> list[float]:
-    times = []
+def end_sessions(kb: KnowledgeBase, tmp: Path, ids: list[str]) -> tuple[list[float], list[float]]:
+    """(the hooks' wall times, a bare ``python -P -c pass`` run before each: the floor)."""
+    times, bare = [], []
     for sid in ids:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-P", "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - started)
         event = json.dumps(
             {
                 "session_id": sid,
@@ -77,7 +82,7 @@ def end_sessions(kb: KnowledgeBase, tmp: Path, ids: list[str]) -> list[float]:
         started = time.perf_counter()
         subprocess.run(HOOK, input=event, capture_output=True, text=True, check=True)
         times.append(time.perf_counter() - started)
-    return times
+    return times, bare
 
 
 def worker_busy(kb: KnowledgeBase) -> bool:
@@ -106,10 +111,11 @@ def run(sessions: int, delay: float) -> dict:
                 f'\nmodel = "openai/fake-model"\napi_base = "{server.base_url}"\n'
                 'api_key = "sk-bench"\n'
             )
-        idle = end_sessions(kb, tmp, [f"idle-{i}" for i in range(half)])
+        load_before = os.getloadavg()[0]
+        idle, idle_bare = end_sessions(kb, tmp, [f"idle-{i}" for i in range(half)])
         burners = [burn(600), burn(600)]
         try:
-            busy = end_sessions(kb, tmp, [f"busy-{i}" for i in range(sessions - half)])
+            busy, busy_bare = end_sessions(kb, tmp, [f"busy-{i}" for i in range(sessions - half)])
         finally:
             for b in burners:
                 b.kill()
@@ -134,6 +140,11 @@ def run(sessions: int, delay: float) -> dict:
         extracts = sum(1 for r in server.requests if stage_of(r) == "extract")
     return {
         "sessions": sessions,
+        "load_average_at_start": load_before,
+        "bare_python_idle_p50_ms": pct(idle_bare, 0.5) * 1000,
+        "bare_python_idle_p99_ms": pct(idle_bare, 0.99) * 1000,
+        "bare_python_busy_p50_ms": pct(busy_bare, 0.5) * 1000,
+        "bare_python_busy_p99_ms": pct(busy_bare, 0.99) * 1000,
         "idle_p50_ms": pct(idle, 0.5) * 1000,
         "idle_p99_ms": pct(idle, 0.99) * 1000,
         "idle_max_ms": max(idle) * 1000,

@@ -91,24 +91,62 @@ def worker_command(root: Path) -> list[str]:
     return [sys.executable, "-P", "-m", "kb_ai", "--kb", str(root), "worker", "--drain"]
 
 
+STARTING = "worker.starting"
+STARTING_SECONDS = 30.0  # a worker takes its lock within this of being started
+
+
+def _claim_start(root: Path) -> bool:
+    """Whether this hook is the one to start a worker: a worker takes a second or two
+    to import and take its lock, and the hooks ending meanwhile must not each start
+    another. The first creates ``worker.starting`` (the worker removes it); a stale one
+    (its worker died starting) is replaced."""
+    import time
+
+    path = root / STATE_DIR / STARTING
+    for _ in range(2):
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - os.stat(path).st_mtime < STARTING_SECONDS:
+                    return False
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+    return False
+
+
 def start_worker(root: Path) -> None:
     """Start `kb-ai worker --drain` detached (its own session, output to worker.log),
-    unless one is running. A worker that starts just as another ends finds the spool
-    empty, or claims records the other left; claims are exclusive either way."""
-    if worker_alive(root):
+    unless one is running or starting. A worker looks at the spool again after
+    releasing its lock, so a record spooled while it was finishing is not left behind."""
+    if worker_alive(root) or not _claim_start(root):
         return
     log = str(root / STATE_DIR / "worker.log")
-    os.posix_spawn(
-        sys.executable,
-        worker_command(root),
-        os.environ,
-        file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
-            (os.POSIX_SPAWN_DUP2, 1, 2),
-        ],
-        setsid=True,
-    )
+    try:  # posix_spawn: no fork of this process, and no subprocess module to import
+        os.posix_spawn(
+            sys.executable,
+            worker_command(root),
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+        )
+    except (NotImplementedError, AttributeError):  # a platform without setsid in posix_spawn
+        import subprocess
+
+        with open(log, "ab") as out:
+            subprocess.Popen(
+                worker_command(root),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+            )
 
 
 def run_hook(
