@@ -10,6 +10,7 @@ the check says plainly where the model came from and where it has to be.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 from kb_ai.errors import KbAiError, LLMError
@@ -27,12 +28,22 @@ CHECK_MESSAGES = [
 ]
 
 
+CHECK_SECONDS = 30.0  # install waits no longer than this for the model's answer
+
+
 async def _ask(settings: Settings) -> None:
     from kb_ai.llm import open_llm
 
-    async with open_llm(settings) as llm:
-        await llm.complete(
-            CHECK_MESSAGES, stage="doctor", schema=CHECK_SCHEMA, schema_name="check", max_tokens=32
+    async with open_llm(dataclasses.replace(settings, max_retries=0)) as llm:
+        await asyncio.wait_for(
+            llm.complete(
+                CHECK_MESSAGES,
+                stage="doctor",
+                schema=CHECK_SCHEMA,
+                schema_name="check",
+                max_tokens=32,
+            ),
+            CHECK_SECONDS,
         )
 
 
@@ -56,10 +67,18 @@ def check_model(kb: Path, *, call: bool = True) -> tuple[bool, list[str]]:
         ]
     lines = [f"Model for captured sessions: {settings.model} ({settings.model_source})."]
     ok = True
-    if call:
+    if call and settings.is_local:
+        lines.append("The embedded model runs in the worker itself: no server to reach.")
+    elif call:
         try:
             asyncio.run(_ask(settings))
             lines.append("It answers: captured sessions will compile.")
+        except TimeoutError:
+            ok = False
+            lines.append(
+                f"Captures would fail now: the model did not answer within {CHECK_SECONDS:.0f} s. "
+                "Sessions are kept and retried; once it answers: kb-ai hooks retry"
+            )
         except (LLMError, KbAiError) as exc:
             ok = False
             lines.append(

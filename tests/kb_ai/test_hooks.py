@@ -422,3 +422,28 @@ def test_codex_install_with_mcp_adds_one_server_block_and_uninstall_takes_it_out
     result = hook("hooks", "uninstall", "--agent", "codex", "--project", str(project))
     assert result.returncode == 0, result.stderr
     assert config.read_text() == 'model = "o3"\n'
+
+
+def test_install_checks_the_model_sessions_will_be_compiled_with(tmp_path):
+    from tests.fakes.openai_server import FakeOpenAIServer, Reply
+
+    kb = make_kb(tmp_path / "kb")
+    project = tmp_path / "project"
+    project.mkdir()
+    answers = {"down": False}
+
+    def model(request):
+        return Reply(status=503) if answers["down"] else Reply('{"answer": "yes"}')
+
+    with FakeOpenAIServer(model) as server:
+        with kb.config_path.open("a") as f:
+            f.write(f'\nmodel = "openai/fake"\napi_base = "{server.base_url}"\napi_key = "sk"\n')
+        args = ["--kb", str(kb.root), "hooks", "install", "--agent", "codex", "--project"]
+        ok = hook(*args, str(project))
+        assert ok.returncode == 0, ok.stderr
+        assert "It answers" in ok.stdout and "Captures would fail" not in ok.stdout
+        assert "IDE" not in ok.stdout  # the model is in kb-ai.toml, where hooks find it
+        answers["down"] = True
+        down = hook(*args, str(project))
+        assert down.returncode == 0, down.stderr
+        assert "Captures would fail now" in down.stdout and "kb-ai hooks retry" in down.stdout
