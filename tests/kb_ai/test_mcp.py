@@ -28,7 +28,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_ai.cli import main
-from kb_ai.mcp import http_app
+from kb_ai.cli.mcp_server import http_app
 from tests.conftest import compile_notes
 from tests.fakes.kb_responder import respond
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
