@@ -30,7 +30,7 @@ def render(request: Request, name: str, status: int = 200, **context: object) ->
     if (
         context.get("nav") == "chat"
     ):  # where answers are read: say when they come from the tiny model
-        context.setdefault("model_notice", model_notice(services(request).settings))
+        context.setdefault("model_notice", model_notice(services(request).settings.model))
     return templates.TemplateResponse(request, name, context, status_code=status)
 
 

@@ -62,7 +62,7 @@ class Context:
         if announce and not self._noticed:
             from kb_ai.models import model_notice
 
-            notice = model_notice(settings)
+            notice = model_notice(settings.model)
             if notice:
                 click.echo(notice, err=True)
             self._noticed = True
