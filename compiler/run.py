@@ -12,7 +12,6 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing, suppress
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -32,6 +31,7 @@ from compiler.record import (
 )
 from compiler.result import CompileResult, Failure
 from compiler.sources import Source, discover
+from compiler.work import Plan, Work
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -63,24 +63,6 @@ from wiki.lock import KbLock
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
-
-
-#: Articles to write: path -> (target, the material for it, indexes of the sources in it).
-Plan = dict[str, tuple[Target, list[Material], list[int]]]
-
-
-@dataclass
-class Work:
-    """One source on its way through extract and classify."""
-
-    source: Source
-    slug: str
-    raw_path: str
-    previous_articles: list[str]
-    previous_text: str | None = None
-    extraction: Extraction | None = None
-    targets: list[Target] = field(default_factory=list)
-    error: str | None = None
 
 
 def extraction_version() -> str:
