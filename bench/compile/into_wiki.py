@@ -27,7 +27,7 @@ class IntoWiki:
 def into_large_wiki(work: Path, server: Any, responder: Any, size: int, repeats: int) -> IntoWiki:
     """A grown wiki (bench/ask's synthetic one, committed to git), then one new note at
     a time compiled into it: what a run costs beside its model calls at that size."""
-    from bench.ask.run import build_wiki
+    from bench.ask.corpus import build_wiki
     from compiler import Compiler
     from wiki import KnowledgeBase, commit_all
 
