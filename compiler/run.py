@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -32,6 +32,7 @@ from compiler.record import (
 )
 from compiler.result import CompileResult, Failure
 from compiler.sources import Source, discover
+from compiler.links import LinkTargets, link_mentions
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -279,6 +280,11 @@ class Compiler:
         self.progress("stage", name="write", total=len(plan))
         # Stored on disk, by path: what the run commits, whatever else happens.
         written: dict[str, Article] = {}
+        # Every article of the wiki as it will be after the run: mentions become links.
+        targets = LinkTargets.of(
+            [(e.path, e.title) for e in self._catalog]
+            + [(path, target.title) for path, (target, _, _) in plan.items()]
+        )
 
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
@@ -294,6 +300,7 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
             )
+            article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
                 written[path] = store_article(self.kb, article)
