@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing, suppress
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -21,6 +22,7 @@ from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, pending_files, still_pending
+from compiler.links import LinkTargets, link_mentions
 from compiler.record import (
     INDEX_FINGERPRINT,
     commit_message,
@@ -261,6 +263,11 @@ class Compiler:
         self.progress("stage", name="write", total=len(plan))
         # Stored on disk, by path: what the run commits, whatever else happens.
         written: dict[str, Article] = {}
+        # Every article of the wiki as it will be after the run: mentions become links.
+        targets = LinkTargets.of(
+            [(e.path, e.title) for e in self._catalog]
+            + [(path, target.title) for path, (target, _, _) in plan.items()]
+        )
 
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
@@ -276,6 +283,7 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
             )
+            article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
                 written[path] = store_article(self.kb, article)
