@@ -1,5 +1,5 @@
 """The hook commands an agent runs (``kb-ai-hook NAME --agent A``, or ``python -m
-kb_ai.hooks NAME ...``): they read the agent's hook event (JSON on standard input) and
+kb_ai.hooks NAME ...``, whose entry point is kb_ai/hooks/__main__.py): they read the agent's hook event (JSON on standard input) and
 answer in the form it expects. Claude Code and Codex share the event shape (session_id,
 transcript_path, cwd, hook_event_name, ...) and both add a hook's standard output to the
 model's context.
@@ -9,7 +9,8 @@ model's context.
   transcript and imports nothing heavy, so it ends in tens of milliseconds even on a
   busy machine.
 - ``session-start`` prints the snapshot (kb_ai/hooks/snapshot.py).
-- ``prompt`` prints a one-line hint when the wiki has pages that look relevant.
+- ``prompt`` prints a one-line hint when the wiki has pages that look relevant
+  (kb_ai/cli/agent_hooks/prompt.py, handed in by the entry point).
 
 Every hook fails open: on any error, or a missing KB, it prints nothing and exits 0.
 Nothing here kills the process on a timer: the agent's own hook timeout is the bound.
@@ -21,7 +22,7 @@ import fcntl
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kb_ai.hooks import spool
@@ -29,6 +30,8 @@ from kb_ai.hooks.locate import find_kb, is_kb
 from kb_ai.hooks.snapshot import STATE_DIR, session_snapshot
 
 HANDLERS = ("session-start", "session-end", "prompt")
+# the prompt hook searches the wiki: that lives above this package (kb_ai/cli/agent_hooks)
+PromptHint = Callable[[Path, Mapping[str, object]], str]
 AGENTS = ("claude-code", "codex")
 MAX_STDIN_BYTES = 1_000_000
 USAGE = "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
@@ -50,24 +53,6 @@ def session_end(root: Path, event: Mapping[str, object], agent: str, cwd: str) -
     spool.append(state, spool.make_record(dict(event), agent, cwd))
     start_worker(root)
     return ""
-
-
-def prompt_hint(root: Path, event: Mapping[str, object]) -> str:
-    """One line with the number of wiki pages that look relevant, and no wiki text."""
-    from contextlib import closing
-
-    from wiki import KnowledgeBase, open_state
-    from wiki.search import SearchIndex
-
-    prompt = event.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
-        return ""
-    with closing(open_state(KnowledgeBase.open(root))) as conn:
-        hits = SearchIndex(conn).search(prompt[:2000], limit=20)
-    if not hits:
-        return ""
-    n = len(hits)
-    return f"kb-ai: {n} wiki page{'s' if n != 1 else ''} may be relevant; the `ask` tool of the kb-ai MCP server answers from them with citations."
 
 
 def worker_alive(root: Path) -> bool:
@@ -156,6 +141,7 @@ def run_hook(
     agent: str,
     kb_dir: str | None = None,
     environ: Mapping[str, str] | None = None,
+    prompt: PromptHint | None = None,
 ) -> str:
     """Run one hook; returns what to print. Never raises: a hook must not break the agent."""
     root: Path | None = None
@@ -174,8 +160,8 @@ def run_hook(
             return session_snapshot(root, str(event.get("session_id") or "no-session"))
         if name == "session-end":
             return session_end(root, event, agent, cwd)
-        if name == "prompt":
-            return prompt_hint(root, event)
+        if name == "prompt" and prompt is not None:
+            return prompt(root, event)
         return ""
     except BaseException:  # noqa: BLE001 - fail open is the contract of every hook
         _log_failure(root, name)
@@ -220,22 +206,3 @@ def parse_args(argv: list[str]) -> tuple[str, str, str | None] | None:
     if name not in HANDLERS or agent not in AGENTS:
         return None
     return name, agent, kb
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The hook's process: read the event, answer, exit 0 (always)."""
-    parsed = parse_args(sys.argv[1:] if argv is None else argv)
-    if parsed is None:
-        sys.stderr.write(USAGE + "\n")
-        sys.stderr.flush()
-        os._exit(0)  # a wrong command line must not block the agent either
-    name, agent, kb = parsed
-    try:
-        data = b"" if sys.stdin.isatty() else sys.stdin.buffer.read(MAX_STDIN_BYTES)
-    except (OSError, ValueError):
-        data = b""
-    out = run_hook(name, data.decode("utf-8", errors="replace"), agent=agent, kb_dir=kb)
-    if out:
-        sys.stdout.write(out if out.endswith("\n") else out + "\n")
-    sys.stdout.flush()
-    os._exit(0)  # nothing left to wait for: no interpreter teardown may delay the agent

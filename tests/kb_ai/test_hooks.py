@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from compiler.queue import TaskQueue
-from kb_ai.hooks.install import install, installed_events, settings_path, uninstall
+from kb_ai.cli.agent_hooks.install import install, installed_events, settings_path, uninstall
+from kb_ai.cli.agent_hooks.prompt import prompt_hint
 from kb_ai.hooks.locate import find_kb
 from kb_ai.hooks.run import run_hook
 from kb_ai.hooks.snapshot import build_snapshot
@@ -220,11 +221,17 @@ def test_prompt_hint_is_one_line_with_a_count_and_no_wiki_text(tmp_path):
         "prompt",
         json.dumps({"prompt": "how do deploys work from main?", "cwd": str(kb.root)}),
         agent="claude-code",
+        prompt=prompt_hint,
     )
     assert out.count("\n") == 0 and out.startswith("kb-ai: ") and "page" in out
     assert "workflow" not in out and "Deploy from main only" not in out
     assert (
-        run_hook("prompt", json.dumps({"prompt": "zzzz qqqq", "cwd": str(kb.root)}), agent="codex")
+        run_hook(
+            "prompt",
+            json.dumps({"prompt": "zzzz qqqq", "cwd": str(kb.root)}),
+            agent="codex",
+            prompt=prompt_hint,
+        )
         == ""
     )
 

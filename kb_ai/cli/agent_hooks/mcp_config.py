@@ -16,7 +16,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from kb_ai.hooks.install import load, remember, restore, write
+from kb_ai.cli.agent_hooks.install import load, remember, restore, write
 
 SERVER = "kb-ai"
 _BEGIN = "# >>> kb-ai MCP server (kb-ai hooks install --mcp) >>>"

@@ -36,10 +36,11 @@ def hook(ctx: click.Context, name: str, agent: str) -> None:
     Fails open: on any error it prints nothing and exits 0. New installs run the same
     hook as `kb-ai-hook` (python -m kb_ai.hooks), which starts much faster.
     """
+    from kb_ai.cli.agent_hooks.prompt import prompt_hint
     from kb_ai.hooks.run import run_hook
 
     stdin_text = sys.stdin.read() if not sys.stdin.isatty() else ""
-    out = run_hook(name, stdin_text, agent=agent, kb_dir=_explicit_kb(ctx))
+    out = run_hook(name, stdin_text, agent=agent, kb_dir=_explicit_kb(ctx), prompt=prompt_hint)
     if out:
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
     sys.stdout.flush()
@@ -105,7 +106,7 @@ def hooks_install(
 ) -> None:
     """Add kb-ai's hooks to the agent's settings, keeping everything already there, and
     check that the knowledge base's model answers (captured sessions need it)."""
-    from kb_ai.hooks.setup import install_hooks
+    from kb_ai.cli.agent_hooks.setup import install_hooks
 
     explicit = _explicit_kb(ctx)
     install_hooks(
@@ -125,7 +126,7 @@ def hooks_install(
 @translate_errors
 def hooks_uninstall(agent: str, project: str | None, global_: bool, shared: bool) -> None:
     """Remove kb-ai's hooks (and its MCP server entry) from the agent's settings."""
-    from kb_ai.hooks.setup import uninstall_hooks
+    from kb_ai.cli.agent_hooks.setup import uninstall_hooks
 
     uninstall_hooks(agent, _scope(project, global_), echo=click.echo, shared=shared)
 
@@ -153,8 +154,8 @@ def _status_kb(ctx: click.Context, scope: Path) -> Path | None:
 def hooks_status(ctx: click.Context, project: str | None) -> None:
     """Where kb-ai's hooks are installed, which KB this project's sessions go to, and what
     became of its captured sessions (waiting, compiled, failed with the reason)."""
-    from kb_ai.hooks.install import AGENTS, installed_events, settings_path
-    from kb_ai.hooks.status import capture_status
+    from kb_ai.cli.agent_hooks.install import AGENTS, installed_events, settings_path
+    from kb_ai.cli.agent_hooks.status import capture_status
 
     scope = Path(project or ".").resolve()
     for agent in AGENTS:

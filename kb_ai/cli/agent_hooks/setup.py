@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kb_ai.errors import UsageError
-from kb_ai.hooks import mcp_config
-from kb_ai.hooks.install import install, load, plan_install, settings_path, uninstall
+from kb_ai.cli.agent_hooks import mcp_config
+from kb_ai.cli.agent_hooks.install import install, load, plan_install, settings_path, uninstall
 from kb_ai.hooks.locate import MARKER, find_kb, is_kb
 
 Echo = Callable[[str], None]
@@ -81,7 +81,7 @@ def install_hooks(
     if agent == "codex":
         echo("Codex asks you to review and trust new hooks before they run (see /hooks in Codex).")
     if target_kb is not None:
-        from kb_ai.hooks.model_check import check_model
+        from kb_ai.cli.agent_hooks.model_check import check_model
 
         ok, lines = check_model(target_kb, call=check)
         for line in lines:
