@@ -371,6 +371,11 @@ def test_shared_install_writes_the_team_file_with_commands_from_path(tmp_path):
     assert "kb-ai-hook session-end --agent claude-code" in text
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["kb-ai"]
     assert server == {"command": "kb-ai", "args": ["mcp", "--kb", "kb"]}
+    mine = hook(
+        "--kb", str(kb.root), "hooks", "install", "--agent", "claude-code",
+        "--project", str(project), "--no-check",
+    )  # fmt: skip
+    assert "captured twice" in mine.stdout and "uninstall --agent claude-code --shared" in mine.stdout
 
 
 def test_install_writes_nothing_when_it_refuses(tmp_path):

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from kb_ai.errors import UsageError
 from kb_ai.cli.agent_hooks import mcp_config
-from kb_ai.cli.agent_hooks.install import install, load, plan_install, settings_path, uninstall
+from kb_ai.cli.agent_hooks.install import (
+    install,
+    installed_events,
+    load,
+    plan_install,
+    settings_path,
+    uninstall,
+)
 from kb_ai.hooks.locate import MARKER, find_kb, is_kb
 
 Echo = Callable[[str], None]
@@ -67,6 +74,14 @@ def install_hooks(
         echo(f"Installed kb-ai hooks in {path}: {', '.join(added)}")
     else:
         echo(f"kb-ai hooks were already installed in {path}")
+    if agent == "claude-code" and scope is not None:
+        other = settings_path(agent, scope, shared=not shared)
+        if other != path and installed_events(other):
+            flag = "" if shared else " --shared"
+            echo(
+                f"kb-ai hooks are in {other} too (an earlier install?): each session would be "
+                f"captured twice. Remove them with: kb-ai hooks uninstall --agent {agent}{flag}"
+            )
     if shared:
         echo(
             "The team file runs `kb-ai-hook` from each teammate's PATH (pip install kb-ai "
