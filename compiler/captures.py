@@ -34,6 +34,7 @@ MIGRATIONS = (
     " transcript_path TEXT NOT NULL, cwd TEXT, event TEXT, at REAL NOT NULL, state TEXT NOT NULL,"
     " error TEXT, task_id TEXT, taken_at TEXT NOT NULL)",
     "CREATE INDEX captures_state ON captures(state, at)",
+    "ALTER TABLE captures ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1",
 )
 MAX_BACKOFF_SECONDS = 6 * 3600
 
@@ -109,7 +110,7 @@ def _take(
         for i, (path, record) in enumerate(claimed):
             conn.execute(
                 "INSERT INTO captures (id, session_id, agent, transcript_path, cwd, event, at,"
-                " state, error, taken_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " state, error, taken_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     spool.record_id(path),
                     str(record.get("session_id") or ""),
@@ -121,6 +122,7 @@ def _take(
                     state if i == len(claimed) - 1 else "superseded",
                     error,
                     stamp,
+                    int(record.get("attempt") or 1),
                 ),
             )
         if state == "queued":
@@ -175,9 +177,18 @@ def backoff_seconds(settings: Settings, attempts: int) -> float:
 
 
 def retry_due(kb: KnowledgeBase, conn: sqlite3.Connection, settings: Settings) -> list[str]:
-    """Queue again the failed session tasks whose backoff has passed; returns their ids."""
+    """Queue again the failed session tasks whose backoff has passed, and put back in the
+    spool the captures whose transcript could not be read; returns the tasks' ids."""
+    open_captures(conn)
     queue = TaskQueue(kb, conn)
     now = datetime.now(UTC)
+    for row in conn.execute(
+        "SELECT id, session_id, agent, transcript_path, cwd, attempts, taken_at FROM captures"
+        " WHERE state = 'failed'"
+    ).fetchall():
+        wait = timedelta(seconds=backoff_seconds(settings, row[5]))
+        if row[5] < settings.capture_max_attempts and datetime.fromisoformat(row[6]) + wait <= now:
+            _respool(kb, conn, row)
     due = []
     rows = conn.execute(
         "SELECT id, attempts, updated_at FROM tasks WHERE state = 'failed' AND origin LIKE 'session:%'"
@@ -216,6 +227,28 @@ def release_orphans(kb: KnowledgeBase, conn: sqlite3.Connection) -> int:
     return sum(len(ids) for ids in orphans.values())
 
 
+def _respool(kb: KnowledgeBase, conn: sqlite3.Connection, row: sqlite3.Row | tuple) -> None:
+    """A failed capture back in the spool as a new record (its next attempt). Were this to
+    stop between the two steps, the session would be queued twice: the same transcript,
+    which the queue recognises by its checksum."""
+    capture_id, session_id, agent, transcript_path, cwd, attempts = tuple(row)[:6]
+    spool.append(
+        kb.state_dir,
+        {
+            "v": 1,
+            "session_id": session_id,
+            "transcript_path": transcript_path,
+            "agent": agent,
+            "cwd": cwd,
+            "event": "SessionEnd",  # taken at once: it waited long enough
+            "time": time.time(),
+            "attempt": attempts + 1,
+        },
+    )
+    with conn:
+        conn.execute("UPDATE captures SET state = 'retried' WHERE id = ?", (capture_id,))
+
+
 def retry_all(kb: KnowledgeBase, conn: sqlite3.Connection) -> tuple[int, int]:
     """`kb-ai hooks retry`: every failed session task queued again now, and every capture
     whose transcript could not be read put back in the spool. Returns (tasks, captures)."""
@@ -230,21 +263,9 @@ def retry_all(kb: KnowledgeBase, conn: sqlite3.Connection) -> tuple[int, int]:
     for task_id in ids:
         queue.retry(task_id)
     rows = conn.execute(
-        "SELECT id, session_id, agent, transcript_path, cwd, event FROM captures WHERE state = 'failed'"
+        "SELECT id, session_id, agent, transcript_path, cwd, attempts FROM captures"
+        " WHERE state = 'failed'"
     ).fetchall()
     for row in rows:
-        spool.append(
-            kb.state_dir,
-            {
-                "v": 1,
-                "session_id": row[1],
-                "transcript_path": row[3],
-                "agent": row[2],
-                "cwd": row[4],
-                "event": "SessionEnd",  # taken at once: it waited long enough
-                "time": time.time(),
-            },
-        )
-        with conn:
-            conn.execute("UPDATE captures SET state = 'retried' WHERE id = ?", (row[0],))
+        _respool(kb, conn, row)
     return len(ids), len(rows)

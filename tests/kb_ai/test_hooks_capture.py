@@ -358,3 +358,22 @@ def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_onc
     assert len(extracts(server)) == 50  # each compiled exactly once
     for i in range(50):
         assert len(session_sources(kb, f"session:codex:sess-busy-{i}#")) == 1
+
+
+def test_a_transcript_not_there_yet_is_read_again_after_the_backoff(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    rollout = tmp_path / "late.jsonl"
+    with worker_running(kb):
+        run_hook("session-end", end_event(kb, rollout, "sess-late"), agent="codex")
+    drain(kb, settings_for(kb, server, capture_retry_seconds=3600))
+    assert tasks_of(kb) == []
+    status = CliRunner().invoke(main, ["--kb", str(kb.root), "hooks", "status"])
+    assert "1 failed" in status.output and "late.jsonl" in status.output
+    codex_session(rollout, "sess-late", 1)  # the agent finished writing it
+    drain(kb, settings_for(kb, server, capture_retry_seconds=3600))
+    assert tasks_of(kb) == []  # its backoff has not passed
+    drain(kb, settings_for(kb, server, capture_retry_seconds=0))
+    [task] = tasks_of(kb)
+    assert task["state"] == "done", task["error"]
+    status = CliRunner().invoke(main, ["--kb", str(kb.root), "hooks", "status"])
+    assert "0 failed" in status.output
