@@ -377,3 +377,65 @@ def test_a_transcript_not_there_yet_is_read_again_after_the_backoff(tmp_path, se
     assert task["state"] == "done", task["error"]
     status = CliRunner().invoke(main, ["--kb", str(kb.root), "hooks", "status"])
     assert "0 failed" in status.output
+
+
+def claude_records(session_id: str, turns: range) -> list[str]:
+    out = []
+    for n in turns:
+        out.append(
+            json.dumps(
+                {
+                    "type": "user",
+                    "message": {"role": "user", "content": f"Rename the gadget{n} flag."},
+                    "uuid": f"u{n}",
+                    "sessionId": session_id,
+                    "timestamp": "2026-03-01T10:00:00Z",
+                }
+            )
+        )
+        out.append(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "message": {
+                        "role": "assistant",
+                        "id": f"m{n}",
+                        "content": [{"type": "text", "text": f"Renamed gadget{n}; tests pass."}],
+                    },
+                    "uuid": f"a{n}",
+                    "sessionId": session_id,
+                }
+            )
+        )
+    return out
+
+
+def test_a_resumed_claude_code_session_compiles_only_what_follows(tmp_path, server):
+    """A resumed session's file starts with the earlier conversation (under the first
+    session's id) and goes on under a new id: it is the same session, grown."""
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    settings = settings_for(kb, server)
+    first = tmp_path / "first.jsonl"
+    first.write_text("\n".join(claude_records("sess-first", range(1, 3))) + "\n")
+    resumed = tmp_path / "resumed.jsonl"
+    resumed.write_text(
+        "\n".join(
+            claude_records("sess-first", range(1, 3)) + claude_records("sess-resumed", range(3, 4))
+        )
+        + "\n"
+    )
+    with worker_running(kb):
+        run_hook("session-end", end_event(kb, first, "sess-first"), agent="claude-code")
+    drain(kb, settings)
+    before = len(extracts(server))
+    with worker_running(kb):
+        run_hook("session-end", end_event(kb, resumed, "sess-resumed"), agent="claude-code")
+    drain(kb, settings)
+    new = extracts(server)[before:]
+    assert len(new) == 1
+    prompt = json.dumps(new[0]["messages"])
+    assert "gadget3" in prompt and "Renamed gadget1" not in prompt
+    assert set(session_sources(kb, "session:claude-code:")) == {
+        "session:claude-code:sess-first#0-4",
+        "session:claude-code:sess-first#4-6",
+    }
