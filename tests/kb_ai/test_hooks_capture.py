@@ -330,6 +330,7 @@ def burn(seconds: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+@pytest.mark.slow  # 50 interpreter starts beside two CPU burners: half a minute here
 def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_once(
     tmp_path, server
 ):
