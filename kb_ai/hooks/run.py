@@ -50,7 +50,11 @@ def session_end(root: Path, event: Mapping[str, object], agent: str, cwd: str) -
     if not isinstance(event.get("transcript_path"), str) or not event.get("transcript_path"):
         return ""
     state = root / STATE_DIR
-    spool.append(state, spool.make_record(dict(event), agent, cwd))
+    record = spool.make_record(dict(event), agent, cwd)
+    if spool.unchanged_since_spooled(state, record):
+        return ""  # a second event with nothing new (PreCompact, then SessionEnd): no work
+    spool.append(state, record)
+    spool.remember_spooled(state, record)
     start_worker(root)
     return ""
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 SPOOL_DIR = "spool"
-NEW, CUR, TMP, BAD = "new", "cur", "tmp", "bad"
+NEW, CUR, TMP, BAD, SEEN = "new", "cur", "tmp", "bad", "seen"
 MAX_RECORD_BYTES = 64 * 1024
 # events after which a session goes on: its capture waits until the session is quiet
 CLAIM_SECONDS = 600  # a claimed record is taken into the queue in well under a second
@@ -67,6 +67,44 @@ def append(state_dir: Path, record: dict[str, object]) -> Path:
         os.close(fd)
     os.rename(tmp, new)
     return new
+
+
+def _seen_path(state_dir: Path, record: dict[str, object]) -> Path:
+    name = f"{record.get('agent')}-{record.get('session_id')}"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:200]
+    return spool_dir(state_dir) / SEEN / safe
+
+
+def _stamp(record: dict[str, object]) -> str | None:
+    """The transcript's size and modification time (it only grows), or None."""
+    try:
+        st = os.stat(str(record.get("transcript_path") or ""))
+    except OSError:
+        return None
+    return f"{st.st_size} {st.st_mtime_ns}"
+
+
+def unchanged_since_spooled(state_dir: Path, record: dict[str, object]) -> bool:
+    """Whether this session's transcript is as it was when it was last spooled."""
+    stamp = _stamp(record)
+    if stamp is None or not record.get("session_id"):
+        return False
+    try:
+        return _seen_path(state_dir, record).read_text(encoding="utf-8") == stamp
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def remember_spooled(state_dir: Path, record: dict[str, object]) -> None:
+    """Note the transcript's stamp (no fsync: were it lost, the next event spools again)."""
+    stamp = _stamp(record)
+    if stamp is None or not record.get("session_id"):
+        return
+    path = _seen_path(state_dir, record)
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(stamp, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def record_id(path: Path) -> str:

@@ -159,7 +159,9 @@ def test_an_active_session_waits_for_the_quiet_period_and_its_end_does_not(tmp_p
             run_hook("session-end", end_event(kb, rollout, "sess-q", "Stop"), agent="codex")
     with closing(open_state(kb)) as conn:
         held = take_spool(kb, conn, settings)
-    assert held.waiting == 3 and held.taken == 0 and tasks_of(kb) == []
+    # the same transcript three times: one record, held while the session may go on
+    assert held.waiting == 1 and held.taken == 0 and tasks_of(kb) == []
+    codex_session(rollout, "sess-q", 3)
     with worker_running(kb):
         run_hook("session-end", end_event(kb, rollout, "sess-q", "SessionEnd"), agent="codex")
     with closing(open_state(kb)) as conn:
@@ -440,3 +442,15 @@ def test_a_resumed_claude_code_session_compiles_only_what_follows(tmp_path, serv
         "session:claude-code:sess-first#0-4",
         "session:claude-code:sess-first#4-6",
     }
+
+
+def test_a_second_event_with_nothing_new_spools_nothing(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-twice", 1)
+    with worker_running(kb):
+        run_hook("session-end", end_event(kb, rollout, "sess-twice", "PreCompact"), agent="codex")
+        run_hook("session-end", end_event(kb, rollout, "sess-twice"), agent="codex")
+        assert len(spool.pending(kb.state_dir)) == 1
+        codex_session(rollout, "sess-twice", 2)  # it grew: spooled again
+        run_hook("session-end", end_event(kb, rollout, "sess-twice"), agent="codex")
+        assert len(spool.pending(kb.state_dir)) == 2
