@@ -15,7 +15,8 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount
+from starlette.responses import FileResponse
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kb_ai.errors import KbAiError
@@ -89,6 +90,7 @@ def create_app(
         *api.routes(),
         *pages.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        Route("/favicon.ico", _favicon),  # browsers ask for it whatever the page says
     ]
     routes += extra_routes
     app = Starlette(
@@ -99,3 +101,7 @@ def create_app(
     )
     app.state.services = svc
     return app
+
+
+async def _favicon(request: object) -> FileResponse:
+    return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")

@@ -127,6 +127,18 @@ def render_markdown(text: str, *, base: str = "", links: WikiLinks | None = None
     return _MD.render(text, {"base": base, "links": links})
 
 
+# Summaries and other one-liners: code spans and emphasis only (no links, no HTML), so a
+# summary shown beside an article's link reads as its article does, without raw backticks.
+_INLINE = MarkdownIt("zero", {"html": False}).enable(
+    ["backticks", "emphasis", "escape", "strikethrough"]
+)
+
+
+def render_inline(text: str) -> str:
+    """Safe HTML for one line of Markdown: `code`, *emphasis*, ~~strike~~; nothing else."""
+    return _INLINE.renderInline(text)
+
+
 def diff_lines(diff: str) -> list[tuple[str, str]]:
     """(css class, line) for each line of a unified diff, for a template to escape and show."""
     out = []

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from kb_ai.models import model_notice
+from web.render import render_inline
 from web.services import services
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+templates.env.filters["inline_md"] = lambda text: Markup(render_inline(str(text)))
 
 
 def render(request: Request, name: str, status: int = 200, **context: object) -> Response:

@@ -17,7 +17,7 @@ CONFIG_HEADER = """\
 # kb-ai settings for this knowledge base.
 #
 # Precedence, highest first: command-line option, environment (KB_AI_<NAME>), this file,
-# the default. `kb-ai --help` lists the settings. For example:
+# the default. `kb-ai settings` lists them with their values here. For example:
 #
 # model = "openai/gpt-4o-mini"
 # api_base = "http://localhost:11434/v1"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -54,19 +55,24 @@ class Context:
         self.model = model
         self._noticed = False
 
-    def settings(self, *, detect: bool = True, announce: bool = True, **overrides: Any) -> Settings:
+    def settings(self, *, detect: bool = True, **overrides: Any) -> Settings:
         """The settings of this command; with no model named, one is detected (a provider
-        key, Ollama, the embedded model), and the tiny embedded model is announced once."""
+        key, Ollama, the embedded model)."""
         overrides.setdefault("model", self.model)
-        settings = load_settings(self.kb_dir, overrides, detect=detect)
-        if announce and not self._noticed:
-            from kb_ai.models import model_notice
+        return load_settings(self.kb_dir, overrides, detect=detect)
 
-            notice = model_notice(settings.model)
-            if notice:
-                click.echo(notice, err=True)
-            self._noticed = True
-        return settings
+    def announce(self, settings: Settings) -> None:
+        """Say once that the model is the tiny embedded one. Called by the commands that
+        use the model, once their input is checked; a script that runs several commands
+        sets KB_AI_NOTICE_SHOWN=1 after the first, so it is said once in all."""
+        if self._noticed or os.environ.get("KB_AI_NOTICE_SHOWN", "").strip() not in ("", "0"):
+            return
+        from kb_ai.models import model_notice
+
+        notice = model_notice(settings.model)
+        if notice:
+            click.echo(notice, err=True)
+        self._noticed = True
 
 
 pass_context = click.make_pass_decorator(Context)
@@ -118,16 +124,18 @@ def main(ctx: click.Context, kb_dir: str | None, model: str | None) -> None:
 
 
 @main.command()
+@click.option("--no-hint", is_flag=True, help="Do not print what to run next (for scripts).")
 @pass_context
 @translate_errors
-def init(ctx: Context) -> None:
+def init(ctx: Context, no_hint: bool) -> None:
     """Create the knowledge base directory as a git repository."""
     from wiki import KnowledgeBase
 
-    settings = ctx.settings(detect=False, announce=False)
+    settings = ctx.settings(detect=False)
     kb = KnowledgeBase.init(settings.kb_dir)
     click.echo(f"Knowledge base ready at {kb.root}")
-    click.echo(f"Next: kb-ai --kb {kb.root} compile <files or folders>")
+    if not no_hint:
+        click.echo(f"Next: kb-ai --kb {kb.root} compile <files or folders>")
 
 
 @main.command()
@@ -160,6 +168,7 @@ def compile(
 
     settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency)
     kb = KnowledgeBase.open(settings.kb_dir)
+    ctx.announce(settings)
     show = not as_json and sys.stderr.isatty()
     with StageProgress(enabled=show) as progress:
         compiler = Compiler(kb, settings, progress=progress)
@@ -212,7 +221,7 @@ def status(ctx: Context, as_json: bool) -> None:
     from compiler import kb_status
     from wiki import KnowledgeBase
 
-    settings = ctx.settings(announce=False)
+    settings = ctx.settings()
     kb = KnowledgeBase.open(settings.kb_dir)
     report = kb_status(kb, settings)
     if as_json:
@@ -264,6 +273,7 @@ LAZY_COMMANDS = {
     "hook": "kb_ai.cli.hooks",
     "hooks": "kb_ai.cli.hooks",
     "worker": "kb_ai.cli.hooks",
+    "settings": "kb_ai.cli.settings",
 }
 
 

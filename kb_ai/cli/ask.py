@@ -24,6 +24,7 @@ def _open(ctx: Context, model: str | None):
 
     settings = ctx.settings(model=model or ctx.model)
     kb = KnowledgeBase.open(settings.kb_dir)
+    ctx.announce(settings)
     llm = open_llm(settings, db_path=kb.state_db)
     return kb, settings, llm
 
@@ -80,10 +81,14 @@ def ask(
     """
     from retrieval import Asker
 
-    kb, settings, llm = _open(ctx, model)
+    if not " ".join(question).strip():
+        raise UsageError(
+            "The question is empty", hint='ask something, e.g. kb-ai ask "Why did we ..."'
+        )
     wanted = [p.strip() for p in paths.split(",") if p.strip()] if paths else None
     if paths is not None and not wanted:
         raise UsageError("--paths names no page", hint="e.g. --paths wiki/decision/dns.md")
+    kb, settings, llm = _open(ctx, model)
     asker = Asker(kb, settings, llm)
 
     async def go() -> dict[str, Any]:

@@ -40,6 +40,7 @@ def doctor(ctx: Context, model: str | None, no_call: bool) -> None:
 
     settings = ctx.settings(model=model or ctx.model)
     name = settings.require_model()
+    ctx.announce(settings)
     click.echo(f"model      {name}")
     click.echo(f"because    {settings.model_source}")
     if settings.api_base:

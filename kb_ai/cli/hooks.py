@@ -219,6 +219,7 @@ def worker(ctx: Context, drain: bool) -> None:
 
     settings = ctx.settings()
     kb = KnowledgeBase.open(settings.kb_dir)
+    ctx.announce(settings)
     w = Worker(kb, settings)
     if drain:
         n = asyncio.run(w.drain())

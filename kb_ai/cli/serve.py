@@ -51,6 +51,7 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     if token is not None and len(token) < 16:
         raise UsageError("KB_AI_TOKEN is too short", hint="use at least 16 random characters")
     settings = ctx.settings(model=model or ctx.model)
+    ctx.announce(settings)
     routes, lifespans = mcp_mount(settings)
     app = create_app(
         settings, workers=workers, token=token, extra_routes=routes, extra_lifespans=lifespans

@@ -76,7 +76,7 @@ def test_submit_watch_read_and_ask(page):
     page.get_by_role("button", name="Submit text").click()
     expect(page.locator("#submit-result")).to_contain_text("Queued 1 document")
 
-    page.get_by_role("link", name="Watch them on Status").click()
+    page.get_by_role("link", name="Watch it on Status").click()
     expect(page.locator("#live")).to_have_text("live")
     row = page.locator("#tasks tbody tr").first
     expect(row).to_contain_text("Nightly backups")

@@ -91,3 +91,20 @@ def test_the_chat_page_says_when_the_tiny_embedded_model_answers(kb, settings):
         assert "small embedded model" not in client.get("/wiki").text
     with TestClient(create_app(settings, start_worker=False), base_url=LOOPBACK) as client:
         assert "small embedded model" not in client.get("/chat").text
+
+
+def test_summaries_show_code_and_emphasis_not_raw_backticks_or_html(client, kb):
+    summary = "Run `pg_dump` *nightly*; <b>never</b> [here](javascript:alert(1))"
+    write_article(kb, Article("wiki/howto/dumps.md", "Dumps", "howto", summary, [],
+                              ["raw/none.md"], "2026-01-01", "2026-01-01", "# Dumps\n\nText.\n"))  # fmt: skip
+    commit_all(kb, "Add dumps")
+    for page in (client.get("/wiki").text, client.get("/wiki/howto/dumps.md").text):
+        assert "<code>pg_dump</code>" in page and "<em>nightly</em>" in page
+        assert "`pg_dump`" not in page
+        assert "<b>never</b>" not in page and 'href="javascript' not in page
+
+
+def test_the_browser_gets_an_icon(client):
+    r = client.get("/favicon.ico")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+    assert 'rel="icon"' in client.get("/wiki").text

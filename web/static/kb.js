@@ -53,9 +53,10 @@ async function* sseEvents(response) {
 
 function initSubmit() {
   const result = $("#submit-result");
-  const show = (ok, text, rejected = []) => {
+  const show = (ok, text, rejected = [], count = 0) => {
     result.replaceChildren(el("p", { class: ok ? "ok" : "error", role: ok ? null : "alert", text }));
-    if (ok) result.firstChild.append(" ", el("a", { href: "/status", text: "Watch them on Status →" }));
+    const watch = count === 1 ? "Watch it on Status →" : "Watch them on Status →";
+    if (ok) result.firstChild.append(" ", el("a", { href: "/status", text: watch }));
     if (rejected.length) {
       result.append(el("ul", { class: "error" }, ...rejected.map((r) => el("li", { text: r.error }))));
     }
@@ -70,7 +71,7 @@ function initSubmit() {
       const fresh = data.tasks.filter((t) => !t.duplicate).length;
       const dupes = data.tasks.length - fresh;
       show(true, `Queued ${fresh} document${fresh === 1 ? "" : "s"}` +
-        (dupes ? `; ${dupes} already submitted` : "") + ".", data.rejected || []);
+        (dupes ? `; ${dupes} already submitted` : "") + ".", data.rejected || [], data.tasks.length);
       form.reset();
       $("#chosen").replaceChildren();
     } catch (e) {
