@@ -32,6 +32,7 @@ from compiler.record import (
     write_run_indexes,
 )
 from compiler.result import CompileResult, Failure
+from compiler.runs import RunTracker
 from compiler.sources import Source, discover
 from compiler.work import Plan, Work
 from compiler.write import Material, compile_article
@@ -90,8 +91,10 @@ class Compiler:
         *,
         llm_factory: Callable[..., LLM] = open_llm,
         progress: ProgressFn | None = None,
+        started_by: str = "cli",
     ) -> None:
         self.kb = kb
+        self.started_by = started_by  # shown on Status: cli, web, agent session
         self.settings = settings
         self.llm_factory = llm_factory
         self.progress = progress or (lambda *a, **k: None)
@@ -136,6 +139,7 @@ class Compiler:
         force: bool,
     ) -> CompileResult:
         run_started = datetime.now(UTC)
+        tracker = RunTracker(self.kb, self.started_by, self.progress)
         if pending:
             lock = KbLock(self.kb.state_dir / "compile.lock")
             if not lock.acquire(blocking=False):
@@ -147,9 +151,15 @@ class Compiler:
                     known = all_sources(conn)
                 pending = still_pending(pending, known, result, force=force)
             self._tasks.install_handler()
+            tracker.start(len(pending))
+            forward, self.progress = self.progress, tracker
             try:
                 await self._run_pipeline(pending, result, known)
+            except BaseException as exc:
+                tracker.finish("failed", {"error": str(exc) or type(exc).__name__}, None)
+                raise
             finally:
+                self.progress = forward
                 self._tasks.remove_handler()
                 lock.release()
                 await self._close_llm()
@@ -157,6 +167,12 @@ class Compiler:
                 result.usage = self._llm.usage
         result.interrupted = self.interrupted
         result.duration_s = time.monotonic() - started
+        if tracker.run_id is not None:
+            state = "interrupted" if result.interrupted else "done"
+            if result.failed and not result.compiled:
+                state = "failed"
+            tracker.finish(state, result.as_dict(), result.commit)
+            return result
         with closing(open_state(self.kb)) as conn:
             record_run(
                 conn,
@@ -203,7 +219,7 @@ class Compiler:
 
         async def prepare(w: Work) -> None:
             await self._prepare(llm, w, ranker_ready, categories)
-            self.progress("advance", name="extract")
+            self.progress("advance", name="extract", item=w.source.origin)
 
         # Sources are read one after another, in input order (which hands out raw slugs
         # deterministically), each starting on its way to the model once read.
@@ -218,7 +234,7 @@ class Compiler:
                 src = item if isinstance(item, Source) else await run_io(item.read)
             except KbAiError as exc:
                 result.failed.append(Failure(item.origin, str(exc)))
-                self.progress("advance", name="extract")
+                self.progress("advance", name="extract", item=item.origin)
                 continue
             result.redactions += src.redactions
             w = self._allocate(src, known, taken)
@@ -290,7 +306,7 @@ class Compiler:
 
             await run_io(store)
             stager.add(path)
-            self.progress("advance", name="write")
+            self.progress("advance", name="write", item=path)
 
         items = list(plan.items())
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
@@ -377,6 +393,7 @@ class Compiler:
             await raw  # written even when the model failed: the next run reuses it
         # Shared by every source: shielded, so one cancelled source does not cancel it.
         ranker = await asyncio.shield(ranker_ready)
+        self.progress("classify", item=src.origin)
         w.targets = await classify_source(
             llm,
             PROMPTS,
@@ -438,12 +455,14 @@ class Compiler:
             prompt_version=extraction_version(),
             interrupted=self.interrupted,
         )
+        self.progress("stage", name="index", total=len(written))
         if written:
             await run_io(write_run_indexes, self.kb, self._catalog, self._catalog_ns, written)
         log_run(self.kb, result, interrupted=self.interrupted)
         # The search index is not versioned: it is brought up to date while git commits
         # (git is a process of its own; two Python threads would only take turns).
         search = asyncio.ensure_future(run_io(update_search, self.kb, written)) if written else None
+        self.progress("stage", name="commit", total=0)
         try:
             result.commit = await run_io(commit_all, self.kb, commit_message(result))
         finally:

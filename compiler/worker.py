@@ -183,7 +183,15 @@ class Worker:
                 with closing(open_state(self.kb)) as conn:
                     TaskQueue(self.kb, conn).set_stage(ids, data["name"])
 
-        compiler = Compiler(self.kb, self.settings, llm_factory=self.llm_factory, progress=progress)
+        # On Status: a batch of agent sessions came from hooks, anything else was submitted.
+        hooked = all(str(t.get("origin") or "").startswith("session:") for t in tasks)
+        compiler = Compiler(
+            self.kb,
+            self.settings,
+            llm_factory=self.llm_factory,
+            progress=progress,
+            started_by="agent hook" if hooked else "web",
+        )
         try:
             result = await compiler.compile_sources(sources)
         except KbAiError as exc:  # e.g. no model configured: every task of the batch says why

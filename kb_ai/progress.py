@@ -1,4 +1,4 @@
-"""A one-line progress display on standard error, for interactive terminals only."""
+"""Compile progress on standard error: a redrawn bar on a terminal, lines elsewhere."""
 
 from __future__ import annotations
 
@@ -50,3 +50,31 @@ class StageProgress:
     def __exit__(self, *exc: object) -> None:
         self._newline()
         self.total = 0
+
+
+class LineProgress:
+    """The same events as lines, for output that is not a terminal (a log file, a pipe,
+    a script): one line as each stage starts and one per source or article finished, so
+    a long compile on a slow model is never silent."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.name = ""
+        self.total = 0
+        self.done = 0
+
+    def __call__(self, event: str, **data: Any) -> None:
+        if event == "stage":
+            self.name, self.total, self.done = data["name"], data.get("total", 0), 0
+            count = f": {self.total}" if self.total else ""
+            self._line(f"{self.name}{count}")
+        elif event == "advance":
+            self.done += 1
+            item = f" {data['item']}" if data.get("item") else ""
+            self._line(f"{self.name} {self.done}/{self.total}{item}")
+        elif event == "waiting":
+            self._line(f"waiting: {data.get('reason', '')}")
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()

@@ -14,5 +14,28 @@ ensure_venv() {
     "$python" -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
   fi
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
+  if [ -n "${KB_AI_SHOW_BUILD:-}" ]; then
+    install_showing_build "$spec"
+  else
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
+  fi
+}
+
+# The long step (llama.cpp compiled from source, set by scripts/_local.sh): pip's build
+# output, cut to cmake's "[ 42%] Building ..." lines, so minutes of compiling show how
+# far they are; all of it is kept in $VENV/pip-build.log, and shown in part on failure.
+install_showing_build() {
+  local log="$VENV/pip-build.log"
+  set +o pipefail
+  "$VENV/bin/python" -m pip install -v --disable-pip-version-check -e "$1" 2>&1 \
+    | tee "$log" \
+    | grep --line-buffered -E '^\s*\[ *[0-9]+%\]|^Successfully installed' \
+    | sed -u -E 's/^\s+//; s/ -o .*//'
+  local status="${PIPESTATUS[0]}"
+  set -o pipefail
+  if [ "$status" -ne 0 ]; then
+    tail -n 40 "$log" >&2
+    echo "pip failed (exit $status); its whole output is in $log" >&2
+    exit "$status"
+  fi
 }

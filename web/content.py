@@ -4,6 +4,8 @@ through ``Services.run``."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from dataclasses import asdict
 from typing import Any
@@ -21,6 +23,7 @@ from wiki import (
     load_catalog,
     read_article,
     read_raw,
+    recent_runs,
     show_diff,
 )
 
@@ -37,7 +40,46 @@ def public_task(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:
-    return {"tasks": [public_task(t) for t in queue.list(limit)], "counts": queue.counts()}
+    return {
+        "tasks": [public_task(t) for t in queue.list(limit)],
+        "counts": queue.counts(),
+        "runs": [public_run(r) for r in recent_runs(queue.conn, 10)],
+    }
+
+
+def public_run(row: Any) -> dict[str, Any]:
+    """A compile run as Status shows it, whoever started it (CLI, web queue, agent hook).
+    A run still marked running whose process is gone on this machine was stopped."""
+    state = row["state"] or "done"  # runs recorded before runs were tracked as they went
+    if state == "running" and row["pid"] and not _alive(row["pid"]):
+        state = "stopped"
+    summary = json.loads(row["summary"]) if row["summary"] else {}
+    return {
+        "id": row["id"],
+        "started_by": row["started_by"] or "",
+        "state": state,
+        "stage": row["stage"] if state == "running" else None,
+        "done": row["done"] or 0,
+        "total": row["total"] or 0,
+        "started_at": row["started_at"] or "",
+        "finished_at": row["finished_at"],
+        "commit": row["commit_sha"],
+        "compiled": len(summary.get("compiled") or []),
+        "failed": len(summary.get("failed") or []),
+        "created": summary.get("created") or [],
+        "updated": summary.get("updated") or [],
+        "error": summary.get("error"),
+    }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it is there
+        return True
+    return True
 
 
 def article_path(raw: str) -> str:

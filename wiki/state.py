@@ -36,6 +36,14 @@ WIKI_MIGRATIONS = (
         commit_sha TEXT
     )""",
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
+    # A run is recorded when it starts, so Status shows compiles in progress whoever
+    # started them (the CLI, the web queue, an agent hook), and the stage each is at.
+    "ALTER TABLE runs ADD COLUMN started_by TEXT",
+    "ALTER TABLE runs ADD COLUMN state TEXT",  # running, done, failed or interrupted
+    "ALTER TABLE runs ADD COLUMN stage TEXT",
+    "ALTER TABLE runs ADD COLUMN done INTEGER",
+    "ALTER TABLE runs ADD COLUMN total INTEGER",
+    "ALTER TABLE runs ADD COLUMN pid INTEGER",
 )
 
 
@@ -159,9 +167,54 @@ def record_run(
     return int(cursor.lastrowid)
 
 
+def start_run(conn: sqlite3.Connection, started_by: str, total: int, pid: int) -> int:
+    """Record a compile run as it starts; returns its id (see :func:`finish_run`)."""
+    cursor = _write(
+        conn,
+        "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid)"
+        " VALUES (?, ?, 'running', 'starting', 0, ?, ?)",
+        (_now(), started_by, total, pid),
+    )
+    return int(cursor.lastrowid)
+
+
+def set_run_stage(
+    conn: sqlite3.Connection, run_id: int, stage: str, done: int, total: int
+) -> None:
+    """Where a running compile is: its stage and how many of its items are done."""
+    _write(
+        conn,
+        "UPDATE runs SET stage = ?, done = ?, total = ? WHERE id = ? AND state = 'running'",
+        (stage, done, total, run_id),
+    )
+
+
+def finish_run(
+    conn: sqlite3.Connection,
+    run_id: int,
+    state: str,
+    summary: dict[str, Any],
+    commit: str | None,
+) -> None:
+    """Close a run started with :func:`start_run`: done, failed or interrupted."""
+    _write(
+        conn,
+        "UPDATE runs SET state = ?, stage = NULL, finished_at = ?, summary = ?, commit_sha = ?"
+        " WHERE id = ?",
+        (state, _now(), json.dumps(summary, ensure_ascii=False), commit, run_id),
+    )
+
+
+def recent_runs(conn: sqlite3.Connection, limit: int = 10) -> list[sqlite3.Row]:
+    """The newest runs first (running ones included)."""
+    return conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+
+
 def last_run(conn: sqlite3.Connection) -> sqlite3.Row | None:
-    """The most recent run, or None before the first."""
-    return conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    """The most recent finished run, or None before the first."""
+    return conn.execute(
+        "SELECT * FROM runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1"
+    ).fetchone()
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:

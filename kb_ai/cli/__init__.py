@@ -163,14 +163,16 @@ def compile(
     interrupted (what finished is committed).
     """
     from compiler import Compiler
-    from kb_ai.progress import StageProgress
+    from kb_ai.progress import LineProgress, StageProgress
     from wiki import KnowledgeBase
 
     settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency)
     kb = KnowledgeBase.open(settings.kb_dir)
     ctx.announce(settings)
-    show = not as_json and sys.stderr.isatty()
-    with StageProgress(enabled=show) as progress:
+    terminal = sys.stderr.isatty()
+    with StageProgress(enabled=not as_json and terminal) as bar:
+        # not a terminal (a log, a script): a line per source finished instead of a bar
+        progress = LineProgress() if not as_json and not terminal else bar
         compiler = Compiler(kb, settings, progress=progress)
         result = asyncio.run(compiler.compile_paths(paths, force=force))
     if as_json:

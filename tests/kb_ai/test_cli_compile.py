@@ -214,3 +214,24 @@ def test_ctrl_c_stops_cleanly_and_commits_what_finished(kb, tmp_path):
     assert sorted(list_articles(kb)) == sorted(summary["created"])
     assert git(kb, "status", "--porcelain").strip() == ""
     assert git(kb, "log", "-1", "--format=%h").strip() == summary["commit"]
+
+
+def test_a_compile_into_a_log_says_each_stage_and_each_source_as_it_finishes(
+    kb, model_env, tmp_path
+):
+    note(tmp_path, "a.md", "# Backups\n\nBackups run nightly at 02:00.\n")
+    note(tmp_path, "b.md", "# Retries\n\nA failed job is retried 5 times.\n")
+    result = run(kb, "compile", str(tmp_path / "notes"))  # stderr is not a terminal here
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert "extract: 2" in lines
+    finished = [line for line in lines if line.startswith("extract ")]
+    assert len(finished) == 2 and finished[1].startswith("extract 2/2 ")
+    assert {finished[0].split()[-1], finished[1].split()[-1]} == {
+        str(tmp_path / "notes" / "a.md"),
+        str(tmp_path / "notes" / "b.md"),
+    }
+    assert any(line.startswith("write 1/") for line in lines)
+    stages = [line.split(":")[0] for line in lines if line.split(":")[0] in ("index", "commit")]
+    assert stages == ["index", "commit"], lines
+    assert "\r" not in result.stderr  # no bar redrawn into a file

@@ -139,6 +139,18 @@ function taskRow(t) {
   return el("tr", { "data-id": t.id, "data-state": t.state }, doc, state, when, actions);
 }
 
+function runRow(r) {
+  const state = el("td", {}, el("span", { class: `pill ${r.state}`, text: r.state }));
+  if (r.stage) state.append(" ", el("span", { class: "muted stage", text: r.stage + (r.total ? ` ${r.done}/${r.total}` : "") }));
+  const result = el("td", {});
+  if (r.state !== "running") result.append(`compiled ${r.compiled}` + (r.failed ? `, failed ${r.failed}` : ""));
+  if (r.error) result.append(el("p", { class: "error", text: r.error }));
+  for (const p of [...r.created, ...r.updated]) result.append(" ", el("a", { class: "made", href: "/" + p, text: p }));
+  if (r.commit) result.append(" ", el("code", { text: r.commit.slice(0, 8) }));
+  const when = el("td", {}, el("time", { datetime: r.started_at, text: r.started_at.slice(0, 16).replace("T", " ") }));
+  return el("tr", { "data-run": String(r.id), "data-state": r.state }, when, el("td", { text: r.started_by || "—" }), state, result);
+}
+
 function initStatus() {
   const table = $("#tasks");
   const live = $("#live");
@@ -162,6 +174,10 @@ function initStatus() {
     table.hidden = snap.tasks.length === 0;
     $("#tasks-empty").hidden = snap.tasks.length !== 0;
     $("tbody", table).replaceChildren(...snap.tasks.map(taskRow));
+    const runs = $("#runs");
+    runs.hidden = snap.runs.length === 0;
+    $("#runs-empty").hidden = snap.runs.length !== 0;
+    $("tbody", runs).replaceChildren(...snap.runs.map(runRow));
   });
   window.addEventListener("pagehide", () => source.close());
 }

@@ -1,0 +1,55 @@
+"""Each compile as Status shows it: a row in the runs table, written as the run goes
+(started, each stage with how many items are done, finished), whoever started it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import closing
+from typing import Any
+
+from wiki import KnowledgeBase, finish_run, open_state, set_run_stage, start_run
+
+
+class RunTracker:
+    """A progress callback that records the run, then passes each event on."""
+
+    def __init__(
+        self, kb: KnowledgeBase, started_by: str, forward: Callable[..., None]
+    ) -> None:
+        self.kb = kb
+        self.started_by = started_by
+        self.forward = forward
+        self.run_id: int | None = None
+        self.stage = "starting"
+        self.done = 0
+        self.total = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+        with closing(open_state(self.kb)) as conn:
+            self.run_id = start_run(conn, self.started_by, total, os.getpid())
+
+    def __call__(self, event: str, **data: Any) -> None:
+        self.forward(event, **data)
+        if event == "stage":
+            self.stage, self.done, self.total = data["name"], 0, data.get("total", 0)
+        elif event == "advance":
+            self.done += 1
+        elif event == "classify" and self.stage == "extract":
+            self.stage = "classify"  # extract and classify overlap: the later one shows
+        else:
+            return
+        self._save()
+
+    def finish(self, state: str, summary: dict[str, Any], commit: str | None) -> None:
+        if self.run_id is None:
+            return
+        with closing(open_state(self.kb)) as conn:
+            finish_run(conn, self.run_id, state, summary, commit)
+
+    def _save(self) -> None:
+        if self.run_id is None:
+            return
+        with closing(open_state(self.kb)) as conn:
+            set_run_stage(conn, self.run_id, self.stage, self.done, self.total)

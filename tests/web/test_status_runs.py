@@ -1,0 +1,49 @@
+"""Status shows every compile, whoever started it, with the stage it is at."""
+
+import os
+from contextlib import closing
+
+from click.testing import CliRunner
+
+from kb_ai.cli import main
+from tests.web.conftest import NOTE, wait_for
+from wiki import open_state, set_run_stage, start_run
+
+
+def test_a_compile_run_from_the_command_line_appears_on_status(client, kb, fake_model, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "retries.md").write_text(
+        "# Job retries\n\nA failed job is retried 5 times, with a backoff of 30 seconds.\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["--kb", str(kb.root), "compile", str(notes)])
+    assert result.exit_code == 0, result.output
+
+    runs = client.get("/api/tasks").json()["runs"]
+    assert len(runs) == 1
+    run = runs[0]
+    assert run["started_by"] == "cli" and run["state"] == "done"
+    assert run["compiled"] == 1 and run["created"] and run["commit"]
+    page = client.get("/status").text
+    assert 'data-run="' in page and "<td>cli</td>" in page
+    assert run["created"][0] in page
+
+
+def test_a_web_submission_is_listed_as_a_compile_from_the_web(client):
+    task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+    assert wait_for(client, task["id"])["state"] == "done"
+    runs = client.get("/api/tasks").json()["runs"]
+    assert [(r["started_by"], r["state"]) for r in runs] == [("web", "done")]
+
+
+def test_a_running_compile_shows_its_stage_and_a_vanished_one_shows_as_stopped(client, kb):
+    with closing(open_state(kb)) as conn:
+        here = start_run(conn, "cli", 4, os.getpid())
+        set_run_stage(conn, here, "write", 1, 3)
+        gone = start_run(conn, "agent hook", 2, 2**22 + 12345)  # no such process
+    runs = {r["id"]: r for r in client.get("/api/tasks").json()["runs"]}
+    assert runs[here]["state"] == "running" and runs[here]["stage"] == "write"
+    assert (runs[here]["done"], runs[here]["total"]) == (1, 3)
+    assert runs[gone]["state"] == "stopped" and runs[gone]["stage"] is None
+    assert "write 1/3" in client.get("/status").text
