@@ -14,9 +14,7 @@ from wiki import KnowledgeBase, finish_run, open_state, set_run_stage, start_run
 class RunTracker:
     """A progress callback that records the run, then passes each event on."""
 
-    def __init__(
-        self, kb: KnowledgeBase, started_by: str, forward: Callable[..., None]
-    ) -> None:
+    def __init__(self, kb: KnowledgeBase, started_by: str, forward: Callable[..., None]) -> None:
         self.kb = kb
         self.started_by = started_by
         self.forward = forward

@@ -35,17 +35,17 @@ from wiki.slugs import is_slug, slugify, unique_slug
 from wiki.state import (
     all_sources,
     apply_migrations,
+    finish_run,
     get_meta,
     get_source,
-    finish_run,
     last_run,
-    recent_runs,
-    set_run_stage,
-    start_run,
     open_state,
+    recent_runs,
     record_run,
     set_meta,
+    set_run_stage,
     source_articles,
+    start_run,
     upsert_source,
 )
 

@@ -178,9 +178,7 @@ def start_run(conn: sqlite3.Connection, started_by: str, total: int, pid: int) -
     return int(cursor.lastrowid)
 
 
-def set_run_stage(
-    conn: sqlite3.Connection, run_id: int, stage: str, done: int, total: int
-) -> None:
+def set_run_stage(conn: sqlite3.Connection, run_id: int, stage: str, done: int, total: int) -> None:
     """Where a running compile is: its stage and how many of its items are done."""
     _write(
         conn,
