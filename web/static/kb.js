@@ -193,6 +193,7 @@ function listSession(sid, title) {
     if (none) none.replaceWith(list); else $(".side").append(list);
   }
   for (const a of list.querySelectorAll("a[aria-current]")) a.removeAttribute("aria-current");
+  for (const a of list.querySelectorAll(`a[href="/chat/${sid}"]`)) a.closest("li").remove();
   list.prepend(el("li", {}, el("a", { href: `/chat/${sid}`, "aria-current": "page", text: title })));
 }
 
@@ -203,13 +204,22 @@ function initChat() {
   const messages = $("#messages");
   const STAGES = { rewriting: "Reading the conversation…", selecting: "Choosing pages…",
     reading: "Reading…", answering: "Writing the answer…" };
+  // The end of an answer being written stays in sight, above the input box, unless the
+  // reader has scrolled up to read something else.
+  const atEnd = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48;
+  let following = true;
+  let busy = false;  // one question at a time: a second Enter must not start a second chat
+  window.addEventListener("scroll", () => { following = atEnd(); }, { passive: true });
+  const follow = () => { if (following) window.scrollTo(0, document.documentElement.scrollHeight); };
   box.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); form.requestSubmit(); }
   });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const question = box.value.trim();
-    if (!question) return;
+    if (!question || busy) return;
+    busy = true;
+    following = true;
     const button = $("button", form);
     button.disabled = true;
     box.value = "";
@@ -218,7 +228,7 @@ function initChat() {
     const answer = el("div", { class: "md answer streaming" });
     const item = el("li", { class: "msg assistant", "aria-busy": "true" }, stage, answer);
     messages.append(item);
-    item.scrollIntoView({ block: "nearest" });
+    follow();
     try {
       const r = await fetch("/api/ask", {
         method: "POST", headers: { "Content-Type": "application/json" },
@@ -233,7 +243,7 @@ function initChat() {
       }
       for await (const event of sseEvents(r)) {
         if (event.type === "status") stage.textContent = STAGES[event.data.stage] || event.data.stage;
-        else if (event.type === "delta") { stage.remove(); answer.append(event.data.text); }
+        else if (event.type === "delta") { stage.remove(); answer.append(event.data.text); follow(); }
         else if (event.type === "done") {
           stage.remove();
           answer.classList.remove("streaming");
@@ -246,6 +256,7 @@ function initChat() {
             });
             item.append(cites);
           }
+          follow();
         } else if (event.type === "error") {
           stage.remove();
           item.append(el("p", { class: "error", role: "alert", text: event.data.error }));
@@ -257,7 +268,9 @@ function initChat() {
     } finally {
       item.removeAttribute("aria-busy");
       button.disabled = false;
-      box.focus();
+      busy = false;
+      box.focus({ preventScroll: true });
+      follow();
     }
   });
 }
