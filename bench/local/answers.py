@@ -1,0 +1,124 @@
+"""Answer accuracy of the embedded model: extractive answers (the model picks sentences,
+kb-ai quotes them) against free text, on the example notes and 10 fixed questions, two
+of them not covered by the notes.
+
+    python -m bench.local.answers --kb bench/out/local/answers-kb   # compiles it if empty
+
+The knowledge base is compiled from examples/notes with the same model first (as
+`scripts/start` does). Each question is asked in process through retrieval.Asker, once
+per mode, with the same settings otherwise. A covered question is right when the answer
+holds every expected fact (case-insensitive) and cites a page; an uncovered one is right
+when the answer says the wiki does not cover it and cites nothing. Results are written
+after each question to bench/out/local/answers.json (so a long run can be read midway).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "bench" / "out" / "local"
+NOTES = REPO / "examples" / "notes"
+
+# (question, facts a right answer holds; none: the notes do not cover it)
+QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("How many times is a failed job retried?", ("5",)),
+    ("How often do the job workers poll?", ("2 seconds",)),
+    ("Who decommissions the worker-2 host?", ("Jonas",)),
+    ("How long does rendering a PDF invoice take?", ("1.8",)),
+    ("When are deploys frozen?", ("16:00", "Friday")),
+    ("How do I roll back a deploy of the invoice service?", ("previous release tag",)),
+    ("Who must approve a production deploy?", ("release-approvers",)),
+    ("What must be run before pushing a change to the claim query?", ("--count 50",)),
+    ("Which monitoring vendor do we pay for?", ()),
+    ("What is the office wifi password?", ()),
+)
+
+
+def free_text(settings: Any) -> Any:
+    """The same settings, answering in free text as larger models do."""
+    from kb_ai.settings import Settings
+
+    @dataclasses.dataclass(frozen=True)
+    class FreeText(Settings):
+        @property
+        def answers_extractively(self) -> bool:
+            return False
+
+    return FreeText(**{f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)})
+
+
+def judge(answer: Any, facts: tuple[str, ...]) -> bool:
+    text = answer.answer.lower()
+    if not facts:
+        return not answer.citations and not answer.covered
+    return bool(answer.citations) and all(f.lower() in text for f in facts)
+
+
+async def ask_all(kb_dir: Path, model: str, results: dict[str, Any], out: Path) -> None:
+    from kb_ai.errors import KbAiError
+    from kb_ai.llm import open_llm
+    from kb_ai.settings import load_settings
+    from retrieval import ask
+    from wiki import KnowledgeBase
+
+    kb = KnowledgeBase.open(kb_dir)
+    base = load_settings(kb_dir, {"model": model}, detect=False)
+    for mode, settings in (("extractive", base), ("free text", free_text(base))):
+        rows = results["modes"].setdefault(mode, [])
+        for question, facts in QUESTIONS[len(rows) :]:
+            llm = open_llm(settings, db_path=kb.state_db)
+            started = time.monotonic()
+            try:
+                answer = await ask(kb, settings, llm, question)
+                row = {
+                    "question": question,
+                    "covered": bool(facts),
+                    "right": judge(answer, facts),
+                    "answer": answer.answer[:600],
+                    "cited": [c.path for c in answer.citations],
+                }
+            except KbAiError as exc:
+                row = {"question": question, "covered": bool(facts), "right": False,
+                       "error": str(exc)[:300]}  # fmt: skip
+            finally:
+                await llm.aclose()
+            row["seconds"] = round(time.monotonic() - started, 1)
+            rows.append(row)
+            out.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+            print(mode, row["right"], row["seconds"], question, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="local/default")
+    parser.add_argument("--kb", type=Path, default=OUT / "answers-kb")
+    args = parser.parse_args()
+    out = OUT / "answers.json"
+    OUT.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"model": args.model, "modes": {}}
+    if not (args.kb / "wiki").is_dir():
+        env_args = [sys.executable, "-m", "kb_ai", "--kb", str(args.kb), "--model", args.model]
+        subprocess.run([*env_args, "init", "--no-hint"], check=True, cwd=REPO)
+        started = time.monotonic()
+        proc = subprocess.run([*env_args, "compile", "--json", str(NOTES)], cwd=REPO,
+                              capture_output=True, text=True)  # fmt: skip
+        results["compile_s"] = round(time.monotonic() - started, 1)
+        results["compile"] = proc.stdout.strip().splitlines()[-1:] or proc.stderr[-500:]
+        out.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+        print("compiled in", results["compile_s"], "s", flush=True)
+    elif out.is_file():
+        results = json.loads(out.read_text(encoding="utf-8"))  # go on where it stopped
+    asyncio.run(ask_all(args.kb, args.model, results, out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Extractive answers, for small models: the model picks sentences, kb-ai quotes them.
+
+A 0.5B model asked for free text repeats itself, invents reasons and numbers and cites
+the wrong page. Asked instead to choose, from the numbered sentences of the pages read,
+the few that answer the question (an enum under a grammar, so the reply is always valid
+and always ends), it can only be wrong by choosing badly or choosing nothing. The answer
+is then the chosen sentences verbatim, each page's group followed by its citation, or
+"the wiki does not cover this" when it chose none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from retrieval.pages import Page
+
+MAX_PICKS = 4
+MAX_SENTENCES = 160  # the enum and the prompt stay small for a small context window
+MAX_SENTENCE_CHARS = 600
+NOT_COVERED = "The wiki does not cover this question."
+
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
+_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    id: str
+    text: str
+    path: str
+    title: str
+
+
+@dataclass(frozen=True)
+class NumberedPage:
+    path: str
+    title: str
+    sentences: list[Sentence]
+
+
+def number_sentences(pages: Sequence[Page], limit: int = MAX_SENTENCES) -> list[NumberedPage]:
+    """Each page's sentences with ids s1, s2, ... across pages (headings, code and table
+    rules left out; list items and table rows count as sentences)."""
+    out: list[NumberedPage] = []
+    n = 0
+    for page in pages:
+        found: list[Sentence] = []
+        for text in _sentences_of(page.text):
+            if n >= limit:
+                break
+            n += 1
+            found.append(Sentence(f"s{n}", text, page.path, page.title))
+        if found:
+            out.append(NumberedPage(page.path, page.title, found))
+    return out
+
+
+def _sentences_of(text: str) -> Iterator[str]:
+    in_code = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+            continue
+        if in_code or line.lstrip().startswith("#") or _TABLE_RULE.match(line):
+            continue
+        line = _MARKER.sub("", line).strip()
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|") if c.strip()]
+            line = " | ".join(cells)
+        for part in _SPLIT.split(line):
+            part = part.strip()
+            if len(part) >= 3 and len(part) <= MAX_SENTENCE_CHARS and re.search(r"\w", part):
+                yield part
+
+
+def pick_schema(pages: Sequence[NumberedPage]) -> dict:
+    ids = [s.id for p in pages for s in p.sentences]
+    return {
+        "type": "object",
+        "properties": {
+            "sentences": {
+                "type": "array",
+                "items": {"type": "string", "enum": ids},
+                "maxItems": MAX_PICKS,
+            }
+        },
+        "required": ["sentences"],
+        "additionalProperties": False,
+    }
+
+
+def chosen(data: object, pages: Sequence[NumberedPage]) -> list[Sentence]:
+    """The sentences a reply names, in its order: unknown ids (a model without a grammar
+    may invent them), repeats and anything past MAX_PICKS are dropped."""
+    by_id = {s.id: s for p in pages for s in p.sentences}
+    raw = data.get("sentences") if isinstance(data, dict) else None
+    picks: list[Sentence] = []
+    for item in raw if isinstance(raw, list) else ():
+        s = by_id.get(str(item).strip()) if isinstance(item, str | int) else None
+        if s is None and isinstance(item, int):
+            s = by_id.get(f"s{item}")
+        if s is not None and s not in picks:
+            picks.append(s)
+    return picks[:MAX_PICKS]
+
+
+def compose(picks: Sequence[Sentence]) -> list[str]:
+    """The answer in pieces (their concatenation is the answer): the sentences verbatim,
+    in the order picked, with a [Title](path) citation after each run from one page."""
+    if not picks:
+        return [NOT_COVERED]
+    pieces: list[str] = []
+    for i, s in enumerate(picks):
+        pieces.append(("" if i == 0 else " ") + s.text)
+        last_of_run = i + 1 == len(picks) or picks[i + 1].path != s.path
+        if last_of_run:
+            pieces.append(f" [{s.title}]({s.path})")
+    return pieces

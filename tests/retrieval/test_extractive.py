@@ -1,0 +1,149 @@
+"""Extractive answers for small models: the model picks sentence ids of the pages read,
+and the answer is exactly those sentences, quoted, with their citations."""
+
+import asyncio
+import re
+from dataclasses import replace
+
+from retrieval import Asker, ask
+from retrieval.extractive import NOT_COVERED, compose, number_sentences
+from retrieval.pages import Page
+from tests.fakes.fake_llm import FakeLLM
+from tests.retrieval.test_ask import ENOUGH, make_wiki
+
+QUEUE = (
+    "wiki/decision/queue-choice.md",
+    "Queue choice",
+    "Why the job queue runs on PostgreSQL.",
+    "# Queue choice\n\nWe chose PostgreSQL over MongoDB for the job queue. "
+    "The reason is that we already run PostgreSQL and need transactions. "
+    "Dana owns the queue.\n\n## Retries\n\n- A failed job is retried 5 times.\n"
+    "- The backoff doubles after each attempt.\n\n```sh\nkb-ai run --retries 5\n```\n",
+)
+DEPLOY = (
+    "wiki/howto/deploy.md",
+    "Deploy",
+    "How to deploy.",
+    "Deploys run from the main branch. Anyone on the team may deploy on weekdays.\n",
+)
+
+
+def sentences_of(llm_call):
+    """id -> sentence, as the pick prompt showed them to the model."""
+    text = llm_call.messages[-1]["content"]
+    return dict(re.findall(r"^(s\d+): (.+)$", text, re.M))
+
+
+def small(settings):
+    return replace(settings, small_model=True)
+
+
+def test_the_answer_is_the_picked_sentences_verbatim_with_their_citations(kb, settings):
+    make_wiki(kb, [QUEUE, DEPLOY])
+    shown = {}
+
+    def model(stage, messages, schema):
+        if stage == "select":
+            return {"paths": [QUEUE[0], DEPLOY[0]]}
+        if stage == "follow":
+            return ENOUGH
+        if stage == "select":  # a follow-up's selection: nothing more
+            return {"paths": []}
+        ids = schema["properties"]["sentences"]["items"]["enum"]
+        shown.update(sentences_of(type("C", (), {"messages": messages})))
+        assert set(ids) == set(shown)  # the enum is exactly the numbered sentences
+        pick = [i for i, s in shown.items() if "Dana" in s or "chose PostgreSQL" in s]
+        return {"sentences": [pick[1], pick[0]]}
+
+    answer = asyncio.run(
+        ask(kb, small(settings), FakeLLM(model), "Why PostgreSQL, and who owns it?")
+    )
+    assert answer.answer == (
+        "Dana owns the queue. We chose PostgreSQL over MongoDB for the job queue. "
+        "[Queue choice](wiki/decision/queue-choice.md)"
+    )
+    assert [c.path for c in answer.citations] == [QUEUE[0]]
+    # headings and code are not offered as sentences; list items are
+    assert "A failed job is retried 5 times." in shown.values()
+    assert not any(s.startswith(("#", "kb-ai run", "```")) for s in shown.values())
+
+
+def test_invented_and_repeated_ids_are_dropped_and_runs_from_each_page_are_cited(kb, settings):
+    make_wiki(kb, [QUEUE, DEPLOY])
+    llm = FakeLLM(picking(lambda m: ["s999", "s1", "s1", "banana", _id_of(m, "Deploys run")]))
+    llm.enqueue({"paths": [QUEUE[0], DEPLOY[0]]})
+    answer = asyncio.run(ask(kb, small(settings), llm, "Where do deploys and the queue run?"))
+    assert answer.answer == (
+        "We chose PostgreSQL over MongoDB for the job queue. "
+        "[Queue choice](wiki/decision/queue-choice.md) "
+        "Deploys run from the main branch. [Deploy](wiki/howto/deploy.md)"
+    )
+    assert {c.path for c in answer.citations} == {QUEUE[0], DEPLOY[0]}
+
+
+def test_no_sentence_picked_is_a_plain_not_covered_with_no_citation(kb, settings):
+    make_wiki(kb, [QUEUE, DEPLOY])
+    llm = FakeLLM(picking(lambda m: [])).enqueue({"paths": [DEPLOY[0]]})
+    answer = asyncio.run(ask(kb, small(settings), llm, "Who approves weekend deploys?"))
+    assert answer.answer == NOT_COVERED and answer.citations == []
+    assert not answer.covered
+
+
+def test_a_local_model_answers_extractively_and_streams_sentence_by_sentence(kb, settings):
+    make_wiki(kb, [QUEUE, DEPLOY])
+    local = replace(settings, model="local/default")
+    assert local.answers_extractively and not settings.answers_extractively
+    pick = picking(lambda m: [_id_of(m, "retried 5"), _id_of(m, "backoff doubles")])
+    llm = FakeLLM(pick).enqueue({"paths": [QUEUE[0]]})
+
+    async def deltas():
+        return [e.data["text"] async for e in Asker(kb, local, llm).events("retries?")
+                if e.type == "delta"]  # fmt: skip
+
+    pieces = asyncio.run(deltas())
+    assert len(pieces) > 1
+    assert "".join(pieces) == (
+        "A failed job is retried 5 times. The backoff doubles after each attempt. "
+        "[Queue choice](wiki/decision/queue-choice.md)"
+    )
+
+
+def test_sentences_are_numbered_across_pages_and_composed_in_the_order_picked():
+    pages = [
+        Page(
+            "wiki/a.md",
+            "A",
+            "One. Two has 2.5 units! Three?\n| k | v |\n|---|---|\n| x | 1 |",
+            False,
+        ),
+        Page("wiki/b.md", "B", "# Head\n\nFour.", False),
+    ]
+    numbered = number_sentences(pages)
+    assert [(s.id, s.text) for p in numbered for s in p.sentences] == [
+        ("s1", "One."), ("s2", "Two has 2.5 units!"), ("s3", "Three?"),
+        ("s4", "k | v"), ("s5", "x | 1"), ("s6", "Four."),
+    ]  # fmt: skip
+    b4, a1 = numbered[1].sentences[0], numbered[0].sentences[0]
+    assert "".join(compose([b4, a1])) == "Four. [B](wiki/b.md) One. [A](wiki/a.md)"
+    assert compose([]) == [NOT_COVERED]
+
+
+def picking(ids_for):
+    """A stand-in model: enough after the first reading (the first selection is queued),
+    then the sentence ids ``ids_for`` gives, invented ones included."""
+
+    def model(stage, messages, schema):
+        if stage == "follow":
+            return ENOUGH
+        if stage == "select":  # a follow-up's selection: nothing more
+            return {"paths": []}
+        assert stage == "answer" and "sentences" in schema["properties"], stage
+        return {"sentences": ids_for(messages)}
+
+    return model
+
+
+def _id_of(messages, words):
+    return next(
+        i for i, s in sentences_of(type("C", (), {"messages": messages})).items() if words in s
+    )
