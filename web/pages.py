@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
+import jinja2
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -16,14 +18,31 @@ from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
 from kb_ai.models import model_notice
 from retrieval import ChatStore
-from web import content
+from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
 from web.render import render_markdown
 from web.services import services
 from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
+from wiki import visible_text
 
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+def _visible(value: object) -> object:
+    """Every value a template prints, without invisible controls (a second lock: titles
+    are cleaned where they are read, see wiki.one_line)."""
+    if isinstance(value, Markup):
+        return Markup(visible_text(str(value)))  # safe already; deleting characters adds no markup
+    return visible_text(value) if isinstance(value, str) else value
+
+
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=jinja2.select_autoescape(),
+        finalize=_visible,
+    ),
+    context_processors=[lambda request: {"csrf_token": csrf.token_of(request)}],
+)
 
 
 def render(request: Request, name: str, status: int = 200, **context: object) -> Response:
@@ -76,7 +95,9 @@ async def submit(request: Request) -> Response:
     if request.method == "GET":
         return render(request, "submit.html", limits=svc.limits, nav="submit")
     try:
-        accepted, rejected = await read_submission(request, svc.limits)
+        accepted, rejected = await read_submission(
+            request, svc.limits, check_form=lambda form: csrf.check_form(request, form)
+        )
     except KbAiError as exc:
         return render(
             request, "submit.html", status_for(exc), limits=svc.limits, error=str(exc),
@@ -108,6 +129,7 @@ async def task_action(request: Request) -> Response:
     task_id, action = request.path_params["task_id"], request.path_params["action"]
     if action not in ("retry", "delete"):
         raise NotFoundError(f"No action {action!r}")
+    csrf.check_form(request, await limit_body(request, JSON_MAX_BYTES).form())
 
     def act() -> None:
         with svc.db() as conn:
@@ -146,6 +168,7 @@ async def session_action(request: Request) -> Response:
     svc = services(request)
     sid, action = request.path_params["session_id"], request.path_params["action"]
     form = await limit_body(request, JSON_MAX_BYTES).form()
+    csrf.check_form(request, form)
     title = form.get("title")
 
     def act() -> None:
