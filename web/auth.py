@@ -25,6 +25,7 @@ import hmac
 import html
 import ipaddress
 import json
+import secrets
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -72,10 +73,12 @@ def _host_name(host_header: str) -> str:
 class GuardMiddleware:
     """Token, host and origin checks, and security headers, for every HTTP request."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, csrf_token: str) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, csrf_token: str | None = None) -> None:
+        """``csrf_token``: the token of the pages (web/csrf.py); without one, none is valid
+        and browsers cannot write (an app with no pages)."""
         self.app = app
         self.token = token.encode() if token else None
-        self.csrf_token = csrf_token
+        self.csrf_token = csrf_token or secrets.token_urlsafe(32)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
