@@ -4,57 +4,22 @@ and the forms work without it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import quote
 
-import jinja2
-from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
-from starlette.templating import Jinja2Templates
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
-from kb_ai.models import model_notice
 from retrieval import ChatStore
 from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
 from web.render import render_markdown
 from web.services import services
+from web.templating import render
 from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
-from wiki import visible_text
-
-
-def _visible(value: object) -> object:
-    """Every value a template prints, without invisible controls (a second lock: titles
-    are cleaned where they are read, see wiki.one_line)."""
-    if isinstance(value, Markup):
-        return Markup(visible_text(str(value)))  # safe already; deleting characters adds no markup
-    return visible_text(value) if isinstance(value, str) else value
-
-
-templates = Jinja2Templates(
-    env=jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=jinja2.select_autoescape(),
-        finalize=_visible,
-    ),
-    context_processors=[lambda request: {"csrf_token": csrf.token_of(request)}],
-)
-
-
-def render(request: Request, name: str, status: int = 200, **context: object) -> Response:
-    if (
-        context.get("nav") == "chat"
-    ):  # where answers are read: say when they come from the tiny model
-        context.setdefault("model_notice", model_notice(services(request).settings))
-    return templates.TemplateResponse(request, name, context, status_code=status)
-
-
-def error_page(request: Request, message: str, status: int) -> Response:
-    return render(request, "error.html", status, message=message, code=status)
 
 
 def see(url: str) -> RedirectResponse:

@@ -63,8 +63,7 @@ def small_app(settings, model):
     """A server whose documents may be 10 kB each (a JSON submission body up to about
     94 kB, a multipart one up to 1.2 MB)."""
     limits = Limits(max_file_bytes=10_000)
-    return create_app(settings, llm_factory=model.factory, start_worker=False,
-                      mount_mcp=False, limits=limits)  # fmt: skip
+    return create_app(settings, llm_factory=model.factory, start_worker=False, limits=limits)
 
 
 def big_json(size):
