@@ -159,3 +159,20 @@ def test_kill_9_after_the_sources_were_recorded_keeps_their_articles(kb, tmp_pat
     assert again.returncode == 0, err
     assert len(json.loads(out)["skipped"]) == SOURCES
     assert_each_source_once_indexed_and_committed(kb, notes)
+
+
+def test_sigterm_stops_like_ctrl_c_and_commits_what_finished(kb, tmp_path):
+    """SIGTERM, what `docker stop` and service managers send, is handled like Ctrl-C."""
+    notes = write_notes(tmp_path)
+    with FakeOpenAIServer(slow_writes) as server:
+        proc = start_compile(kb, notes, server)
+        wait_for(lambda: any(kb.wiki_dir.rglob("*.md")), "an article on disk", proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    summary = json.loads(out)
+    assert summary["interrupted"] and 1 <= len(summary["created"]) < SOURCES
+    assert sorted(list_articles(kb)) == sorted(summary["created"])
+    assert {e.path for e in load_catalog(kb)} == set(summary["created"])
+    assert git(kb, "status", "--porcelain").strip() == ""
+    assert git(kb, "log", "-1", "--format=%h").strip() == summary["commit"]
