@@ -111,19 +111,19 @@ def _walk(root: Path, problems: list[tuple[str, str]]) -> Iterator[Path]:
         for name in filenames:
             path = Path(dirpath) / name
             suffix = path.suffix.lower()
-            if name.startswith(".") or suffix not in _FILE_SUFFIXES:
-                continue
-            if path.is_symlink() and not path.resolve().is_relative_to(top):
+            if name.startswith(".") or suffix not in _FILE_SUFFIXES or not path.is_file():
+                continue  # a broken link or a loop is not a file either
+            if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(top):
                 problems.append((str(path), _outside_link(path, root)))
-                continue
-            if path.is_file() and (suffix in TEXT_EXTENSIONS or _is_transcript(path)):
+            elif suffix in TEXT_EXTENSIONS or _is_transcript(path):
                 yield path
 
 
 def _outside_link(path: Path, root: Path) -> str:
+    target = os.path.realpath(path)
     return (
-        f"{path}: a link to {path.resolve()}, outside {root}: not followed (links out of a "
-        "folder are skipped; name the file itself on the command line to compile it)"
+        f"{path}: a link to {target}, outside {root}: not followed (links out of a folder "
+        "are skipped; name the file itself on the command line to compile it)"
     )
 
 

@@ -52,6 +52,9 @@ def test_a_link_that_stays_inside_the_folder_is_compiled_once(kb, settings, fake
     real = notes / "real.md"
     real.write_text("# Real\n\nThe real note says a fact.\n", encoding="utf-8")
     os.symlink(real, notes / "alias.md")
+    os.symlink(notes / "b.md", notes / "a.md")  # a loop, and a link to nothing:
+    os.symlink(notes / "a.md", notes / "b.md")  # neither is a file, as before
+    os.symlink(notes / "gone.md", notes / "broken.md")
     candidates, problems = discover([notes])
     assert problems == [] and [c.origin for c in candidates] == [str(real.resolve())]
 
