@@ -34,6 +34,7 @@ from wiki import (
     write_indexes,
 )
 from wiki.indexing import refresh_search_index
+from wiki.lock import KbLock
 from wiki.state import RUN_RECORDED, clear_journal, journal_article, journaled_articles
 
 @contextmanager
@@ -54,9 +55,16 @@ def finish_journal(kb: KnowledgeBase) -> None:
 
 
 def unfinished_run(kb: KnowledgeBase) -> bool:
-    """Whether a run died with articles written and not committed."""
+    """Whether a run died with articles written and not committed: a journal is there,
+    and no run holds the compile lock (a live run's journal is its own business)."""
     with closing(open_state(kb)) as conn:
-        return bool(journaled_articles(conn)) or get_meta(conn, RUN_RECORDED) is not None
+        if not journaled_articles(conn) and get_meta(conn, RUN_RECORDED) is None:
+            return False
+    probe = KbLock(kb.state_dir / "compile.lock")
+    if not probe.acquire(blocking=False):
+        return False
+    probe.release()
+    return True
 
 
 def reconcile(kb: KnowledgeBase) -> str | None:

@@ -1,6 +1,7 @@
 """A compile killed outright (kill -9, a power cut) and run again: the wiki ends as if the
 killed run had never started or had finished, never half of each."""
 
+import asyncio
 import json
 import os
 import re
@@ -176,3 +177,37 @@ def test_sigterm_stops_like_ctrl_c_and_commits_what_finished(kb, tmp_path):
     assert {e.path for e in load_catalog(kb)} == set(summary["created"])
     assert git(kb, "status", "--porcelain").strip() == ""
     assert git(kb, "log", "-1", "--format=%h").strip() == summary["commit"]
+
+
+def killed_run_rewrites(kb, path, text):
+    """What a run killed mid-write leaves: ``path`` rewritten under the journal, and no
+    record or commit after it."""
+    from compiler.recovery import journaled
+
+    with journaled(kb, path):
+        (kb.root / path).write_text(text, encoding="utf-8")
+
+
+def test_an_updated_article_is_restored_and_one_edited_by_hand_since_is_kept(
+    kb, settings, fake_llm, tmp_path
+):
+    from compiler import Compiler
+    from compiler.recovery import reconcile, unfinished_run
+
+    notes = write_notes(tmp_path)
+    compiler = Compiler(kb, settings, llm_factory=lambda s, **k: fake_llm)
+    assert not asyncio.run(compiler.compile_paths([str(notes)])).failed
+    first, second = sorted(list_articles(kb))[:2]
+    committed = (kb.root / first).read_text(encoding="utf-8")
+
+    killed_run_rewrites(kb, first, committed + "\nA sentence the killed run added.\n")
+    killed_run_rewrites(kb, second, "the killed run's version\n")
+    (kb.root / second).write_text("edited by hand after the kill\n", encoding="utf-8")
+    assert unfinished_run(kb)
+
+    assert reconcile(kb) is None
+    assert (kb.root / first).read_text(encoding="utf-8") == committed
+    assert (kb.root / second).read_text(encoding="utf-8") == "edited by hand after the kill\n"
+    log = kb.log_path.read_text(encoding="utf-8")
+    assert f"rolled back {first}" in log and f"kept {second}" in log
+    assert not unfinished_run(kb)
