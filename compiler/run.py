@@ -31,6 +31,7 @@ from compiler.record import (
     update_search,
     write_run_indexes,
 )
+from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
 from compiler.runs import RunTracker
 from compiler.sources import Source, discover
@@ -140,7 +141,7 @@ class Compiler:
     ) -> CompileResult:
         run_started = datetime.now(UTC)
         tracker = RunTracker(self.kb, self.started_by, self.progress)
-        if pending:
+        if pending or unfinished_run(self.kb):
             lock = KbLock(self.kb.state_dir / "compile.lock")
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
@@ -154,7 +155,10 @@ class Compiler:
             tracker.start(len(pending))
             forward, self.progress = self.progress, tracker
             try:
-                await self._run_pipeline(pending, result, known)
+                # A run killed before its commit left articles: settled before anything.
+                result.commit = await run_io(reconcile, self.kb)
+                if pending:
+                    await self._run_pipeline(pending, result, known)
             except BaseException as exc:
                 tracker.finish("failed", {"error": str(exc) or type(exc).__name__}, None)
                 raise
@@ -302,7 +306,8 @@ class Compiler:
             article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
-                written[path] = store_article(self.kb, article)
+                with journaled(self.kb, path):
+                    written[path] = store_article(self.kb, article)
 
             await run_io(store)
             stager.add(path)
@@ -465,6 +470,7 @@ class Compiler:
         self.progress("stage", name="commit", total=0)
         try:
             result.commit = await run_io(commit_all, self.kb, commit_message(result))
+            await run_io(finish_journal, self.kb)
         finally:
             if search is not None:
                 await search
