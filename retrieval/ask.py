@@ -26,7 +26,7 @@ from retrieval import extractive
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.pages import Citation, Page, check_paths, link_targets, read_page, validate_citations
-from wiki import KnowledgeBase, normalise_article_path, open_state
+from wiki import KnowledgeBase, compile_under_way, normalise_article_path, open_state
 from wiki.indexing import index_is_current, refresh_search_index
 from wiki.search import SearchIndex
 
@@ -136,6 +136,9 @@ class Asker:
             raise UsageError(
                 f"The question is over {MAX_QUESTION_CHARS:,} characters", hint="shorten it"
             )
+        note = await asyncio.to_thread(self._compile_note)
+        if note:
+            yield Event("note", {"text": note})
         # Disk and SQLite work runs in threads: in `kb-ai serve` one event loop streams
         # every user's answer, and must not wait on another user's search.
         catalog = await asyncio.to_thread(
@@ -228,6 +231,18 @@ class Asker:
             )
         )
         return extractive.compose(extractive.chosen(reply.data, numbered))
+
+    def _compile_note(self) -> str | None:
+        """What to tell the reader when a compile is changing the wiki under the answer."""
+        with closing(open_state(self.kb)) as conn:
+            run = compile_under_way(conn)
+        if run is None:
+            return None
+        where = f"{run['stage']} {run['done']}/{run['total']}" if run["total"] else run["stage"]
+        return (
+            f"A compile is changing the wiki right now ({where}): this answer comes from "
+            "the wiki as it is before that compile ends; ask again once it is done."
+        )
 
     async def _rewrite(self, question: str, history: Sequence[Turn]) -> str:
         messages = PROMPTS.render(

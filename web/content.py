@@ -5,7 +5,6 @@ through ``Services.run``."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict
 from typing import Any
@@ -27,6 +26,7 @@ from wiki import (
     recent_runs,
     show_diff,
 )
+from wiki.state import pid_alive
 
 PUBLIC_TASK_FIELDS = (
     "id", "title", "filename", "kind", "checksum", "size", "state", "stage", "error",
@@ -52,7 +52,7 @@ def public_run(row: Any) -> dict[str, Any]:
     """A compile run as Status shows it, whoever started it (CLI, web queue, agent hook).
     A run still marked running whose process is gone on this machine was stopped."""
     state = row["state"] or "done"  # runs recorded before runs were tracked as they went
-    if state == "running" and row["pid"] and not _alive(row["pid"]):
+    if state == "running" and row["pid"] and not pid_alive(row["pid"]):
         state = "stopped"
     summary = json.loads(row["summary"]) if row["summary"] else {}
     return {
@@ -72,15 +72,6 @@ def public_run(row: Any) -> dict[str, Any]:
         "error": summary.get("error"),
     }
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: it is there
-        return True
-    return True
 
 
 def article_path(raw: str) -> str:

@@ -38,6 +38,7 @@ from wiki.slugs import is_slug, slugify, unique_slug
 from wiki.state import (
     all_sources,
     apply_migrations,
+    compile_under_way,
     finish_run,
     get_meta,
     get_source,
@@ -61,6 +62,7 @@ __all__ = [
     "all_sources",
     "append_log",
     "apply_migrations",
+    "compile_under_way",
     "get_meta",
     "article_body_text",
     "atomic_write_bytes",

@@ -9,6 +9,7 @@ the caller commits).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -211,6 +212,24 @@ def finish_run(
         " WHERE id = ?",
         (state, _now(), json.dumps(summary, ensure_ascii=False), commit, run_id),
     )
+
+
+def compile_under_way(conn: sqlite3.Connection) -> sqlite3.Row | None:
+    """The newest run still going (its process alive on this machine), or None."""
+    for row in conn.execute("SELECT * FROM runs WHERE state = 'running' ORDER BY id DESC"):
+        if row["pid"] and pid_alive(row["pid"]):
+            return row
+    return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it is there
+        return True
+    return True
 
 
 def recent_runs(conn: sqlite3.Connection, limit: int = 10) -> list[sqlite3.Row]:

@@ -39,6 +39,8 @@ async def _stream_answer(
             streamed.append(event.data["text"])
             click.echo(event.data["text"], nl=False)
             sys.stdout.flush()
+        elif event.type == "note":
+            click.echo(event.data["text"], err=True)
         elif event.type == "status" and not as_json and sys.stderr.isatty():
             click.echo(f"\r\x1b[2m{event.data['stage']}…\x1b[0m\x1b[K", nl=False, err=True)
         elif event.type == "error":

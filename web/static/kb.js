@@ -251,6 +251,7 @@ function initChat() {
       }
       for await (const event of sseEvents(r)) {
         if (event.type === "status") stage.textContent = STAGES[event.data.stage] || event.data.stage;
+        else if (event.type === "note") item.prepend(el("p", { class: "note", role: "note", text: event.data.text }));
         else if (event.type === "delta") { stage.remove(); answer.append(event.data.text); follow(); }
         else if (event.type === "done") {
           stage.remove();
