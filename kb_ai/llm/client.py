@@ -300,6 +300,7 @@ class LLMClient:
             response_format=response_format,
             api_base=self.settings.api_base,
             api_key=self.settings.api_key,
+            stage=stage,
         )
 
     def _key(self, request: Request, schema: dict | None, mode: str | None) -> str:
