@@ -5,10 +5,12 @@ run, so the first source goes to the model while the next ones are read."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import hashlib
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from compiler.documents import ArchiveLimits, ConvertOptions, read_member
 from compiler.result import CompileResult, Failure
 from compiler.sources import Candidate, Source, file_checksum, read_source
 from kb_ai.errors import KbAiError
@@ -45,11 +47,7 @@ def pending_files(
     pending: list[Pending] = []
     for cand in candidates:
         try:
-            checksum, data = file_checksum(
-                cand.path,
-                settings.max_source_bytes,
-                max_transcript_bytes=settings.max_transcript_bytes,
-            )
+            checksum, data = candidate_bytes(cand, settings)
         except KbAiError as exc:
             result.failed.append(Failure(cand.origin, str(exc)))
             continue
@@ -63,9 +61,33 @@ def pending_files(
             chunk_chars=settings.chunk_chars,
             data=data,
             checksum=checksum,
+            convert=ConvertOptions(max_sheet_rows=settings.max_sheet_rows),
         )
         pending.append(Unread(cand.origin, checksum, read))
     return pending
+
+
+def archive_limits(settings: Settings) -> ArchiveLimits:
+    return ArchiveLimits(
+        max_members=settings.max_archive_members,
+        max_total_bytes=settings.max_archive_bytes,
+        max_ratio=settings.max_archive_ratio,
+        max_member_bytes=settings.max_document_bytes,
+    )
+
+
+def candidate_bytes(cand: Candidate, settings: Settings) -> tuple[str, bytes]:
+    """(sha256, bytes) of a candidate: a file, or a member of a zip archive."""
+    checksum, data = file_checksum(
+        cand.path,
+        settings.max_source_bytes,
+        max_transcript_bytes=settings.max_transcript_bytes,
+        max_document_bytes=settings.max_document_bytes,
+    )
+    if not cand.member:
+        return checksum, data
+    member = read_member(data, str(cand.path), cand.member, archive_limits(settings))
+    return hashlib.sha256(member).hexdigest(), member
 
 
 def still_pending(

@@ -13,9 +13,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compiler.documents import (
+    DOCUMENT_EXTENSIONS,
+    ArchiveLimits,
+    ConvertOptions,
+    document_source,
+    format_of,
+    list_members,
+    supported_summary,
+)
 from compiler.redact import redact
 from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
-from kb_ai.errors import SourceError, UsageError
+from kb_ai.errors import DocumentError, SourceError, UsageError
 
 # Extensions picked up when a directory is given. A file named explicitly is read
 # whatever its extension, as long as it is text.
@@ -58,6 +67,8 @@ class Source:
     size: int = 0
     chunks: list[str] = field(default_factory=list)
     redactions: int = 0  # secrets and <private> spans removed from text
+    original: bytes = b""  # a converted document's own bytes, kept beside it in raw/
+    original_suffix: str = ""  # its extension (".pdf")
 
 
 @dataclass(frozen=True)
@@ -66,9 +77,12 @@ class Candidate:
 
     path: Path
     origin: str
+    member: str = ""  # a file inside the archive at ``path`` (compiler/documents)
 
 
-def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[str, str]]]:
+def discover(
+    paths: Iterable[str | Path], archive_limits: ArchiveLimits | None = None
+) -> tuple[list[Candidate], list[tuple[str, str]]]:
     """Expand the given files and directories into candidates.
 
     Returns (candidates in a stable order, problems as (path, message)). A directory
@@ -91,13 +105,50 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[s
                 )
             for f in files:
                 origin = str(f.resolve())
-                found.setdefault(origin, Candidate(f, origin))
+                if f.suffix.lower() == ".zip":
+                    _add_archive(f, found, problems, archive_limits or ArchiveLimits())
+                else:
+                    found.setdefault(origin, Candidate(f, origin))
         elif p.is_file():
             origin = str(p.resolve())
-            found.setdefault(origin, Candidate(p, origin))
+            if p.suffix.lower() == ".zip":
+                _add_archive(p, found, problems, archive_limits or ArchiveLimits())
+            else:
+                found.setdefault(origin, Candidate(p, origin))
         else:
             problems.append((str(raw), f"{raw}: not a regular file"))
     return list(found.values()), problems
+
+
+def _add_archive(
+    path: Path,
+    found: dict[str, Candidate],
+    problems: list[tuple[str, str]],
+    limits: ArchiveLimits,
+) -> None:
+    """Each member of a zip archive worth compiling, as a candidate of its own."""
+    try:
+        if path.stat().st_size > limits.max_member_bytes:
+            raise SourceError(
+                f"{path}: {path.stat().st_size:,} bytes is over the "
+                f"{limits.max_member_bytes:,}-byte limit",
+                hint="raise max_document_bytes in kb-ai.toml",
+            )
+        data = path.read_bytes()
+        members = list_members(data, str(path), limits, _member_wanted)
+    except (SourceError, OSError) as exc:
+        problems.append((str(path), str(exc)))
+        return
+    if not members:
+        problems.append((str(path), f"{path}: nothing in the archive kb-ai can read"))
+    for member in members:
+        origin = f"{path.resolve()}#{member}"
+        found.setdefault(origin, Candidate(path, origin, member))
+
+
+def _member_wanted(member: str) -> bool:
+    suffix = Path(member).suffix.lower()
+    return suffix != ".zip" and (suffix in TEXT_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS)
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -110,7 +161,7 @@ def _walk(root: Path) -> Iterator[Path]:
             suffix = path.suffix.lower()
             if not path.is_file():
                 continue
-            if suffix in TEXT_EXTENSIONS or (
+            if suffix in TEXT_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS or (
                 suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path)
             ):
                 yield path
@@ -127,7 +178,11 @@ def _is_transcript(path: Path) -> bool:
 
 
 def file_checksum(
-    path: Path, max_bytes: int, *, max_transcript_bytes: int | None = None
+    path: Path,
+    max_bytes: int,
+    *,
+    max_transcript_bytes: int | None = None,
+    max_document_bytes: int | None = None,
 ) -> tuple[str, bytes]:
     """(sha256, bytes) of a file, refusing files over max_bytes before reading them.
 
@@ -143,6 +198,8 @@ def file_checksum(
         limit, setting = max_bytes, "max_source_bytes"
         if (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
             limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
+        elif path.suffix.lower() in DOCUMENT_EXTENSIONS:
+            limit, setting = max(max_document_bytes or 0, max_bytes), "max_document_bytes"
         if size > limit:
             raise SourceError(
                 f"{path}: {size:,} bytes is over the {limit:,}-byte limit",
@@ -235,6 +292,7 @@ def read_source(
     data: bytes | None = None,
     checksum: str | None = None,
     max_transcript_bytes: int | None = None,
+    convert: ConvertOptions | None = None,
 ) -> Source:
     """Read one candidate into a normalised Source (raises SourceError).
 
@@ -246,12 +304,21 @@ def read_source(
         checksum, data = file_checksum(
             candidate.path, max_bytes, max_transcript_bytes=max_transcript_bytes
         )
-    name = str(candidate.path)
-    text = decode_text(data, name)
-    kind = KIND_BY_EXTENSION.get(candidate.path.suffix.lower(), "document")
+    name = candidate.member or str(candidate.path)
+    if format_of(name):  # a document: converted (compiler/documents)
+        return document_source(
+            candidate.origin,
+            name,
+            data,
+            chunk_chars=chunk_chars,
+            options=convert,
+            checksum=checksum,
+        )
+    text = _decode_known(data, name)
+    kind = KIND_BY_EXTENSION.get(Path(name).suffix.lower(), "document")
     title = ""
     text, kind, title, found = _as_transcript(text, name, kind)
-    title = title or guess_title(text, candidate.path.stem)
+    title = title or guess_title(text, Path(name).stem)
     text, redacted = redact(text)
     return Source(
         origin=candidate.origin,
@@ -263,6 +330,21 @@ def read_source(
         chunks=chunk_text(text, chunk_chars),
         redactions=found + redacted,
     )
+
+
+def _decode_known(data: bytes, name: str) -> str:
+    """decode_text, saying "unknown type" for a binary file under an extension kb-ai does
+    not read (random bytes, an image), rather than "not text"."""
+    try:
+        return decode_text(data, name)
+    except SourceError as exc:
+        if not data.strip() or Path(name).suffix.lower() in _FILE_SUFFIXES:
+            raise
+        raise DocumentError(
+            f"{name}: kb-ai does not know this file type",
+            cause="unsupported",
+            hint=f"it reads text files and {supported_summary()}",
+        ) from exc
 
 
 def _as_transcript(text: str, name: str, kind: str) -> tuple[str, str, str, int]:

@@ -1,0 +1,32 @@
+"""Documents: PDF, Word, slides, spreadsheets, e-mail, web pages, notebooks and archives,
+converted to Markdown with page, slide and sheet markers, and split by their own
+structure for extraction. Converters are imported on first use (they are heavy)."""
+
+from compiler.documents.archive import ArchiveLimits, list_members, read_member
+from compiler.documents.convert import ConvertOptions, convert_document
+from compiler.documents.document import Document
+from compiler.documents.formats import (
+    DOCUMENT_EXTENSIONS,
+    format_of,
+    supported_summary,
+    supported_types,
+)
+from compiler.documents.markers import span
+from compiler.documents.sections import split_sections
+from compiler.documents.source import document_source
+
+__all__ = [
+    "DOCUMENT_EXTENSIONS",
+    "ArchiveLimits",
+    "ConvertOptions",
+    "Document",
+    "convert_document",
+    "document_source",
+    "format_of",
+    "list_members",
+    "read_member",
+    "span",
+    "split_sections",
+    "supported_summary",
+    "supported_types",
+]

@@ -1,0 +1,107 @@
+"""Documents through compile with the fake model: every file in shared/data/documents,
+each good one a source with its converted text (and page markers for PDFs) and its
+original file in raw/, each bad one refused with its cause, nothing else lost."""
+
+import asyncio
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from compiler import Compiler
+from kb_ai.cli import main
+from wiki import list_articles, read_article, read_raw
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+
+# file -> what its refusal must say
+BAD = {
+    "libreoffice-writer-password.pdf": "password-protected",
+    "MEDRPT-2024-PAT-3847_medical_report_scan.pdf": "no text layer",
+    "random.bin": "does not know this file type",
+}
+GOOD = sorted(
+    p.name
+    for p in DATA.iterdir()
+    if p.name not in BAD and not p.name.endswith(".txt") and p.suffix != ".zip"
+)
+
+
+def run_compile(kb, settings, llm, *paths):
+    compiler = Compiler(kb, settings, llm_factory=lambda s, **k: llm)
+    return asyncio.run(compiler.compile_paths([str(p) for p in paths]))
+
+
+def raw_by_origin(kb):
+    out = {}
+    for p in sorted((kb.root / "raw").glob("*.md")):
+        src = read_raw(kb, f"raw/{p.name}")
+        out[src.origin] = src
+    return out
+
+
+def test_every_document_compiles_or_is_refused_with_its_cause(kb, settings, fake_llm):
+    files = [DATA / name for name in [*GOOD, *BAD]]
+    result = run_compile(kb, settings, fake_llm, *files)
+
+    failed = {Path(f.source).name: f.error for f in result.failed}
+    assert set(failed) == set(BAD), failed
+    for name, cause in BAD.items():
+        assert cause in failed[name]
+    assert sorted(Path(p).name for p in result.compiled) == GOOD
+    raws = raw_by_origin(kb)
+    for name in GOOD:
+        src = raws[str((DATA / name).resolve())]
+        body = re.sub(r"<!--.*?-->", "", src.text)
+        assert body.strip(), f"{name}: converted text is empty"
+        assert src.kind == "document"
+        # the original beside the converted text, byte for byte
+        original = kb.root / src.original_path
+        assert original.read_bytes() == (DATA / name).read_bytes()
+        if name.endswith(".pdf"):
+            assert "<!-- page 1 -->" in src.text
+    # the thesis: 117 page markers, in order
+    thesis = raws[str((DATA / "GeoTopo-komprimiert.pdf").resolve())]
+    pages = [int(n) for n in re.findall(r"^<!-- page (\d+) -->$", thesis.text, re.M)]
+    assert pages == list(range(1, 118))
+    slides = raws[str((DATA / "test.pptx").resolve())]
+    assert "<!-- slide 1 -->" in slides.text
+    sheet = raws[str((DATA / "test.xlsx").resolve())]
+    assert "<!-- sheet: Sheet1 -->" in sheet.text and "| Alpha | Beta |" in sheet.text
+    csv = raws[str((DATA / "test_mskanji.csv").resolve())]
+    assert "佐藤太郎" in csv.text  # Shift-JIS decoded
+    serp = raws[str((DATA / "test_serp.html").resolve())]
+    assert "Microsoft" in serp.text and len(serp.text) < 10_000  # main content, not the page
+    assert result.commit and list_articles(kb)
+
+
+def test_a_zip_archive_makes_each_member_a_source(kb, settings, fake_llm, tmp_path):
+    result = run_compile(kb, settings, fake_llm, DATA / "test_files.zip")
+    assert not [f for f in result.failed if "does not know" not in f.error], result.failed
+    origins = result.compiled
+    assert len(origins) >= 2
+    assert all("test_files.zip#" in o for o in origins)
+
+
+def test_cli_json_names_the_cause_of_each_failed_document(kb, fake_model, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in [*BAD, "test.docx"]:
+        shutil.copy(DATA / name, folder / name)
+    (folder / "truncated.docx").write_bytes((DATA / "test.docx").read_bytes()[:4000])
+    (folder / "truncated.xlsx").write_bytes((DATA / "test.xlsx").read_bytes()[:3000])
+    files = sorted(str(p) for p in folder.iterdir())
+    out = CliRunner().invoke(main, ["--kb", str(kb.root), "compile", "--json", *files])
+    assert out.exit_code == 1, out.output
+    report = json.loads(out.stdout)
+    errors = {Path(f["source"]).name: f["error"] for f in report["failed"]}
+    assert "password-protected" in errors["libreoffice-writer-password.pdf"]
+    assert "no text layer" in errors["MEDRPT-2024-PAT-3847_medical_report_scan.pdf"]
+    assert "does not know this file type" in errors["random.bin"]
+    assert "corrupt or truncated" in errors["truncated.docx"]
+    assert "corrupt or truncated" in errors["truncated.xlsx"]
+    assert [Path(p).name for p in report["compiled"]] == ["test.docx"]
