@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from compiler.documents.markers import span
 from compiler.schemas import EXTRACTION_SCHEMA, TRANSCRIPT_EXTRACTION_SCHEMA
 from compiler.sources import Source
 from kb_ai.errors import LLMOutputError
@@ -175,6 +176,16 @@ def _records(value: Any, keys: tuple[str, ...]) -> list[dict[str, str]]:
     return out
 
 
+def locate(ex: Extraction, where: str) -> Extraction:
+    """Each fact of a document's piece tagged with where it came from
+    ("p. 12", "slides 3-4"), from the piece's markers, not from the model: the writer
+    keeps them, and an answer can name the page."""
+    if where:
+        tag = f" ({where})"
+        ex.facts = [f if f.endswith(tag) else f + tag for f in ex.facts]
+    return ex
+
+
 def extract_prompt(kind: str) -> tuple[str, dict[str, Any]]:
     """The prompt and reply schema of the extract stage for a kind of source."""
     if kind == "transcript":
@@ -199,7 +210,7 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         reply = await llm.complete(
             messages, stage="extract", schema=schema, schema_name="extraction"
         )
-        return Extraction.from_data(reply.data)
+        return locate(Extraction.from_data(reply.data), span(chunk))
 
     parts = await asyncio.gather(*(one(i, c) for i, c in enumerate(source.chunks)))
     result = parts[0]

@@ -46,7 +46,7 @@ def _segments(text: str) -> list[tuple[int, str]]:
             level = 0
         blank = not line.strip()
         if level and out[-1][1] and any(s.strip() for s in out[-1][1]):
-            prev_level, prev = out[-1]
+            prev = out[-1][1]
             # a heading directly followed by its page marker stays with it
             if not (level == MARKER_LEVEL and all(_HEADING.match(s) or not s.strip() for s in prev)):
                 out.append((level, []))
@@ -101,10 +101,14 @@ def _pack(groups: list[list[tuple[int, str]]], limit: int) -> list[str]:
     current: list[tuple[int, str]] = []
     for group in groups:
         if _size(group) > limit:
-            if current:
+            pieces = _split(group, limit, top=False)
+            if current and _size(current) < MIN_SECTION_CHARS:
+                # a lone heading goes with what follows it (a little over the limit)
+                pieces[0] = f"{_join(current)}\n\n{pieces[0]}"
+            elif current:
                 out.append(_join(current))
-                current = []
-            out += _split(group, limit, top=False)
+            current = []
+            out += pieces
         elif _size(current) + _size(group) > limit:
             out.append(_join(current))
             current = list(group)
@@ -146,9 +150,8 @@ def _carry_markers(pieces: list[str]) -> list[str]:
         first = MARKER.match(body)
         if last and not first:
             piece = f"{continued(last)}\n\n{piece}"
-        found = MARKER.findall(piece)
         markers = [m.group(0) for m in MARKER.finditer(piece)]
-        if found:
+        if markers:
             last = markers[-1].replace(" (continued)", "")
         out.append(piece)
     return out

@@ -105,3 +105,30 @@ def test_cli_json_names_the_cause_of_each_failed_document(kb, fake_model, tmp_pa
     assert "corrupt or truncated" in errors["truncated.docx"]
     assert "corrupt or truncated" in errors["truncated.xlsx"]
     assert [Path(p).name for p in report["compiled"]] == ["test.docx"]
+
+
+def test_the_thesis_is_extracted_section_by_section_and_facts_name_their_pages(
+    kb, settings, fake_llm
+):
+    """117 pages, 35 bookmarks: one extract call per top-level section (long chapters split
+    at their subsections), far fewer than pages; each fact says which pages it is from."""
+    result = run_compile(kb, settings, fake_llm, DATA / "GeoTopo-komprimiert.pdf")
+    assert result.compiled
+    calls = [c for c in fake_llm.calls if c.stage == "extract"]
+    raws = raw_by_origin(kb)
+    thesis = raws[str((DATA / "GeoTopo-komprimiert.pdf").resolve())]
+    assert "\n# " in thesis.text or "\n## " in thesis.text  # the outline, as headings
+    assert 5 <= len(calls) < 30
+    prompts = [c.messages[-1]["content"] for c in calls]
+    # every piece says which page it starts on, and no page is split across two calls
+    # unless it is itself longer than a call
+    assert all(re.search(r"<!-- page \d+( \(continued\))? -->", p) for p in prompts)
+    extraction = (kb.root / "extraction" / f"{thesis.slug}.md").read_text(encoding="utf-8")
+    assert re.search(r"\(pp?\. \d+(-\d+)?\)", extraction)
+
+
+def test_more_pages_of_one_section_do_not_mean_more_calls(kb, settings, fake_llm):
+    """Calls grow with sections, not bytes: a PDF of 4 short pages is one call."""
+    result = run_compile(kb, settings, fake_llm, DATA / "pdflatex-4-pages.pdf")
+    assert result.compiled
+    assert [c.stage for c in fake_llm.calls].count("extract") == 1
