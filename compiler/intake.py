@@ -4,13 +4,21 @@ run, so the first source goes to the model while the next ones are read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from compiler.documents import ArchiveLimits, ConvertOptions, read_member
+from compiler.documents import (
+    ArchiveLimits,
+    ConvertOptions,
+    fetch_policy,
+    fetch_url,
+    is_url,
+    read_member,
+)
 from compiler.result import CompileResult, Failure
 from compiler.sources import Candidate, Source, file_checksum, read_source
 from kb_ai.errors import KbAiError
@@ -47,7 +55,12 @@ def pending_files(
     pending: list[Pending] = []
     for cand in candidates:
         try:
-            checksum, data = candidate_bytes(cand, settings)
+            if is_url(cand.origin):
+                fetched = fetch_url(cand.origin, fetch_policy(settings))
+                cand = Candidate(Path(fetched.filename), cand.origin)
+                checksum, data = hashlib.sha256(fetched.data).hexdigest(), fetched.data
+            else:
+                checksum, data = candidate_bytes(cand, settings)
         except KbAiError as exc:
             result.failed.append(Failure(cand.origin, str(exc)))
             continue
@@ -61,7 +74,10 @@ def pending_files(
             chunk_chars=settings.chunk_chars,
             data=data,
             checksum=checksum,
-            convert=ConvertOptions(max_sheet_rows=settings.max_sheet_rows),
+            convert=ConvertOptions(
+                max_sheet_rows=settings.max_sheet_rows,
+                url=cand.origin if is_url(cand.origin) else "",
+            ),
         )
         pending.append(Unread(cand.origin, checksum, read))
     return pending

@@ -19,6 +19,7 @@ from compiler.documents import (
     ConvertOptions,
     document_source,
     format_of,
+    is_url,
     list_members,
     supported_summary,
 )
@@ -92,6 +93,9 @@ def discover(
     found: dict[str, Candidate] = {}
     problems: list[tuple[str, str]] = []
     for raw in paths:
+        if is_url(str(raw)):  # fetched when the run hashes its sources (compiler/intake)
+            found.setdefault(str(raw), Candidate(Path("url"), str(raw)))
+            continue
         p = Path(raw).expanduser()
         if not p.exists():
             problems.append((str(raw), f"{raw}: no such file or directory"))
