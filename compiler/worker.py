@@ -14,6 +14,8 @@ from typing import Any
 
 from compiler.queue import TaskQueue
 from compiler.run import Compiler
+from compiler.documents import format_of
+from compiler.documents.submitted import submitted_sources
 from compiler.sources import Source, source_from_text
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -109,6 +111,19 @@ class Worker:
             queue = TaskQueue(self.kb, conn)
             for task in tasks:
                 try:
+                    if format_of(task["filename"]):  # a document (compiler/documents)
+                        found = await asyncio.to_thread(  # conversion takes a while
+                            submitted_sources,
+                            task_origin(task),
+                            task["filename"],
+                            queue.read_content(task["id"]),
+                            self.settings,
+                        )
+                        for src in found:
+                            if src.origin not in by_origin:
+                                sources.append(src)
+                            by_origin.setdefault(src.origin, []).append(task["id"])
+                        continue
                     text = queue.read_content(task["id"]).decode("utf-8")
                     src = source_from_text(
                         task_origin(task),

@@ -10,6 +10,7 @@ from typing import Any
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import NotFoundError, PathEscapeError
+from web.originals import render_marked
 from web.render import WikiLinks, article_url, diff_lines, render_markdown
 from wiki import (
     CatalogEntry,
@@ -120,8 +121,11 @@ def source_view(kb: KnowledgeBase, rel: str) -> dict[str, Any]:
     if not path.is_file() or not rel.endswith(".md"):
         raise NotFoundError(f"no source {rel}")
     src = read_raw(kb, rel)
+    links = WikiLinks(catalog(kb))
+    original = src.original_path if (kb.root / src.original_path).is_file() else ""
     return {
         "source": {"path": src.path, "title": src.title, "origin": src.origin,
-                   "kind": src.kind, "ingested_at": src.ingested_at, "text": src.text},
-        "html": render_markdown(src.text, base=src.path, links=WikiLinks(catalog(kb))),
+                   "kind": src.kind, "ingested_at": src.ingested_at, "text": src.text,
+                   "original": original},
+        "html": render_marked(src.text, lambda t: render_markdown(t, base=src.path, links=links)),
     }  # fmt: skip
