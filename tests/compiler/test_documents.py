@@ -132,3 +132,14 @@ def test_more_pages_of_one_section_do_not_mean_more_calls(kb, settings, fake_llm
     result = run_compile(kb, settings, fake_llm, DATA / "pdflatex-4-pages.pdf")
     assert result.compiled
     assert [c.stage for c in fake_llm.calls].count("extract") == 1
+
+
+def test_compile_help_lists_every_document_type_and_watch_exists():
+    from compiler.documents import DOCUMENT_EXTENSIONS
+
+    text = CliRunner().invoke(main, ["compile", "--help"]).output
+    missing = [ext for ext in DOCUMENT_EXTENSIONS if ext not in text]
+    assert not missing, f"kb-ai compile --help does not name {missing}"
+    assert "URL" in text
+    watch = CliRunner().invoke(main, ["watch", "--help"])
+    assert watch.exit_code == 0 and "until Ctrl-C" in watch.output
