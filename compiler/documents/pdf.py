@@ -1,19 +1,22 @@
 """PDF: the text layer page by page (pypdfium2, PDFium's own text extraction), with a page
 marker before each page and the bookmark outline as headings where its sections start.
 
-PDFium was chosen over MarkItDown's pdfminer/pdfplumber path for page boundaries (MarkItDown
+Pages with right-to-left script are read again with pypdf, which returns them in reading
+order (PDFium gives the visual order). PDFium was chosen over MarkItDown's pdfminer/pdfplumber path for page boundaries (MarkItDown
 returns one run of text) and speed (the 117-page thesis: 0.4 s against 18 s); see
 docs/benchmarks-documents.md.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 
 from compiler.documents.document import Document, clean_text, has_text
 from compiler.documents.markers import page_marker
 from kb_ai.errors import DocumentError
 
+_RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 # PDFium is not thread-safe: one conversion at a time in this process.
 _PDFIUM = threading.Lock()
 # Fewer visible characters than this per page on average: a scan without a text layer.
@@ -52,6 +55,8 @@ def convert_pdf(data: bytes, name: str) -> Document:
                 finally:
                     textpage.close()
                     page.close()
+                if _RTL.search(text):  # PDFium gives right-to-left text in visual order
+                    text = _logical_order(data, index) or text
                 parts = [f"{'#' * level} {title}" for level, title in headings.get(index, [])]
                 pages.append("\n\n".join([*parts, page_marker(index + 1), text]).strip())
             title = (pdf.get_metadata_dict().get("Title") or "").strip()
@@ -65,6 +70,19 @@ def convert_pdf(data: bytes, name: str) -> Document:
             hint="run it through OCR (e.g. ocrmypdf) and compile the result",
         )
     return Document(text=text, title=title[:120], format="pdf", units=len(pages))
+
+
+def _logical_order(data: bytes, index: int) -> str:
+    """One page's text from pypdf, which keeps Arabic and Hebrew in reading order."""
+    import io
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        return clean_text(PdfReader(io.BytesIO(data)).pages[index].extract_text() or "")
+    except (PdfReadError, ValueError, KeyError, IndexError):
+        return ""
 
 
 def _outline(pdf) -> dict[int, list[tuple[int, str]]]:  # noqa: ANN001 - a PdfDocument

@@ -74,6 +74,8 @@ def test_every_document_compiles_or_is_refused_with_its_cause(kb, settings, fake
     assert "<!-- sheet: Sheet1 -->" in sheet.text and "| Alpha | Beta |" in sheet.text
     csv = raws[str((DATA / "test_mskanji.csv").resolve())]
     assert "佐藤太郎" in csv.text  # Shift-JIS decoded
+    arabic = raws[str((DATA / "habibi.pdf").resolve())]
+    assert "حَبيبي habibi حَبيبي" in arabic.text  # right-to-left, in reading order
     serp = raws[str((DATA / "test_serp.html").resolve())]
     assert "Microsoft" in serp.text and len(serp.text) < 10_000  # main content, not the page
     assert result.commit and list_articles(kb)
