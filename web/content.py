@@ -82,12 +82,13 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
     article = read_article(kb, path)
     links = WikiLinks(catalog(kb))
     sources = []
-    for rel in article.sources:
-        item = {"path": rel, "title": rel, "url": None}
+    for entry in article.sources:
+        rel, _, pages = entry.partition("#pages=")  # a document's cited pages (compiler/documents)
+        item = {"path": entry, "title": rel, "url": None}
         if rel.startswith("raw/"):
             try:
-                item["title"] = read_raw(kb, rel).title
-                item["url"] = "/sources/" + rel
+                item["title"] = read_raw(kb, rel).title + (f" (pages {pages})" if pages else "")
+                item["url"] = "/sources/" + rel + (f"#page-{pages.split('-')[0].split(',')[0]}" if pages else "")
             except (OSError, PathEscapeError, ValueError):
                 item["title"] = f"{rel} (gone)"
         sources.append(item)

@@ -57,6 +57,9 @@ def test_an_uploaded_pdf_compiles_and_its_source_shows_pages_and_the_original(cl
     original = client.get(link)
     assert original.status_code == 200 and original.content == pdf
     assert original.headers["content-type"] == "application/pdf"
+    # the article cites the source down to its pages, and links to the first of them
+    article = client.get("/" + task["result"]["created"][0]).text
+    assert f'href="/sources/raw/{raw.name}#page-1"' in article and "(pages 1-3)" in article
 
 
 def test_a_bad_document_fails_its_task_with_the_cause(client):
