@@ -165,8 +165,10 @@ def _walk(root: Path) -> Iterator[Path]:
             suffix = path.suffix.lower()
             if not path.is_file():
                 continue
-            if suffix in TEXT_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS or (
-                suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path)
+            if (
+                suffix in TEXT_EXTENSIONS
+                or suffix in DOCUMENT_EXTENSIONS
+                or (suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path))
             ):
                 yield path
 

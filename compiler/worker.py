@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
 
-from compiler.queue import TaskQueue
-from compiler.run import Compiler
 from compiler.documents import format_of
 from compiler.documents.submitted import submitted_sources
+from compiler.queue import TaskQueue
+from compiler.run import Compiler
 from compiler.sources import Source, source_from_text
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm

@@ -87,8 +87,9 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
         item = {"path": entry, "title": rel, "url": None}
         if rel.startswith("raw/"):
             try:
+                first = re.match(r"\d+", pages)
                 item["title"] = read_raw(kb, rel).title + (f" (pages {pages})" if pages else "")
-                item["url"] = "/sources/" + rel + (f"#page-{pages.split('-')[0].split(',')[0]}" if pages else "")
+                item["url"] = "/sources/" + rel + (f"#page-{first.group(0)}" if first else "")
             except (OSError, PathEscapeError, ValueError):
                 item["title"] = f"{rel} (gone)"
         sources.append(item)

@@ -24,7 +24,9 @@ def markitdown(data: bytes, name: str) -> list[str]:
     from markitdown import MarkItDown, StreamInfo
 
     md = MarkItDown(enable_plugins=False)
-    result = md.convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=Path(name).suffix))
+    result = md.convert_stream(
+        io.BytesIO(data), stream_info=StreamInfo(extension=Path(name).suffix)
+    )
     return [result.markdown]  # one run of text: no page boundaries
 
 
@@ -55,7 +57,9 @@ def trafilatura_main(data: bytes, name: str) -> list[str]:
 
 
 def main() -> None:
-    cases = [(f, t) for f in PDFS for t in (markitdown, pypdf_pages, pdfium_pages, pdfplumber_pages)]
+    cases = [
+        (f, t) for f in PDFS for t in (markitdown, pypdf_pages, pdfium_pages, pdfplumber_pages)
+    ]
     cases += [(f, t) for f in PAGES for t in (markitdown, trafilatura_main)]
     print("| file | tool | seconds | characters | pages kept |")
     print("|---|---|---:|---:|---:|")

@@ -44,6 +44,7 @@ document_source("x", sys.argv[1], data, chunk_chars=24000)
 print(before, hwm())
 """
 
+
 def convert_times(reps: int) -> list[dict]:
     from compiler.documents import convert_document, format_of
     from kb_ai.errors import DocumentError

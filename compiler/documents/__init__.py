@@ -5,7 +5,7 @@ structure for extraction. Converters are imported on first use (they are heavy).
 from compiler.documents.archive import ArchiveLimits, list_members, read_member
 from compiler.documents.convert import ConvertOptions, convert_document
 from compiler.documents.document import Document
-from compiler.documents.fetch import FetchPolicy, Fetched, fetch_policy, fetch_url, is_url
+from compiler.documents.fetch import Fetched, FetchPolicy, fetch_policy, fetch_url, is_url
 from compiler.documents.formats import (
     DOCUMENT_EXTENSIONS,
     format_of,

@@ -68,7 +68,9 @@ def read_member(data: bytes, name: str, member: str, limits: ArchiveLimits) -> b
         try:
             info = zf.getinfo(member)
         except KeyError as exc:
-            raise DocumentError(f"{name}: no member {member} in the archive", cause="corrupt") from exc
+            raise DocumentError(
+                f"{name}: no member {member} in the archive", cause="corrupt"
+            ) from exc
         cap = min(info.file_size, limits.max_member_bytes)
         if info.file_size > limits.max_member_bytes:
             raise DocumentError(

@@ -71,9 +71,7 @@ def fetch_url(url: str, policy: FetchPolicy) -> Fetched:
         for _ in range(policy.max_redirects + 1):
             parts = urlsplit(current)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise DocumentError(
-                    f"{url}: only http and https URLs are fetched", cause="refused"
-                )
+                raise DocumentError(f"{url}: only http and https URLs are fetched", cause="refused")
             port = parts.port or (443 if parts.scheme == "https" else 80)
             addresses = policy.net.addresses(current, parts.hostname, port)
             pinned = _pin(parts, addresses[0])
@@ -84,7 +82,9 @@ def fetch_url(url: str, policy: FetchPolicy) -> Fetched:
                     if resp.is_redirect:
                         location = resp.headers.get("location", "")
                         if not location:
-                            raise DocumentError(f"{url}: a redirect without a target", cause="fetch")
+                            raise DocumentError(
+                                f"{url}: a redirect without a target", cause="fetch"
+                            )
                         current = urljoin(current, location)
                         continue
                     if resp.status_code >= 400:
@@ -100,7 +100,8 @@ def fetch_url(url: str, policy: FetchPolicy) -> Fetched:
             except httpx.HTTPError as exc:
                 raise DocumentError(f"{url}: cannot fetch it ({exc})", cause="fetch") from exc
     raise DocumentError(
-        f"{url}: more than {policy.max_redirects} redirects", cause="fetch",
+        f"{url}: more than {policy.max_redirects} redirects",
+        cause="fetch",
         hint="give the final URL",
     )
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-MARKER = re.compile(r"^<!-- (page|slide) (\d+)(?: \(continued\))? -->$|^<!-- sheet: (.+?) -->$", re.M)
+MARKER = re.compile(
+    r"^<!-- (page|slide) (\d+)(?: \(continued\))? -->$|^<!-- sheet: (.+?) -->$", re.M
+)
 
 
 def page_marker(number: int) -> str:

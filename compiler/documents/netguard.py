@@ -54,9 +54,7 @@ class NetPolicy:
             try:
                 found = (self.resolve or system_resolve)(host, port)
             except (OSError, UnicodeError) as exc:
-                raise DocumentError(
-                    f"{url}: cannot resolve {host} ({exc})", cause="fetch"
-                ) from exc
+                raise DocumentError(f"{url}: cannot resolve {host} ({exc})", cause="fetch") from exc
             if not found:
                 raise DocumentError(f"{url}: {host} resolves to no address", cause="fetch")
         if self.allowed_host(host):

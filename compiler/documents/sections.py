@@ -48,7 +48,9 @@ def _segments(text: str) -> list[tuple[int, str]]:
         if level and out[-1][1] and any(s.strip() for s in out[-1][1]):
             prev = out[-1][1]
             # a heading directly followed by its page marker stays with it
-            if not (level == MARKER_LEVEL and all(_HEADING.match(s) or not s.strip() for s in prev)):
+            if not (
+                level == MARKER_LEVEL and all(_HEADING.match(s) or not s.strip() for s in prev)
+            ):
                 out.append((level, []))
         elif level and not out[-1][1]:
             out[-1] = (level, [])

@@ -4,7 +4,9 @@ from compiler.documents.citations import cited_pages, page_ranges, with_pages
 
 
 def test_pages_cited_in_the_body_are_named_in_the_sources_entry():
-    material = "Facts:\n- Retries back off (pp. 3-4)\n- The queue is durable (p. 9)\n- Other (p. 12)"
+    material = (
+        "Facts:\n- Retries back off (pp. 3-4)\n- The queue is durable (p. 9)\n- Other (p. 12)"
+    )
     body = "Retries back off exponentially (pp. 3-4). The queue is durable (p. 9)."
     out = with_pages(["raw/notes.md", "raw/guide.md#pages=1"], {"raw/guide.md": material}, body)
     assert out == ["raw/notes.md", "raw/guide.md#pages=3-4,9"]

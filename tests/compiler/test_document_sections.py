@@ -6,7 +6,10 @@ from compiler.documents import span, split_sections
 
 
 def pages(n, chars=900, start=1):
-    return [f"<!-- page {i} -->\n\n" + f"Text of page {i}. " * (chars // 18) for i in range(start, start + n)]
+    return [
+        f"<!-- page {i} -->\n\n" + f"Text of page {i}. " * (chars // 18)
+        for i in range(start, start + n)
+    ]
 
 
 def test_each_top_level_section_is_one_piece_whatever_its_length():

@@ -122,7 +122,9 @@ def test_a_name_resolving_to_a_private_address_is_refused(monkeypatch, connectio
     assert connections == []
 
 
-@pytest.mark.parametrize("path, target", [("/to-metadata", "169.254.169.254"), ("/to-private", "10.0.0.8")])
+@pytest.mark.parametrize(
+    "path, target", [("/to-metadata", "169.254.169.254"), ("/to-private", "10.0.0.8")]
+)
 def test_a_redirect_to_a_non_public_address_is_refused(site, path, target, connections):
     with pytest.raises(DocumentError) as info:
         fetch_url(f"{site}{path}", LOOPBACK_OK)

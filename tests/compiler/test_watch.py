@@ -1,7 +1,6 @@
 """kb-ai watch: compiles once, then each batch of changes; a delete is reported only."""
 
 import asyncio
-from pathlib import Path
 
 from compiler import Compiler
 from compiler.watch import watch_and_compile
@@ -27,7 +26,9 @@ def test_watch_compiles_once_then_changes_and_reports_deletes(kb, settings, fake
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "deploys.md").write_text(NOTE, encoding="utf-8")
-    (folder / "old.md").write_text("# Old\n\nThe old runbook lives on the wiki page.\n", encoding="utf-8")
+    (folder / "old.md").write_text(
+        "# Old\n\nThe old runbook lives on the wiki page.\n", encoding="utf-8"
+    )
 
     async def scenario():
         rounds: asyncio.Queue = asyncio.Queue()
