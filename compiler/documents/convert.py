@@ -47,6 +47,19 @@ def convert_document(data: bytes, name: str, options: ConvertOptions | None = No
             "or another type under this name)",
             cause="corrupt",
         )
+    damaged = _damaged_errors(fmt)
+    try:
+        return _convert(data, name, fmt, options)
+    except damaged as exc:
+        reason = (str(exc).splitlines() or [""])[0][:120] or type(exc).__name__
+        raise DocumentError(
+            f"{name}: not a readable {fmt.upper()} file (corrupt or truncated: {reason})",
+            cause="corrupt",
+            hint="open it in its application and save it again",
+        ) from exc
+
+
+def _convert(data: bytes, name: str, fmt: str, options: ConvertOptions) -> Document:
     if fmt == "pdf":
         from compiler.documents.pdf import convert_pdf
 
@@ -66,3 +79,35 @@ def convert_document(data: bytes, name: str, options: ConvertOptions | None = No
     from compiler.documents.office import convert_office
 
     return convert_office(data, name, fmt)
+
+
+def _damaged_errors(fmt: str) -> tuple[type[BaseException], ...]:
+    """What the parsers of ``fmt`` raise on a damaged file. The libraries share no error
+    class; each kind listed here is a broken input, never a bug of kb-ai's to hide."""
+    import csv
+    import struct
+    import zipfile
+    import zlib
+    from xml.etree.ElementTree import ParseError
+
+    common: tuple[type[BaseException], ...] = (
+        ValueError, KeyError, IndexError, EOFError, UnicodeError, OSError, struct.error,
+        zlib.error, zipfile.BadZipFile, ParseError, csv.Error, RecursionError,
+        NotImplementedError,  # zipfile: an unknown compression or version (a damaged header)
+    )  # fmt: skip
+    if fmt == "pdf":
+        import pypdfium2
+        from pypdf.errors import PyPdfError
+
+        return (*common, pypdfium2.PdfiumError, PyPdfError)
+    if fmt == "xls":
+        import xlrd
+        from xlrd.compdoc import CompDocError
+
+        return (*common, xlrd.XLRDError, CompDocError, AssertionError)
+    if fmt in ("docx", "pptx", "epub", "ipynb", "msg", "feed", "html"):
+        from lxml.etree import LxmlError
+        from markitdown import MarkItDownException
+
+        return (*common, LxmlError, MarkItDownException)
+    return common

@@ -9,6 +9,7 @@ docs/benchmarks-documents.md.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 
@@ -79,6 +80,7 @@ def _logical_order(data: bytes, index: int) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its repairs are not the user's news
     try:
         return clean_text(PdfReader(io.BytesIO(data)).pages[index].extract_text() or "")
     except (PdfReadError, ValueError, KeyError, IndexError):

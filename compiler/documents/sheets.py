@@ -117,7 +117,8 @@ def _xls_tables(data: bytes, name: str, max_rows: int) -> list[Table]:
     import xlrd
 
     try:
-        book = xlrd.open_workbook(file_contents=data, on_demand=True)
+        # xlrd writes its warnings to stdout, which carries `compile --json`'s report
+        book = xlrd.open_workbook(file_contents=data, on_demand=True, logfile=io.StringIO())
     except (xlrd.XLRDError, ValueError, KeyError, IndexError, EOFError, AssertionError) as exc:
         raise _corrupt(name, "Excel 97-2003 workbook", exc) from exc
     try:

@@ -165,3 +165,29 @@ def test_conversion_never_touches_the_network(monkeypatch):
         except DocumentError as exc:
             assert exc.cause in ("encrypted", "no_text")
     assert converted >= 18
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+def test_damaged_files_of_every_type_are_refused_as_documents_and_print_nothing(capfd):
+    """Truncated and bit-flipped copies of each test file: converted, or refused with a
+    DocumentError; never another exception (which would end the run), never a word on
+    stdout (which carries `compile --json`)."""
+    import random
+
+    rnd = random.Random(16)
+    refused = 0
+    for path in sorted(DATA.iterdir()):
+        if path.suffix in (".txt", ".bin", ".zip") or path.name.startswith("GeoTopo"):
+            continue
+        data = path.read_bytes()
+        for k in range(6):
+            broken = bytearray(data[: len(data) * (k + 1) // 8] if k < 3 else data)
+            if k >= 3:
+                for _ in range(12):
+                    broken[rnd.randrange(len(broken))] = rnd.randrange(256)
+            try:
+                convert_document(bytes(broken), path.name)
+            except DocumentError:
+                refused += 1
+    assert refused > 40
+    assert capfd.readouterr().out == ""

@@ -155,8 +155,16 @@ def test_compile_url_keeps_the_main_content_and_refuses_without_the_setting(
     assert "dead-letter queue" in page.text and "Accept all cookies" not in page.text
     assert "<!-- page 1 -->" in raws[urls[1]].text  # a PDF behind a URL, converted like a file
 
+    # again: fetched again, unchanged, so no model call
+    calls = len(fake_llm.calls)
+    again = asyncio.run(
+        Compiler(kb, allowed, llm_factory=lambda s, **k: fake_llm).compile_paths(urls)
+    )
+    assert again.skipped == urls and len(fake_llm.calls) == calls
+    assert Site.seen.count("/adr/0007.html") == 2
+
     # the same URL with the default settings: refused, nothing fetched
     Site.seen.clear()
     strict = Compiler(kb, settings, llm_factory=lambda s, **k: fake_llm)
-    again = asyncio.run(strict.compile_paths([urls[0]], force=True))
-    assert "loopback address" in again.failed[0].error and Site.seen == []
+    refused = asyncio.run(strict.compile_paths([urls[0]], force=True))
+    assert "loopback address" in refused.failed[0].error and Site.seen == []
