@@ -52,6 +52,7 @@ TRANSCRIPT_EXTENSIONS = frozenset({".jsonl", ".json", ".traj"})
 
 _FILE_SUFFIXES = TEXT_EXTENSIONS | TRANSCRIPT_EXTENSIONS
 
+_BINARY_HINT = "kb-ai reads text files and the documents kb-ai compile --help lists"
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _RST_TITLE = re.compile(r"^(?:([=\-~^*#+])\1{2,}\n)?(\S[^\n]*)\n([=\-~^*#+])\3{2,}\s*$", re.M)
 
@@ -167,10 +168,20 @@ def _walk(root: Path) -> Iterator[Path]:
                 continue
             if (
                 suffix in TEXT_EXTENSIONS
-                or suffix in DOCUMENT_EXTENSIONS
+                or (suffix in DOCUMENT_EXTENSIONS and (suffix != ".xml" or _is_feed(path)))
                 or (suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path))
             ):
                 yield path
+
+
+def _is_feed(path: Path) -> bool:
+    """Whether an .xml file is an RSS or Atom feed (a folder's other XML is not a source)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b"<rss" in head or b"<feed" in head or b"<rdf:RDF" in head
 
 
 def _is_transcript(path: Path) -> bool:
@@ -224,7 +235,7 @@ def decode_text(data: bytes, name: str) -> str:
         raise SourceError(f"{name}: the file is empty")
     head = data[:8192]
     if b"\x00" in head:
-        raise SourceError(f"{name}: looks like a binary file", hint="only text files compile")
+        raise SourceError(f"{name}: looks like a binary file", hint=_BINARY_HINT)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -235,7 +246,7 @@ def decode_text(data: bytes, name: str) -> str:
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\t\f\v")
     if controls > 0.05 * min(len(text), 8192):
-        raise SourceError(f"{name}: looks like a binary file", hint="only text files compile")
+        raise SourceError(f"{name}: looks like a binary file", hint=_BINARY_HINT)
     if not text.strip():
         raise SourceError(f"{name}: the file is empty")
     return text

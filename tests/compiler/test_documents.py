@@ -149,3 +149,16 @@ def test_compile_help_lists_every_document_type_and_watch_exists():
     assert "URL" in text
     watch = CliRunner().invoke(main, ["watch", "--help"])
     assert watch.exit_code == 0 and "until Ctrl-C" in watch.output
+
+
+def test_a_folder_contributes_its_documents_and_feeds_but_not_other_xml(tmp_path):
+    from compiler.sources import discover
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    shutil.copy(DATA / "test.docx", folder / "spec.docx")
+    shutil.copy(DATA / "test_rss.xml", folder / "blog.xml")
+    (folder / "pom.xml").write_text("<?xml version='1.0'?><project/>", encoding="utf-8")
+    (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    found, problems = discover([folder])
+    assert sorted(c.path.name for c in found) == ["blog.xml", "spec.docx"] and not problems
