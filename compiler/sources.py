@@ -17,10 +17,10 @@ from compiler.documents import (
     DOCUMENT_EXTENSIONS,
     ArchiveLimits,
     ConvertOptions,
-    document_source,
     format_of,
     is_url,
     list_members,
+    prepare_document,
     supported_summary,
 )
 from compiler.redact import redact
@@ -323,13 +323,8 @@ def read_source(
         )
     name = candidate.member or str(candidate.path)
     if format_of(name):  # a document: converted (compiler/documents)
-        return document_source(
-            candidate.origin,
-            name,
-            data,
-            chunk_chars=chunk_chars,
-            options=convert,
-            checksum=checksum,
+        return source_from_document(
+            candidate.origin, name, data, chunk_chars=chunk_chars, options=convert
         )
     text = _decode_known(data, name)
     kind = KIND_BY_EXTENSION.get(Path(name).suffix.lower(), "document")
@@ -346,6 +341,31 @@ def read_source(
         size=len(data),
         chunks=chunk_text(text, chunk_chars),
         redactions=found + redacted,
+    )
+
+
+def source_from_document(
+    origin: str,
+    name: str,
+    data: bytes,
+    *,
+    chunk_chars: int,
+    options: ConvertOptions | None = None,
+) -> Source:
+    """The Source of the document ``name`` (a PDF, a deck, ...): converted text with its
+    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError)."""
+    doc = prepare_document(name, data, chunk_chars=chunk_chars, options=options)
+    return Source(
+        origin=origin,
+        title=doc.title or redact(guess_title(doc.title_text(), Path(name).stem))[0],
+        kind="document",
+        text=doc.text,
+        checksum=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        chunks=doc.chunks,
+        redactions=doc.redactions,
+        original=data,
+        original_suffix=Path(name).suffix.lower(),
     )
 
 

@@ -35,12 +35,12 @@ SKIP = {".txt"}
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent.
 MEMORY_PROBE = """
 import re, sys
-from compiler.documents.source import document_source
+from compiler.documents import prepare_document
 def hwm():
     return int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
 data = open(sys.argv[1], "rb").read()
 before = hwm()
-document_source("x", sys.argv[1], data, chunk_chars=24000)
+prepare_document(sys.argv[1], data, chunk_chars=24000)
 print(before, hwm())
 """
 

@@ -13,8 +13,8 @@ from compiler.documents.formats import (
     supported_types,
 )
 from compiler.documents.markers import span
+from compiler.documents.prepare import Prepared, prepare_document
 from compiler.documents.sections import split_sections
-from compiler.documents.source import document_source
 
 __all__ = [
     "DOCUMENT_EXTENSIONS",
@@ -27,7 +27,8 @@ __all__ = [
     "fetch_policy",
     "fetch_url",
     "is_url",
-    "document_source",
+    "Prepared",
+    "prepare_document",
     "format_of",
     "list_members",
     "read_member",

@@ -10,7 +10,6 @@ from compiler.documents.archive import ArchiveLimits, list_members, read_member
 from compiler.documents.convert import ConvertOptions
 from compiler.documents.fetch import is_url
 from compiler.documents.formats import DOCUMENT_EXTENSIONS, format_of
-from compiler.documents.source import document_source
 from kb_ai.errors import DocumentError, SourceError
 
 if TYPE_CHECKING:
@@ -23,12 +22,14 @@ TEXT_MEMBERS = (".md", ".markdown", ".txt", ".rst")
 def submitted_sources(origin: str, filename: str, data: bytes, settings: Settings) -> list[Source]:
     """The sources of one submitted document: one, or one per member of a zip archive
     (members that cannot be read are left out; all of them failing is an error)."""
+    from compiler.sources import source_from_document
+
     options = ConvertOptions(
         max_sheet_rows=settings.max_sheet_rows, url=origin if is_url(origin) else ""
     )
     if format_of(filename) != "zip":
-        return [document_source(origin, filename, data, chunk_chars=settings.chunk_chars,
-                                options=options)]  # fmt: skip
+        return [source_from_document(origin, filename, data, chunk_chars=settings.chunk_chars,
+                                     options=options)]  # fmt: skip
     limits = ArchiveLimits(
         max_members=settings.max_archive_members,
         max_total_bytes=settings.max_archive_bytes,
@@ -66,12 +67,12 @@ def _member_source(
     options: ConvertOptions,
     settings: Settings,
 ) -> Source:
-    from compiler.sources import source_from_text
+    from compiler.sources import source_from_document, source_from_text
 
     data = read_member(archive, filename, member, limits)
     if format_of(member):
-        return document_source(origin, member, data, chunk_chars=settings.chunk_chars,
-                               options=options)  # fmt: skip
+        return source_from_document(origin, member, data, chunk_chars=settings.chunk_chars,
+                                    options=options)  # fmt: skip
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
