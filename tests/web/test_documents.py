@@ -97,3 +97,20 @@ def test_a_url_allowed_in_the_settings_is_fetched_and_compiled(settings, model, 
     raw = next((kb.root / "raw").glob("*.md")).read_text(encoding="utf-8")
     assert f"origin: {page_url}" in raw
     assert "fifteen minutes" in raw and "Home | Jobs" not in raw
+
+
+def test_an_uploaded_zip_compiles_each_readable_member_as_a_source(client, kb):
+    files = [("files", ("bundle.zip", (DATA / "test_files.zip").read_bytes(), "application/zip"))]
+    task = client.post("/api/submit", files=files).json()["tasks"][0]
+    done = wait_for(client, task["id"], timeout=60.0)
+    assert done["state"] == "done", done["error"]
+    origins = sorted(
+        line.split(": ", 1)[1]
+        for p in (kb.root / "raw").glob("*.md")
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.startswith("origin: ")
+    )
+    members = [o.rsplit("#", 1)[1] for o in origins]
+    # the image is not a document kb-ai reads; every other member is a source of its own
+    assert members == ["test.docx", "test.pptx", "test.xlsx", "test_blog.html",
+                       "test_serp.html", "test_wikipedia.html"]  # fmt: skip
