@@ -83,13 +83,15 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
     links = WikiLinks(catalog(kb))
     sources = []
     for entry in article.sources:
-        rel, _, pages = entry.partition("#pages=")  # a document's cited pages (compiler/documents)
+        # a document's cited pages or slides (compiler/documents): raw/x.md#pages=3-5
+        rel, _, cite = entry.partition("#")
+        kind, _, numbers = cite.partition("=")
+        first = re.match(r"\d+", numbers) if kind in ("pages", "slides") else None
         item = {"path": entry, "title": rel, "url": None}
         if rel.startswith("raw/"):
             try:
-                first = re.match(r"\d+", pages)
-                item["title"] = read_raw(kb, rel).title + (f" (pages {pages})" if pages else "")
-                item["url"] = "/sources/" + rel + (f"#page-{first.group(0)}" if first else "")
+                item["title"] = read_raw(kb, rel).title + (f" ({kind} {numbers})" if first else "")
+                item["url"] = "/sources/" + rel + (f"#{kind[:-1]}-{first[0]}" if first else "")
             except (OSError, PathEscapeError, ValueError):
                 item["title"] = f"{rel} (gone)"
         sources.append(item)

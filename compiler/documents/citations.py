@@ -1,25 +1,30 @@
-"""Page citations in an article's ``sources``: "raw/thesis.md#pages=12-14,31" names the
-pages of a document whose facts the article kept (each fact arrives tagged "(pp. 12-14)"
-by the extract stage; the tags the written body still carries say which were used)."""
+"""Page and slide citations in an article's ``sources``: "raw/thesis.md#pages=12-14,31"
+names the pages of a document whose facts the article kept (each fact arrives tagged
+"(pp. 12-14)" or "(slide 3)" by the extract stage; the tags the written body still
+carries say which were used)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-_TAG = re.compile(r"\((?:p\. (\d+)|pp\. (\d+)-(\d+))\)")
+_TAG = re.compile(r"\((p\.|pp\.|slide|slides) (\d+)(?:-(\d+))?\)")
+_KIND = {"p.": "pages", "pp.": "pages", "slide": "slides", "slides": "slides"}
 MAX_RANGES = 20
 
 
+def cited(text: str) -> dict[str, set[int]]:
+    """Every page and slide a text cites: {"pages": {3, 4}, "slides": {2}}."""
+    out: dict[str, set[int]] = {}
+    for word, start, end in _TAG.findall(text):
+        first, last = int(start), int(end or start)
+        if 0 <= last - first < 1_000:
+            out.setdefault(_KIND[word], set()).update(range(first, last + 1))
+    return out
+
+
 def cited_pages(text: str) -> set[int]:
-    """Every page a text cites with a "(p. 3)" or "(pp. 3-5)" tag."""
-    pages: set[int] = set()
-    for one, start, end in _TAG.findall(text):
-        if one:
-            pages.add(int(one))
-        elif int(end) - int(start) < 1_000:
-            pages.update(range(int(start), int(end) + 1))
-    return pages
+    return cited(text).get("pages", set())
 
 
 def page_ranges(pages: Iterable[int]) -> str:
@@ -41,16 +46,20 @@ def base_path(entry: str) -> str:
     return entry.split("#", 1)[0]
 
 
-def with_pages(sources: list[str], cited: dict[str, str], body: str) -> list[str]:
-    """``sources`` with each document's entry naming the pages ``body`` cites of it;
-    ``cited`` maps a raw path to the text of its material (tagged facts)."""
-    used = cited_pages(body)
+def with_pages(sources: list[str], material: dict[str, str], body: str) -> list[str]:
+    """``sources`` with each document's entry naming the pages (or slides) ``body`` cites
+    of it; ``material`` maps a raw path to the text of its material (tagged facts)."""
+    used = cited(body)
     out: list[str] = []
     for entry in sources:
         base = base_path(entry)
-        if base in cited:
-            pages = cited_pages(cited[base]) & used
-            entry = f"{base}#pages={page_ranges(pages)}" if pages else base
+        if base in material:
+            entry = base
+            for kind, numbers in sorted(cited(material[base]).items()):
+                kept = numbers & used.get(kind, set())
+                if kept:
+                    entry = f"{base}#{kind}={page_ranges(kept)}"
+                    break
         if all(base_path(e) != base for e in out):
             out.append(entry)
     return out

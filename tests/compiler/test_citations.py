@@ -16,3 +16,11 @@ def test_no_cited_page_leaves_the_plain_path_and_ranges_compress():
     assert with_pages(["raw/a.md"], {"raw/a.md": "- x (p. 2)"}, "no tags here") == ["raw/a.md"]
     assert page_ranges([5, 1, 2, 3, 9, 10]) == "1-3,5,9-10"
     assert cited_pages("a (p. 7) b (pp. 2-3)") == {2, 3, 7}
+
+
+def test_slides_are_cited_like_pages():
+    material = "Facts:\n- The roadmap has three themes (slides 2-3)\n- Q3 ships search (slide 5)"
+    body = "The roadmap has three themes (slides 2-3)."
+    assert with_pages(["raw/deck.md"], {"raw/deck.md": material}, body) == [
+        "raw/deck.md#slides=2-3"
+    ]
