@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from compiler.documents.markers import span
+from compiler.documents.sections import outline
 from compiler.schemas import EXTRACTION_SCHEMA, TRANSCRIPT_EXTRACTION_SCHEMA
 from compiler.sources import Source
 from kb_ai.errors import LLMOutputError
@@ -220,4 +221,8 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         raise LLMOutputError("the model extracted nothing from this source")
     if not result.title:
         result.title = source.title
+    if source.kind == "document":  # a long document's article keeps its outline
+        items = outline(source.text)
+        if items:
+            result.enumerations.insert(0, {"name": f"Outline of {source.title}", "items": items})
     return result

@@ -157,3 +157,20 @@ def _carry_markers(pieces: list[str]) -> list[str]:
             last = markers[-1].replace(" (continued)", "")
         out.append(piece)
     return out
+
+
+MAX_OUTLINE = 80
+
+
+def outline(text: str) -> list[str]:
+    """The document's headings of its two top levels, in order ("1 Basics", "1.1 Spaces"),
+    indented by level; empty when it has fewer than three (nothing worth an outline)."""
+    found = [(len(m.group(1)), m.group(2).strip()) for m in _OUTLINE.finditer(text)]
+    if len(found) < 3:
+        return []
+    top = min(level for level, _ in found)
+    items = [("  " * (level - top)) + title for level, title in found if level <= top + 1]
+    return list(dict.fromkeys(items))[:MAX_OUTLINE]
+
+
+_OUTLINE = re.compile(r"^(#{1,6}) (.+)$", re.M)

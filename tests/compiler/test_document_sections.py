@@ -43,3 +43,11 @@ def test_a_piece_starting_inside_a_page_names_that_page_as_continued():
 def test_a_short_document_is_one_piece():
     doc = "\n\n".join(["# A", *pages(2), "# B", *pages(1, start=3)])
     assert split_sections(doc, limit=24_000) == [doc]
+
+
+def test_the_outline_lists_the_two_top_levels_in_order():
+    from compiler.documents.sections import outline
+
+    doc = "# 1 Basics\n\ntext\n\n## 1.1 Spaces\n\n### 1.1.1 Too deep\n\n# 2 Maps\n\n## 2.1 Charts\n"
+    assert outline(doc) == ["1 Basics", "  1.1 Spaces", "2 Maps", "  2.1 Charts"]
+    assert outline("# Only\n\n## Two\n") == []

@@ -131,6 +131,8 @@ def test_the_thesis_is_extracted_section_by_section_and_facts_name_their_pages(
     assert all(re.search(r"<!-- page \d+( \(continued\))? -->", p) for p in prompts)
     extraction = (kb.root / "extraction" / f"{thesis.slug}.md").read_text(encoding="utf-8")
     assert re.search(r"\(pp?\. \d+(-\d+)?\)", extraction)
+    # the document's outline (its bookmarks) reaches the article, complete and in order
+    assert "Outline of" in extraction and "1 Topologische Grundbegriffe" in extraction
     # the article's sources entry names the pages its text cites
     article = read_article(kb, (result.created + result.updated)[0])
     entry = next(e for e in article.sources if e.startswith(thesis.path))
