@@ -4,7 +4,11 @@ file is reported, not acted on: its articles stay until someone removes them."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,17 +79,36 @@ async def watch_and_compile(
     (``stop_event`` set, or the task cancelled by Ctrl-C)."""
     from watchfiles import awatch
 
-    def new_compiler() -> Compiler:
-        return compiler_factory() if compiler_factory else Compiler(kb, settings)
+    stop = stop_event or asyncio.Event()
 
-    on_round(Round(await new_compiler().compile_paths(paths), first=True))
+    def arm() -> None:
+        """Ctrl-C between compiles ends the watch quietly (during one, the compile takes
+        it: what finished is committed, and the watch ends after it)."""
+        if threading.current_thread() is threading.main_thread():
+            with suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().add_signal_handler(signal.SIGINT, stop.set)
+
+    async def compile_once(targets: Sequence[str]) -> CompileResult:
+        compiler = compiler_factory() if compiler_factory else Compiler(kb, settings)
+        result = await compiler.compile_paths(targets)
+        if compiler.interrupted:
+            stop.set()
+        arm()
+        return result
+
+    arm()
+    on_round(Round(await compile_once(paths), first=True))
+    if stop.is_set():
+        return
     async for changes in awatch(
         *paths,
         watch_filter=watch_filter(kb.root),
         debounce=debounce_ms,
-        stop_event=stop_event,
+        stop_event=stop,
         force_polling=force_polling,
     ):
         changed, deleted = split_changes(changes)
-        result = await new_compiler().compile_paths(changed) if changed else None
+        result = await compile_once(changed) if changed else None
         on_round(Round(result, changed, deleted))
+        if stop.is_set():
+            return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 from pathlib import Path
 
 import click
@@ -49,7 +50,6 @@ def watch(ctx: Context, dirs: tuple[str, ...], debounce: int) -> None:
         if r.first:
             click.echo(f"Watching {', '.join(str(Path(d)) for d in dirs)} (Ctrl-C to stop)")
 
-    try:
+    with suppress(KeyboardInterrupt):  # Ctrl-C before the watch took over the signal
         asyncio.run(watch_and_compile(kb, settings, list(dirs), report, debounce_ms=debounce))
-    except KeyboardInterrupt:
-        click.echo("Stopped watching.")
+    click.echo("Stopped watching.")
