@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.documents import (
-    DOCUMENT_EXTENSIONS,
     ArchiveLimits,
     ConvertOptions,
+    archive_members,
     format_of,
     is_url,
-    list_members,
     prepare_document,
     supported_summary,
+    wanted_in_folder,
 )
 from compiler.redact import redact
 from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
@@ -127,34 +127,15 @@ def discover(
 
 
 def _add_archive(
-    path: Path,
-    found: dict[str, Candidate],
-    problems: list[tuple[str, str]],
-    limits: ArchiveLimits,
+    path: Path, found: dict[str, Candidate], problems: list[tuple[str, str]], limits: ArchiveLimits
 ) -> None:
     """Each member of a zip archive worth compiling, as a candidate of its own."""
     try:
-        if path.stat().st_size > limits.max_member_bytes:
-            raise SourceError(
-                f"{path}: {path.stat().st_size:,} bytes is over the "
-                f"{limits.max_member_bytes:,}-byte limit",
-                hint="raise max_document_bytes in kb-ai.toml",
-            )
-        data = path.read_bytes()
-        members = list_members(data, str(path), limits, _member_wanted)
-    except (SourceError, OSError) as exc:
+        for member in archive_members(path, limits, TEXT_EXTENSIONS):
+            origin = f"{path.resolve()}#{member}"
+            found.setdefault(origin, Candidate(path, origin, member))
+    except SourceError as exc:
         problems.append((str(path), str(exc)))
-        return
-    if not members:
-        problems.append((str(path), f"{path}: nothing in the archive kb-ai can read"))
-    for member in members:
-        origin = f"{path.resolve()}#{member}"
-        found.setdefault(origin, Candidate(path, origin, member))
-
-
-def _member_wanted(member: str) -> bool:
-    suffix = Path(member).suffix.lower()
-    return suffix != ".zip" and (suffix in TEXT_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS)
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -169,20 +150,10 @@ def _walk(root: Path) -> Iterator[Path]:
                 continue
             if (
                 suffix in TEXT_EXTENSIONS
-                or (suffix in DOCUMENT_EXTENSIONS and (suffix != ".xml" or _is_feed(path)))
+                or wanted_in_folder(path)
                 or (suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path))
             ):
                 yield path
-
-
-def _is_feed(path: Path) -> bool:
-    """Whether an .xml file is an RSS or Atom feed (a folder's other XML is not a source)."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return b"<rss" in head or b"<feed" in head or b"<rdf:RDF" in head
 
 
 def _is_transcript(path: Path) -> bool:
@@ -216,7 +187,7 @@ def file_checksum(
         limit, setting = max_bytes, "max_source_bytes"
         if (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
             limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
-        elif path.suffix.lower() in DOCUMENT_EXTENSIONS:
+        elif format_of(path.name):
             limit, setting = max(max_document_bytes or 0, max_bytes), "max_document_bytes"
         if size > limit:
             raise SourceError(

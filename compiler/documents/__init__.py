@@ -2,7 +2,7 @@
 converted to Markdown with page, slide and sheet markers, and split by their own
 structure for extraction. Converters are imported on first use (they are heavy)."""
 
-from compiler.documents.archive import ArchiveLimits, list_members, read_member
+from compiler.documents.archive import ArchiveLimits, archive_members, list_members, read_member
 from compiler.documents.convert import ConvertOptions, convert_document
 from compiler.documents.document import Document
 from compiler.documents.fetch import Fetched, FetchPolicy, fetch_policy, fetch_url, is_url
@@ -11,6 +11,7 @@ from compiler.documents.formats import (
     format_of,
     supported_summary,
     supported_types,
+    wanted_in_folder,
 )
 from compiler.documents.markers import span
 from compiler.documents.prepare import Prepared, prepare_document
@@ -19,6 +20,7 @@ from compiler.documents.sections import split_sections
 __all__ = [
     "DOCUMENT_EXTENSIONS",
     "ArchiveLimits",
+    "archive_members",
     "ConvertOptions",
     "Document",
     "FetchPolicy",
@@ -36,4 +38,5 @@ __all__ = [
     "split_sections",
     "supported_summary",
     "supported_types",
+    "wanted_in_folder",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import zipfile
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from kb_ai.errors import DocumentError
 
@@ -92,6 +92,32 @@ def read_member(data: bytes, name: str, member: str, limits: ArchiveLimits) -> b
                 cause="too_large",
             )
         return out
+
+
+def archive_members(path: Path, limits: ArchiveLimits, text_suffixes: frozenset[str]) -> list[str]:
+    """The members of the zip at ``path`` that kb-ai compiles (documents and text files
+    with one of ``text_suffixes``; nested archives are not opened), in archive order."""
+    from compiler.documents.formats import DOCUMENT_EXTENSIONS
+
+    def wanted(member: str) -> bool:
+        suffix = PurePosixPath(member).suffix.lower()
+        return suffix != ".zip" and (suffix in text_suffixes or suffix in DOCUMENT_EXTENSIONS)
+
+    try:
+        size = path.stat().st_size
+        if size > limits.max_member_bytes:
+            raise DocumentError(
+                f"{path}: {size:,} bytes is over the {limits.max_member_bytes:,}-byte limit",
+                cause="too_large",
+                hint="raise max_document_bytes in kb-ai.toml",
+            )
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"{path}: cannot read it ({exc.strerror})", cause="corrupt") from exc
+    members = list_members(data, str(path), limits, wanted)
+    if not members:
+        raise DocumentError(f"{path}: nothing in the archive kb-ai can read", cause="no_text")
+    return members
 
 
 def _visible(member: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 # extension -> (format name, how it is shown in --help and on the Submit page)
 FORMATS: dict[str, tuple[str, str]] = {
@@ -47,3 +47,19 @@ def supported_types() -> list[str]:
 def supported_summary() -> str:
     """The supported extensions on one line."""
     return ", ".join(sorted(DOCUMENT_EXTENSIONS))
+
+
+def wanted_in_folder(path: Path) -> bool:
+    """Whether a file found in a folder is a document to compile: a known type, and for
+    .xml an RSS or Atom feed (a folder's other XML, a pom.xml, is not a source)."""
+    suffix = path.suffix.lower()
+    if suffix not in DOCUMENT_EXTENSIONS:
+        return False
+    if suffix != ".xml":
+        return True
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b"<rss" in head or b"<feed" in head or b"<rdf:RDF" in head
