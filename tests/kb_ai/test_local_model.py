@@ -1,7 +1,8 @@
 """The embedded model for real: llama.cpp in process, no server, no network.
 
-Slow (about two minutes on 2 cores): it loads Qwen2.5-Coder-0.5B, compiles two short
-notes through the whole pipeline and answers one question from the right page.
+Slow (two minutes on 2 idle cores, over ten beside other jobs): it loads
+Qwen2.5-Coder-0.5B, compiles two short notes through the whole pipeline and answers one
+question from the right page.
 
 The 0.5B model does not write [Title](path) links by itself (measured: 0 of 3 answers,
 and Qwen2.5-Coder-1.5B 0 of 2), so with a local model the answer is extractive: the model
