@@ -212,7 +212,7 @@ class Asker:
     ) -> list[str]:
         """The extractive answer in pieces: the model names sentence ids under a grammar
         (an enum of the numbered sentences of the pages read), kb-ai quotes them."""
-        numbered = extractive.number_sentences(pages)
+        numbered = extractive.number_sentences(pages, question)
         if not numbered:
             return extractive.compose([])
         messages = PROMPTS.render(

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import time
@@ -60,11 +61,18 @@ def free_text(settings: Any) -> Any:
     return FreeText(**{f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)})
 
 
-def judge(answer: Any, facts: tuple[str, ...]) -> bool:
-    text = answer.answer.lower()
+def judge(text: str, cited: list[str], facts: tuple[str, ...]) -> bool:
+    """Right: every fact in the answer (a number as a whole number: 5 is not 50), and a
+    citation; for a question the notes do not cover, a plain "not covered", no citation."""
+    low = text.lower()
     if not facts:
-        return not answer.citations and not answer.covered
-    return bool(answer.citations) and all(f.lower() in text for f in facts)
+        return not cited and bool(re.search(r"does not cover|not covered|no information", low))
+    return bool(cited) and all(_holds(low, f.lower()) for f in facts)
+
+
+def _holds(text: str, fact: str) -> bool:
+    end = r"(?![\d])" if fact[-1].isdigit() else ""
+    return re.search(r"(?<![\w.])" + re.escape(fact) + end, text) is not None
 
 
 async def ask_all(kb_dir: Path, model: str, results: dict[str, Any], out: Path) -> None:
@@ -83,12 +91,14 @@ async def ask_all(kb_dir: Path, model: str, results: dict[str, Any], out: Path) 
             started = time.monotonic()
             try:
                 answer = await ask(kb, settings, llm, question)
+                cited = [c.path for c in answer.citations]
                 row = {
                     "question": question,
                     "covered": bool(facts),
-                    "right": judge(answer, facts),
+                    "right": judge(answer.answer, cited, facts),
                     "answer": answer.answer[:600],
-                    "cited": [c.path for c in answer.citations],
+                    "cited": cited,
+                    "read": answer.read,
                 }
             except KbAiError as exc:
                 row = {"question": question, "covered": bool(facts), "right": False,
@@ -117,12 +127,35 @@ def notes_as_pages(kb_dir: Path) -> None:
     commit_all(kb, "The example notes as pages")
 
 
+def report(results: dict[str, Any]) -> str:
+    """Markdown: right answers and right abstentions per mode, then each answer."""
+    facts = dict(QUESTIONS)
+    lines = ["| mode | right answers (of 8) | right abstentions (of 2) | s per question |",
+             "|---|---|---|---|"]  # fmt: skip
+    detail = []
+    for mode, rows in results["modes"].items():
+        right = [judge(r.get("answer", ""), r.get("cited", []), facts[r["question"]]) for r in rows]
+        answers = sum(ok for ok, r in zip(right, rows, strict=True) if r["covered"])
+        abstained = sum(ok for ok, r in zip(right, rows, strict=True) if not r["covered"])
+        asked = f" ({len(rows)} of {len(QUESTIONS)} asked)" if len(rows) < len(QUESTIONS) else ""
+        mean = sum(r["seconds"] for r in rows) / max(1, len(rows))
+        lines.append(f"| {mode}{asked} | {answers} | {abstained} | {mean:.0f} |")
+        for ok, r in zip(right, rows, strict=True):
+            said = " ".join(r.get("answer", r.get("error", "")).split())[:220]
+            detail.append(f"- {mode}, {'right' if ok else 'wrong'}: {r['question']} — {said}")
+    return "\n".join(lines + [""] + detail)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="local/default")
     parser.add_argument("--kb", type=Path, default=OUT / "answers-kb")
     parser.add_argument("--compile", action="store_true", help="compile the notes first")
+    parser.add_argument("--report", action="store_true", help="judge and print the results")
     args = parser.parse_args()
+    if args.report:
+        print(report(json.loads((OUT / "answers.json").read_text(encoding="utf-8"))))
+        return
     out = OUT / "answers.json"
     OUT.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"model": args.model, "modes": {}}

@@ -31,7 +31,7 @@ DEPLOY = (
 def sentences_of(llm_call):
     """id -> sentence, as the pick prompt showed them to the model."""
     text = llm_call.messages[-1]["content"]
-    return dict(re.findall(r"^(s\d+): (.+)$", text, re.M))
+    return dict(re.findall(r'^(s\d+) \(".*?"\): (.+)$', text, re.M))
 
 
 def small(settings):
@@ -63,14 +63,23 @@ def test_the_answer_is_the_picked_sentences_verbatim_with_their_citations(kb, se
         "[Queue choice](wiki/decision/queue-choice.md)"
     )
     assert [c.path for c in answer.citations] == [QUEUE[0]]
-    # headings and code are not offered as sentences; list items are
-    assert "A failed job is retried 5 times." in shown.values()
-    assert not any(s.startswith(("#", "kb-ai run", "```")) for s in shown.values())
+    # only sentences sharing a word with the question are offered (headings never)
+    assert set(shown.values()) == {
+        "Dana owns the queue.",
+        "We chose PostgreSQL over MongoDB for the job queue.",
+        "The reason is that we already run PostgreSQL and need transactions.",
+    }
+    assert not any("Deploy" in s or "retried" in s for s in shown.values())
 
 
 def test_invented_and_repeated_ids_are_dropped_and_runs_from_each_page_are_cited(kb, settings):
     make_wiki(kb, [QUEUE, DEPLOY])
-    llm = FakeLLM(picking(lambda m: ["s999", "s1", "s1", "banana", _id_of(m, "Deploys run")]))
+    chose = "chose PostgreSQL"
+    llm = FakeLLM(
+        picking(
+            lambda m: ["s999", _id_of(m, chose), _id_of(m, chose), "banana", _id_of(m, "Deploys")]
+        )
+    )
     llm.enqueue({"paths": [QUEUE[0], DEPLOY[0]]})
     answer = asyncio.run(ask(kb, small(settings), llm, "Where do deploys and the queue run?"))
     assert answer.answer == (
@@ -79,6 +88,14 @@ def test_invented_and_repeated_ids_are_dropped_and_runs_from_each_page_are_cited
         "Deploys run from the main branch. [Deploy](wiki/howto/deploy.md)"
     )
     assert {c.path for c in answer.citations} == {QUEUE[0], DEPLOY[0]}
+
+
+def test_a_question_no_sentence_shares_a_word_with_is_not_covered_without_a_pick(kb, settings):
+    make_wiki(kb, [QUEUE, DEPLOY])
+    llm = FakeLLM(picking(lambda m: ["s1"])).enqueue({"paths": [DEPLOY[0]]})
+    answer = asyncio.run(ask(kb, small(settings), llm, "What is the office wifi password?"))
+    assert answer.answer == NOT_COVERED and answer.citations == []
+    assert "answer" not in llm.stages()
 
 
 def test_no_sentence_picked_is_a_plain_not_covered_with_no_citation(kb, settings):
@@ -97,7 +114,7 @@ def test_a_local_model_answers_extractively_and_streams_sentence_by_sentence(kb,
     llm = FakeLLM(pick).enqueue({"paths": [QUEUE[0]]})
 
     async def deltas():
-        return [e.data["text"] async for e in Asker(kb, local, llm).events("retries?")
+        return [e.data["text"] async for e in Asker(kb, local, llm).events("How are failed jobs retried, what backoff?")
                 if e.type == "delta"]  # fmt: skip
 
     pieces = asyncio.run(deltas())
@@ -123,7 +140,7 @@ def test_sentences_are_numbered_across_pages_and_composed_in_the_order_picked():
         ("s1", "One."), ("s2", "Two has 2.5 units!"), ("s3", "Three?"),
         ("s4", "k | v"), ("s5", "x | 1"), ("s6", "Four."),
     ]  # fmt: skip
-    b4, a1 = numbered[1].sentences[0], numbered[0].sentences[0]
+    b4, a1 = numbered[5].sentences[0], numbered[0].sentences[0]
     assert "".join(compose([b4, a1])) == "Four. [B](wiki/b.md) One. [A](wiki/a.md)"
     assert compose([]) == [NOT_COVERED]
 
