@@ -130,16 +130,19 @@ def notes_as_pages(kb_dir: Path) -> None:
 def report(results: dict[str, Any]) -> str:
     """Markdown: right answers and right abstentions per mode, then each answer."""
     facts = dict(QUESTIONS)
-    lines = ["| mode | right answers (of 8) | right abstentions (of 2) | s per question |",
-             "|---|---|---|---|"]  # fmt: skip
+    lines = ["| mode | right and cited (of 8) | facts right, cited or not (of 8) | right abstentions (of 2) | s per question |",
+             "|---|---|---|---|---|"]  # fmt: skip
     detail = []
     for mode, rows in results["modes"].items():
         right = [judge(r.get("answer", ""), r.get("cited", []), facts[r["question"]]) for r in rows]
         answers = sum(ok for ok, r in zip(right, rows, strict=True) if r["covered"])
         abstained = sum(ok for ok, r in zip(right, rows, strict=True) if not r["covered"])
+        facts_only = sum(
+            judge(r.get("answer", ""), ["any"], facts[r["question"]]) for r in rows if r["covered"]
+        )
         asked = f" ({len(rows)} of {len(QUESTIONS)} asked)" if len(rows) < len(QUESTIONS) else ""
         mean = sum(r["seconds"] for r in rows) / max(1, len(rows))
-        lines.append(f"| {mode}{asked} | {answers} | {abstained} | {mean:.0f} |")
+        lines.append(f"| {mode}{asked} | {answers} | {facts_only} | {abstained} | {mean:.0f} |")
         for ok, r in zip(right, rows, strict=True):
             said = " ".join(r.get("answer", r.get("error", "")).split())[:220]
             detail.append(f"- {mode}, {'right' if ok else 'wrong'}: {r['question']} — {said}")
