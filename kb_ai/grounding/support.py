@@ -1,0 +1,225 @@
+"""Support: whether the material a text was written from states its claims.
+
+    evidence = Evidence("The line is 364.6 km long and has 24 stations.")
+    evidence.unsupported("约1000公里, 24 stations")  # -> [Claim('number', '1000', '1000')]
+
+A claim is supported when the material states it, in any spelling: "1,000" and "1000",
+"2 March 2026" and "2026-03-02", "two" and "2", case ignored for names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kb_ai.grounding.claims import (
+    Claim,
+    extract_claims,
+    material_dates,
+    material_numbers,
+    normalise,
+)
+from kb_ai.grounding.shape import split_sentences
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+class Evidence:
+    """The material of one piece of writing, indexed for looking claims up."""
+
+    def __init__(self, *texts: str) -> None:
+        joined = normalise("\n\n".join(t for t in texts if t))
+        self.text = joined.lower()
+        self.flat = " ".join(self.text.split())
+        self.numbers = material_numbers(joined)
+        self.dates = material_dates(joined)
+        self.words = {_word(w) for w in _WORD.findall(self.text)}
+
+    def supports(self, claim: Claim) -> bool:
+        if claim.kind == "number":
+            return claim.value in self.numbers
+        if claim.kind == "date":
+            if claim.value in self.dates:
+                return True
+            # 2026-03-02 when the material has "2 March" and, somewhere, 2026
+            day = "--" + claim.value[5:] if len(claim.value) == 10 else None
+            return bool(day and day in self.dates and claim.value[:4] in self.numbers)
+        if claim.kind == "identifier":
+            value = " ".join(claim.value.split())
+            return value in self.flat or _word(value) in self.words
+        # a name: each of its words stated somewhere (a possessive or plural ending aside)
+        return all(
+            w in self.words or w.rstrip("s") in self.words or w + "s" in self.words
+            for w in claim.value.split()
+        )
+
+    def unsupported(self, text: str) -> list[Claim]:
+        """The claims of ``text`` this material does not state, in order."""
+        return [c for c in extract_claims(text) if not self.supports(c)]
+
+
+def _word(word: str) -> str:
+    return re.sub(r"['’]s$", "", word.lower())
+
+
+def unsupported_claims(text: str, *material: str) -> list[Claim]:
+    """The claims of ``text`` that none of ``material`` states."""
+    return Evidence(*material).unsupported(text)
+
+
+# --- negation -------------------------------------------------------------------------
+
+_NEGATORS = frozenset(
+    "no not never without none nothing nobody neither nor cannot can't don't doesn't "
+    "didn't isn't aren't wasn't weren't won't wouldn't shouldn't mustn't needn't hasn't "
+    "haven't hadn't".split()
+)
+_CJK_NEGATORS = ("不", "没有", "没", "无需", "无", "非", "未", "别", "勿")
+_FILLER = frozenset(
+    "a an the any is are was were be been do does did has have had will would should "
+    "must can could may might it this that there to of for at all longer more".split()
+)
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A sentence stating as so what the source states as not so."""
+
+    sentence: str
+    source: str  # the source's negated sentence
+
+    def describe(self) -> str:
+        return f"states {self.sentence!r} but the source says {self.source!r}"
+
+
+def _tokens(sentence: str) -> list[str]:
+    return [_word(w) for w in _WORD.findall(normalise(sentence).lower())]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _negated_pairs(sentence: str) -> list[tuple[str, str]]:
+    """(the content word before a negator, the first content word after it)."""
+    tokens = _tokens(sentence)
+    pairs = []
+    for i, tok in enumerate(tokens):
+        if tok not in _NEGATORS:
+            continue
+        before = next(
+            (t for t in reversed(tokens[max(0, i - 4) : i]) if t not in _FILLER | _NEGATORS),
+            None,
+        )
+        after = next(
+            (t for t in tokens[i + 1 : i + 5] if t not in _FILLER | _NEGATORS), None
+        )
+        if before and after:
+            pairs.append((_stem(before), _stem(after)))
+    return pairs
+
+
+def _is_negated(sentence: str) -> bool:
+    tokens = set(_tokens(sentence))
+    return bool(tokens & _NEGATORS) or any(n in sentence for n in _CJK_NEGATORS)
+
+
+def _states_pair(sentence: str, pair: tuple[str, str]) -> bool:
+    """Whether ``sentence`` has the pair's words in order, close together, unnegated."""
+    stems = [_stem(t) for t in _tokens(sentence)]
+    tokens = _tokens(sentence)
+    for i, s in enumerate(stems):
+        if s != pair[0]:
+            continue
+        window = stems[i + 1 : i + 5]
+        if pair[1] in window:
+            j = i + 1 + window.index(pair[1])
+            near = tokens[max(0, i - 3) : j + 4]
+            if not set(near) & _NEGATORS:
+                return True
+    return False
+
+
+def negation_flips(text: str, source: str) -> list[Flip]:
+    """Sentences of ``text`` that state without a negation what ``source`` negates
+    ("needs persistence" where the source says "needs no persistence").
+
+    A pair the source also states affirmatively somewhere is not counted: then the
+    source itself says both.
+    """
+    source_sentences = split_sentences(normalise(source))
+    negated: dict[tuple[str, str], str] = {}
+    for s in source_sentences:
+        for pair in _negated_pairs(s):
+            negated.setdefault(pair, s)
+    if not negated:
+        return []
+    affirmed = {
+        pair
+        for pair in negated
+        for s in source_sentences
+        if not _is_negated(s) and _states_pair(s, pair)
+    }
+    flips = []
+    for sentence in split_sentences(normalise(text)):
+        for pair, where in negated.items():
+            if pair not in affirmed and _states_pair(sentence, pair):
+                flips.append(Flip(sentence, where))
+                break
+    return flips
+
+
+# --- removal --------------------------------------------------------------------------
+
+_FENCED = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
+_STRUCTURED_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6}|\|)\s*")
+
+
+def remove_unsupported(text: str, evidence: Evidence) -> tuple[str, list[str]]:
+    """``text`` without the sentences, list items, table rows and code blocks that hold a
+    claim ``evidence`` does not support; and what was removed, in order."""
+    removed: list[str] = []
+    pieces: list[str] = []
+    pos = 0
+    for m in _FENCED.finditer(text):
+        pieces.append(_remove_in_prose(text[pos : m.start()], evidence, removed))
+        block = m.group(0)
+        if evidence.unsupported(block):
+            removed.append(block)
+        else:
+            pieces.append(block)
+        pos = m.end()
+    pieces.append(_remove_in_prose(text[pos:], evidence, removed))
+    out = "\n\n".join(p.strip("\n") for p in pieces if p.strip())
+    return re.sub(r"\n{3,}", "\n\n", out).strip(), removed
+
+
+def _remove_in_prose(text: str, evidence: Evidence, removed: list[str]) -> str:
+    blocks = []
+    for block in re.split(r"\n[ \t]*\n", text):
+        if not block.strip():
+            continue
+        lines = block.split("\n")
+        if any(_STRUCTURED_LINE.match(ln) for ln in lines):
+            kept = []
+            for ln in lines:
+                if ln.strip() and evidence.unsupported(ln):
+                    removed.append(ln.strip())
+                else:
+                    kept.append(ln)
+            if any(k.strip() for k in kept):
+                blocks.append("\n".join(kept))
+            continue
+        sentences = split_sentences(block)
+        kept_sentences = []
+        for sentence in sentences:
+            if evidence.unsupported(sentence):
+                removed.append(sentence)
+            else:
+                kept_sentences.append(sentence)
+        if kept_sentences:
+            blocks.append(" ".join(kept_sentences))
+    return "\n\n".join(blocks)
