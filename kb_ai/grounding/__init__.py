@@ -5,7 +5,8 @@ answer reaches the user). Pure functions over text; no model calls, no files.
 
 - :func:`extract_claims` / :class:`Claim`: names, numbers, dates and identifiers in a text.
 - :class:`Evidence`: the material, indexed; ``evidence.unsupported(text)`` lists the claims
-  of ``text`` it does not state; :func:`remove_unsupported` drops the sentences holding them.
+  of ``text`` it does not state; :func:`remove_unsupported` drops the sentences holding them
+  (:func:`remove_passages` drops those any predicate picks).
 - :func:`negation_flips`: sentences stating what the source negates.
 - :func:`find_repetition`, :func:`ends_on_sentence`, :func:`fit_sentences`,
   :func:`split_sentences`, :func:`split_paragraphs`: the shape of a text.
@@ -13,7 +14,7 @@ answer reaches the user). Pure functions over text; no model calls, no files.
   in place of Markdown.
 """
 
-from kb_ai.grounding.claims import Claim, extract_claims, number_value
+from kb_ai.grounding.claims import Claim, extract_claims, normalise, number_value
 from kb_ai.grounding.markup import MarkupError, html_tags, is_html, strip_wrapper, to_markdown
 from kb_ai.grounding.shape import (
     Repeat,
@@ -27,6 +28,7 @@ from kb_ai.grounding.support import (
     Evidence,
     Flip,
     negation_flips,
+    remove_passages,
     remove_unsupported,
     unsupported_claims,
 )
@@ -44,7 +46,9 @@ __all__ = [
     "html_tags",
     "is_html",
     "negation_flips",
+    "normalise",
     "number_value",
+    "remove_passages",
     "remove_unsupported",
     "split_paragraphs",
     "split_sentences",

@@ -10,6 +10,7 @@ A claim is supported when the material states it, in any spelling: "1,000" and "
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb_ai.grounding.claims import (
@@ -181,23 +182,32 @@ _STRUCTURED_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#{1,6}|\|)\s*")
 def remove_unsupported(text: str, evidence: Evidence) -> tuple[str, list[str]]:
     """``text`` without the sentences, list items, table rows and code blocks that hold a
     claim ``evidence`` does not support; and what was removed, in order."""
+    return remove_passages(text, lambda passage: bool(evidence.unsupported(passage)))
+
+
+def remove_passages(text: str, is_bad: Callable[[str], bool]) -> tuple[str, list[str]]:
+    """``text`` without the passages ``is_bad`` picks, and those passages, in order.
+
+    A passage is a sentence of a paragraph, a line of a list, table or heading, or a
+    whole fenced code block; Markdown structure around them is kept.
+    """
     removed: list[str] = []
     pieces: list[str] = []
     pos = 0
     for m in _FENCED.finditer(text):
-        pieces.append(_remove_in_prose(text[pos : m.start()], evidence, removed))
+        pieces.append(_remove_in_prose(text[pos : m.start()], is_bad, removed))
         block = m.group(0)
-        if evidence.unsupported(block):
+        if is_bad(block):
             removed.append(block)
         else:
             pieces.append(block)
         pos = m.end()
-    pieces.append(_remove_in_prose(text[pos:], evidence, removed))
+    pieces.append(_remove_in_prose(text[pos:], is_bad, removed))
     out = "\n\n".join(p.strip("\n") for p in pieces if p.strip())
     return re.sub(r"\n{3,}", "\n\n", out).strip(), removed
 
 
-def _remove_in_prose(text: str, evidence: Evidence, removed: list[str]) -> str:
+def _remove_in_prose(text: str, is_bad: Callable[[str], bool], removed: list[str]) -> str:
     blocks = []
     for block in re.split(r"\n[ \t]*\n", text):
         if not block.strip():
@@ -206,17 +216,16 @@ def _remove_in_prose(text: str, evidence: Evidence, removed: list[str]) -> str:
         if any(_STRUCTURED_LINE.match(ln) for ln in lines):
             kept = []
             for ln in lines:
-                if ln.strip() and evidence.unsupported(ln):
+                if ln.strip() and is_bad(ln):
                     removed.append(ln.strip())
                 else:
                     kept.append(ln)
             if any(k.strip() for k in kept):
                 blocks.append("\n".join(kept))
             continue
-        sentences = split_sentences(block)
         kept_sentences = []
-        for sentence in sentences:
-            if evidence.unsupported(sentence):
+        for sentence in split_sentences(block):
+            if is_bad(sentence):
                 removed.append(sentence)
             else:
                 kept_sentences.append(sentence)
