@@ -280,6 +280,8 @@ class Compiler:
         # Stored on disk, by path: what the run commits, whatever else happens.
         written: dict[str, Article] = {}
 
+        notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
+
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
             # every other call in flight.
@@ -293,6 +295,7 @@ class Compiler:
                 material,
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
+                notes=notes.setdefault(path, []),
             )
 
             def store() -> None:
@@ -306,6 +309,7 @@ class Compiler:
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
         article_errors: dict[str, str] = {}
         for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
+            result.checks += [f"{path}: {note}" for note in notes.get(path, [])]
             if path in written:
                 (result.updated if target.exists else result.created).append(path)
             else:

@@ -86,7 +86,9 @@ _LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 _CODE_FENCE = re.compile(r"^(\s*)(```|~~~)", re.M)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 # word chars joined by . _ / : (a file, a module, a path) or a word with digits and letters
-_JOINED = re.compile(r"(?<![A-Za-z0-9_.])[A-Za-z0-9_]+(?:[./:][A-Za-z0-9_]+)+(?![A-Za-z0-9_])")
+_JOINED = re.compile(
+    r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_][A-Za-z0-9_-]*(?:[./:][A-Za-z0-9_][A-Za-z0-9_-]*)+(?![A-Za-z0-9_])"
+)
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9][A-Za-z0-9_-]*(?<!-)(?![A-Za-z0-9_])")
 _UNIT_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)

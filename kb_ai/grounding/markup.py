@@ -97,7 +97,7 @@ class _Converter(HTMLParser):
             self._break()
         elif tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self._break()
-            self.out.append("#" * max(2, int(tag[1])) + " ")
+            self.out.append("#" * int(tag[1]) + " ")
         elif tag in ("ul", "ol"):
             self._break(blank=not self.lists)
             self.lists.append([tag == "ol", 1])

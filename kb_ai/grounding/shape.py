@@ -62,25 +62,26 @@ class Repeat:
         return f"{self.kind} repeated {self.count} times: {shown!r}"
 
 
-def find_repetition(text: str, *, min_chars: int = 24) -> list[Repeat]:
-    """Paragraphs and sentences of at least ``min_chars`` that occur more than once.
+def find_repetition(text: str, *, min_chars: int = 24, baseline: str = "") -> list[Repeat]:
+    """Paragraphs and sentences of at least ``min_chars`` that occur more than once, and
+    more often than in ``baseline`` (the material: what it says twice may be said twice).
 
     Short ones ("Yes.", a heading like "## Notes") may repeat legitimately and are not
     counted. A repeated paragraph is reported once, not again for each of its sentences.
     """
     found: list[Repeat] = []
     seen: set[str] = set()
-    for kind, parts in (
-        ("paragraph", split_paragraphs(text)),
-        ("sentence", split_sentences(text)),
-    ):
+    for kind, split in (("paragraph", split_paragraphs), ("sentence", split_sentences)):
+        allowed: dict[str, int] = {}
+        for part in split(baseline) if baseline else []:
+            allowed[_key(part)] = allowed.get(_key(part), 0) + 1
         counts: dict[str, list[str]] = {}
-        for part in parts:
+        for part in split(text):
             key = _key(part)
             if len(key) >= min_chars and not _FENCE.match(part):
                 counts.setdefault(key, []).append(part)
         for key, group in counts.items():
-            if len(group) > 1 and not any(key in s for s in seen):
+            if len(group) > max(1, allowed.get(key, 0)) and not any(key in s for s in seen):
                 found.append(Repeat(kind, group[0], len(group)))
                 seen.add(key)
     return found
@@ -103,16 +104,17 @@ def ends_on_sentence(text: str) -> bool:
     # A list item may end without a full stop ("- Redis 7"), but not on a word cut short
     # or a dangling connective.
     if _LIST_ITEM.match(last):
-        words = stripped.split()
-        return bool(words) and not _DANGLING.search(stripped) and len(words[-1]) > 0
+        return bool(stripped.split()) and not _DANGLING_WORD.search(stripped)
     return False
 
 
-_DANGLING = re.compile(
-    r"(?:\b(?:a|an|the|and|or|but|of|to|in|on|for|with|by|at|from|is|are|was|were|"
-    r"that|which|who|its|their|our|his|her)|\w['’]s|[,;:\-–—(/&])$",
-    re.I,
+_CONNECTIVES = (
+    r"\b(?:a|an|the|and|or|but|of|to|in|on|for|with|by|at|from|is|are|was|were|"
+    r"that|which|who|its|their|our|his|her)|\w['’]s"
 )
+_DANGLING_WORD = re.compile(rf"(?:{_CONNECTIVES}|[,;(&\-–—])$", re.I)
+# In prose, a colon or slash at the end announces what is not there.
+_DANGLING = re.compile(rf"(?:{_CONNECTIVES}|[,;:(/&\-–—])$", re.I)
 
 
 def fit_sentences(text: str, limit: int) -> str | None:

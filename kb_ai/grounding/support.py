@@ -51,7 +51,7 @@ class Evidence:
         # a name: each of its words stated somewhere (a possessive or plural ending aside)
         return all(
             w in self.words or w.rstrip("s") in self.words or w + "s" in self.words
-            for w in claim.value.split()
+            for w in _WORD.findall(claim.value)
         )
 
     def unsupported(self, text: str) -> list[Claim]:
@@ -78,7 +78,9 @@ _NEGATORS = frozenset(
 _CJK_NEGATORS = ("不", "没有", "没", "无需", "无", "非", "未", "别", "勿")
 _FILLER = frozenset(
     "a an the any is are was were be been do does did has have had will would should "
-    "must can could may might it this that there to of for at all longer more".split()
+    "must can could may might it its this that there to of for at all longer more if "
+    "when what which who whom whose and or but so then than as because where while "
+    "we they he she you i us them".split()
 )
 
 
@@ -164,8 +166,11 @@ def negation_flips(text: str, source: str) -> list[Flip]:
         for s in source_sentences
         if not _is_negated(s) and _states_pair(s, pair)
     }
+    as_said = {" ".join(_tokens(s)) for s in source_sentences}
     flips = []
     for sentence in split_sentences(normalise(text)):
+        if " ".join(_tokens(sentence)) in as_said:  # the source's own sentence
+            continue
         for pair, where in negated.items():
             if pair not in affirmed and _states_pair(sentence, pair):
                 flips.append(Flip(sentence, where))
