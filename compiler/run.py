@@ -399,6 +399,7 @@ class Compiler:
             ranker=ranker,
             categories=categories,
             budget_chars=self.settings.catalog_budget_chars,
+            max_new=self.settings.max_new_articles_per_source,
         )
 
     def _read_previous_extraction(self, slug: str) -> ExtractionRecord | None:

@@ -95,6 +95,11 @@ class Settings:
     catalog_budget_chars: int = _setting(
         12_000, "Characters of catalog shown to the classify stage (ranked slice)."
     )
+    max_new_articles_per_source: int = _setting(
+        2,
+        "New articles one source may create (at least 1); past that, its material goes into "
+        "the articles it updates or creates first.",
+    )
     patch_threshold_chars: int = _setting(
         12_000, "Articles longer than this are merged by section patches, not rewritten."
     )
@@ -258,6 +263,11 @@ def load_settings(
         )
     if values.get("max_concurrency", 1) < 1:
         raise ConfigError("max_concurrency must be at least 1")
+    if values.get("max_new_articles_per_source", 1) < 1:
+        raise ConfigError(
+            "max_new_articles_per_source must be at least 1",
+            hint="a source about a new subject needs one new article",
+        )
     return Settings(kb_dir=kb, **values)
 
 
