@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from compiler.fidelity import check_extraction
 from compiler.schemas import EXTRACTION_SCHEMA, TRANSCRIPT_EXTRACTION_SCHEMA
 from compiler.sources import Source
 from kb_ai.errors import LLMOutputError
@@ -42,6 +43,8 @@ class Extraction:
     corrections: list[dict[str, str]] = field(default_factory=list)
     pitfalls: list[dict[str, str]] = field(default_factory=list)
     conventions: list[str] = field(default_factory=list)
+    # what kb-ai's checks against the source changed (compiler.fidelity); not material
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def from_data(cls, data: Any) -> Extraction:
@@ -58,6 +61,7 @@ class Extraction:
         ex.corrections = _records(data.get("corrections"), ("rule", "why"))
         ex.pitfalls = _records(data.get("pitfalls"), PITFALL_KEYS)
         ex.conventions = _strings(data.get("conventions"))
+        ex.notes = _strings(data.get("notes"))
         ex.enumerations = [
             {"name": _s(e.get("name")), "items": _strings(e.get("items"))}
             for e in data.get("enumerations") or []
@@ -209,4 +213,6 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         raise LLMOutputError("the model extracted nothing from this source")
     if not result.title:
         result.title = source.title
-    return result
+    return check_extraction(
+        result, source.text, chunks=count, restore=source.kind != "transcript"
+    )

@@ -7,7 +7,7 @@ answer reaches the user). Pure functions over text; no model calls, no files.
 - :class:`Evidence`: the material, indexed; ``evidence.unsupported(text)`` lists the claims
   of ``text`` it does not state; :func:`remove_unsupported` drops the sentences holding them
   (:func:`remove_passages` drops those any predicate picks).
-- :func:`negation_flips`: sentences stating what the source negates.
+- :func:`negation_flips` / :class:`Negations`: sentences stating what the source negates.
 - :func:`find_repetition`, :func:`ends_on_sentence`, :func:`fit_sentences`,
   :func:`split_sentences`, :func:`split_paragraphs`: the shape of a text.
 - :func:`to_markdown`, :func:`is_html`, :func:`strip_wrapper`, :class:`MarkupError`: HTML
@@ -27,6 +27,7 @@ from kb_ai.grounding.shape import (
 from kb_ai.grounding.support import (
     Evidence,
     Flip,
+    Negations,
     negation_flips,
     remove_passages,
     remove_unsupported,
@@ -38,6 +39,7 @@ __all__ = [
     "Evidence",
     "Flip",
     "MarkupError",
+    "Negations",
     "Repeat",
     "ends_on_sentence",
     "extract_claims",

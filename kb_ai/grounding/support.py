@@ -146,36 +146,47 @@ def _states_pair(sentence: str, pair: tuple[str, str]) -> bool:
     return False
 
 
+class Negations:
+    """What a source negates, read once, to look for its opposite in other texts."""
+
+    def __init__(self, source: str) -> None:
+        sentences = split_sentences(normalise(source))
+        self.negated: dict[tuple[str, str], str] = {}
+        for s in sentences:
+            for pair in _negated_pairs(s):
+                self.negated.setdefault(pair, s)
+        # A pair the source also states affirmatively: the source itself says both.
+        self.affirmed = {
+            pair
+            for pair in self.negated
+            for s in sentences
+            if not _is_negated(s) and _states_pair(s, pair)
+        }
+        self.as_said = {" ".join(_tokens(s)) for s in sentences} if self.negated else set()
+
+    def flips(self, text: str) -> list[Flip]:
+        """Sentences of ``text`` that state without a negation what the source negates."""
+        if not self.negated:
+            return []
+        flips = []
+        for sentence in split_sentences(normalise(text)):
+            if " ".join(_tokens(sentence)) in self.as_said:  # the source's own sentence
+                continue
+            for pair, where in self.negated.items():
+                if pair not in self.affirmed and _states_pair(sentence, pair):
+                    flips.append(Flip(sentence, where))
+                    break
+        return flips
+
+
 def negation_flips(text: str, source: str) -> list[Flip]:
     """Sentences of ``text`` that state without a negation what ``source`` negates
     ("needs persistence" where the source says "needs no persistence").
 
     A pair the source also states affirmatively somewhere is not counted: then the
-    source itself says both.
+    source itself says both. (Checking many texts against one source: :class:`Negations`.)
     """
-    source_sentences = split_sentences(normalise(source))
-    negated: dict[tuple[str, str], str] = {}
-    for s in source_sentences:
-        for pair in _negated_pairs(s):
-            negated.setdefault(pair, s)
-    if not negated:
-        return []
-    affirmed = {
-        pair
-        for pair in negated
-        for s in source_sentences
-        if not _is_negated(s) and _states_pair(s, pair)
-    }
-    as_said = {" ".join(_tokens(s)) for s in source_sentences}
-    flips = []
-    for sentence in split_sentences(normalise(text)):
-        if " ".join(_tokens(sentence)) in as_said:  # the source's own sentence
-            continue
-        for pair, where in negated.items():
-            if pair not in affirmed and _states_pair(sentence, pair):
-                flips.append(Flip(sentence, where))
-                break
-    return flips
+    return Negations(source).flips(text)
 
 
 # --- removal --------------------------------------------------------------------------
