@@ -107,21 +107,21 @@ def _stem(word: str) -> str:
 
 
 def _negated_pairs(sentence: str) -> list[tuple[str, str]]:
-    """(the content word before a negator, the first content word after it)."""
+    """(the content word before a negator, the first content word after it); when the
+    negator opens the clause ("We will not change the platform"), the first two content
+    words after it."""
     tokens = _tokens(sentence)
     pairs = []
+    skip = _FILLER | _NEGATORS
     for i, tok in enumerate(tokens):
         if tok not in _NEGATORS:
             continue
-        before = next(
-            (t for t in reversed(tokens[max(0, i - 4) : i]) if t not in _FILLER | _NEGATORS),
-            None,
-        )
-        after = next(
-            (t for t in tokens[i + 1 : i + 5] if t not in _FILLER | _NEGATORS), None
-        )
+        before = next((t for t in reversed(tokens[max(0, i - 4) : i]) if t not in skip), None)
+        after = [t for t in tokens[i + 1 : i + 7] if t not in skip][:2]
         if before and after:
-            pairs.append((_stem(before), _stem(after)))
+            pairs.append((_stem(before), _stem(after[0])))
+        elif len(after) == 2:
+            pairs.append((_stem(after[0]), _stem(after[1])))
     return pairs
 
 

@@ -205,3 +205,9 @@ def test_html_without_a_markdown_form_is_refused():
         to_markdown("<table><tr><td>1</td></tr></table>")
     with pytest.raises(MarkupError, match="<script>"):
         to_markdown("<p>x</p><script>alert(1)</script>")
+
+
+def test_a_negation_that_opens_the_clause_is_caught_when_dropped():
+    source = "We will not change the current vcloud based platforms."
+    assert negation_flips("We will change the current vcloud based platforms.", source)
+    assert negation_flips(source, source) == []
