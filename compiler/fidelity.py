@@ -114,7 +114,7 @@ def _complete_lists(ex: Extraction, source: str) -> None:
             continue
         missing = len(best) - best_hits
         if missing > 0:
-            enum["items"] = [i[:200] for i in best]
+            enum["items"] = list(best)
             label = enum["name"] or "a list"
             ex.notes.append(
                 f"{label}: {missing} item(s) the model left out were restored from the source"

@@ -113,8 +113,6 @@ _CONNECTIVES = (
     r"that|which|who|its|their|our|his|her)|\w['’]s"
 )
 _DANGLING_WORD = re.compile(rf"(?:{_CONNECTIVES}|[,;(&\-–—])$", re.I)
-# In prose, a colon or slash at the end announces what is not there.
-_DANGLING = re.compile(rf"(?:{_CONNECTIVES}|[,;:(/&\-–—])$", re.I)
 
 
 def fit_sentences(text: str, limit: int) -> str | None:
@@ -122,16 +120,14 @@ def fit_sentences(text: str, limit: int) -> str | None:
     longest run of its leading whole sentences that fits, or None when not even the
     first sentence fits (then ask for a shorter one).
 
-    Never cuts inside a sentence. Text without a closing full stop counts as whole when
-    it stops short of the bound and not on a dangling word ("The team's").
+    Never cuts inside a sentence. A sentence ends with its full stop (or ! ? …, or a
+    CJK end mark): text without one may have been cut ("Traditionally we had 4 mo"),
+    so it does not count as a sentence.
     """
     flat = " ".join(text.split())
     if not flat:
         return None
-    if len(flat) <= limit and (
-        flat.rstrip(_CLOSERS).endswith(_TERMINAL)
-        or (len(flat) < limit - 10 and not _DANGLING.search(flat))
-    ):
+    if len(flat) <= limit and flat.rstrip(_CLOSERS).endswith(_TERMINAL):
         return flat
     kept = ""
     for sentence in _SENTENCE_END.split(flat):

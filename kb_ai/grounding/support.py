@@ -110,7 +110,18 @@ def _negated_pairs(sentence: str) -> list[tuple[str, str]]:
     """(the content word before a negator, the first content word after it); when the
     negator opens the clause ("We will not change the platform"), the first two content
     words after it."""
-    tokens = _tokens(sentence)
+    pairs = []
+    for clause in _CLAUSE.split(sentence):
+        pairs += _clause_pairs(_tokens(clause or ""))
+    return pairs
+
+
+# A negation belongs to its clause: "a shared resource, but it is not managed by us"
+# negates "managed by", not "resource".
+_CLAUSE = re.compile(r"[,;:()]|\b(?:but|and|or|because|while|although|though|whereas)\b", re.I)
+
+
+def _clause_pairs(tokens: list[str]) -> list[tuple[str, str]]:
     pairs = []
     skip = _FILLER | _NEGATORS
     for i, tok in enumerate(tokens):
@@ -223,6 +234,26 @@ def remove_passages(text: str, is_bad: Callable[[str], bool]) -> tuple[str, list
     return re.sub(r"\n{3,}", "\n\n", out).strip(), removed
 
 
+def _remove_in_line(line: str, is_bad: Callable[[str], bool], removed: list[str]) -> str | None:
+    """A list item, table row or heading without its bad sentences (None: all bad)."""
+    if not line.strip() or not is_bad(line):
+        return line
+    m = _ITEM.match(line)
+    if m is None:  # a table row or heading: one passage
+        removed.append(line.strip())
+        return None
+    sentences = split_sentences(m.group(2))
+    good = [s for s in sentences if not is_bad(s)]
+    if not good or len(good) == len(sentences):
+        removed.append(line.strip())
+        return None
+    removed += [s for s in sentences if s not in good]
+    return m.group(1) + " ".join(good)
+
+
+_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(.*)$")
+
+
 def _remove_in_prose(text: str, is_bad: Callable[[str], bool], removed: list[str]) -> str:
     blocks = []
     for block in re.split(r"\n[ \t]*\n", text):
@@ -230,12 +261,7 @@ def _remove_in_prose(text: str, is_bad: Callable[[str], bool], removed: list[str
             continue
         lines = block.split("\n")
         if any(_STRUCTURED_LINE.match(ln) for ln in lines):
-            kept = []
-            for ln in lines:
-                if ln.strip() and is_bad(ln):
-                    removed.append(ln.strip())
-                else:
-                    kept.append(ln)
+            kept = [k for ln in lines if (k := _remove_in_line(ln, is_bad, removed)) is not None]
             if any(k.strip() for k in kept):
                 blocks.append("\n".join(kept))
             continue

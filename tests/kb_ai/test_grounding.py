@@ -167,7 +167,8 @@ def test_fit_sentences_never_cuts_inside_a_sentence():
     assert fit_sentences(text, 40) == "The team moved to Postgres."
     assert fit_sentences(text, 10) is None
     assert fit_sentences("The team's", 300) is None
-    assert fit_sentences("Redis was retired", 300) == "Redis was retired"
+    assert fit_sentences("Traditionally we had 4 mo", 300) is None, "cut: no full stop"
+    assert fit_sentences("Redis was retired.", 300) == "Redis was retired."
 
 
 def test_split_sentences_keeps_decimals_and_splits_chinese():
@@ -211,3 +212,12 @@ def test_a_negation_that_opens_the_clause_is_caught_when_dropped():
     source = "We will not change the current vcloud based platforms."
     assert negation_flips("We will change the current vcloud based platforms.", source)
     assert negation_flips(source, source) == []
+    shared = "It is a shared resource, but it is not managed by us."
+    assert negation_flips("but it is managed by us.", shared)
+
+
+def test_remove_unsupported_keeps_the_good_sentences_of_a_list_item():
+    text = "- It has 24 stations. It cost 5 million pounds.\n- It is 364.6 km long."
+    kept, removed = remove_unsupported(text, Evidence(MATERIAL))
+    assert kept == "- It has 24 stations.\n- It is 364.6 km long."
+    assert removed == ["It cost 5 million pounds."]
