@@ -25,10 +25,10 @@ from kb_ai.errors import LLMOutputError
 from kb_ai.grounding import (
     Evidence,
     MarkupError,
+    Negations,
     ends_on_sentence,
     find_repetition,
     fit_sentences,
-    negation_flips,
     normalise,
     remove_passages,
     split_sentences,
@@ -120,7 +120,7 @@ def review_body(
     review.sentences = len(split_sentences(body))
     for claim in evidence.unsupported(new_text):
         review.ungrounded.append(f"{claim} is not in the material")
-    flips = [f for m in material for f in negation_flips(new_text, m)]
+    flips = [f for m in material for f in Negations(m).flips(new_text)]
     for flip in flips:
         review.ungrounded.append(f"the article {flip.describe()}")
     if review.ungrounded:

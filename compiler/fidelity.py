@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 #: Source sentences with a lost date or number added back per chunk of a source, at most.
 MAX_RESTORED = 12
 _CHECKED = ("date", "number")
+_DIGIT = re.compile(r"\d")
 _LIST_LINE = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.+?)\s*$")
 _REPEATED_PHRASE = re.compile(r"(\b(?:\w+\W+){2,8}?)\1{2,}", re.U)
 
@@ -134,8 +135,9 @@ def _remove_unfaithful(ex: Extraction, source: str) -> None:
     negations = Negations(source)
 
     def bad(text: str) -> bool:
-        unsupported = [c for c in evidence.unsupported(text) if c.kind in _CHECKED]
-        return bool(unsupported) or bool(negations.flips(text))
+        if _DIGIT.search(text) and any(c.kind in _CHECKED for c in evidence.unsupported(text)):
+            return True  # (numbers and dates are written with digits)
+        return bool(negations.flips(text))
 
     removed = 0
     sentences = split_sentences(ex.summary)
@@ -161,12 +163,14 @@ def _restore_dated(ex: Extraction, source: str, limit: int) -> None:
     restored: list[str] = []
     left = 0
     for sentence in split_sentences(_prose(source)):
+        if not _DIGIT.search(sentence):
+            continue
         lost = [c for c in have.unsupported(sentence) if c.kind in _CHECKED]
         if not lost:
             continue
         if len(restored) < limit:
-            restored.append(" ".join(sentence.split())[:400])
-            have = Evidence(ex.to_markdown(), *restored)
+            restored.append(" ".join(sentence.split()))
+            have.add(restored[-1])
         else:
             left += 1
     if restored:

@@ -34,14 +34,14 @@ WRITE_FAULTS = (
     "cut_summary",
 )
 CLASSIFY_FAULTS = ("empty_path_update", "generic_articles")
-EXTRACT_FAULTS = ("cut_list", "negation_flip", "unknown_number_extract")
+EXTRACT_FAULTS = ("cut_list", "cut_facts", "negation_flip", "unknown_number_extract")
 #: The faults a mechanical check must catch every time (issue 13's target 1.0).
 MECHANICAL = ("repetition", "html", "pasted_summary", "cut_text", "unknown_number")
 
 _SURNAMES = "Brackenbury Quillfeather Ottershaw Pennywhistle Thistlewood Gravesend".split()
 _FIRST = "Ottoline Barnaby Wilhelmina Peregrine Clementine Ambrose".split()
 _LIST_LINE = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(.+?)\s*$")
-_NEGATED = re.compile(r"[^.\n]*\b(?:not|no|never)\b[^.\n]*\.")
+_NEGATED = re.compile(r"(?:(?<=[.!?]\s)|(?<=^))[A-Z][^.\n]*\bnot\b[^.\n]*\.", re.M)
 
 
 @dataclass
@@ -167,12 +167,20 @@ class FaultyResponder:
         source = "\n".join(re.findall(r"<source>\n?(.*?)\n?</source>", user, re.S))
         title = data.get("title") or ""
         lists = _lists(source)
-        negated = [m.group(0).strip() for m in _NEGATED.finditer(source)]
-        negated = [s for s in negated if " not " in f" {s} " and len(s) < 300]
+        flat_source = " ".join(source.split())
+        negated = [
+            s
+            for m in _NEGATED.finditer(source)
+            if " not " in (s := " ".join(m.group(0).split()))
+            and len(s.split()) >= 5
+            and len(s) < 300
+            and _flipped(s) not in flat_source  # a flip the source itself says is no fault
+        ]
         applicable = [
             k
             for k in EXTRACT_FAULTS
             if (k != "cut_list" or any(len(lst) > 5 for lst in lists))
+            and (k != "cut_facts" or any(re.search(r"\d", f) for f in data["facts"][5:]))
             and (k != "negation_flip" or negated)
         ]
         kind = self._pick(rng, tuple(applicable))
@@ -180,9 +188,13 @@ class FaultyResponder:
             whole = next(lst for lst in lists if len(lst) > 5)
             data["enumerations"] = [{"name": "items", "items": whole[:5]}]
             return Fault(kind, "extract", title, {"missing": whole[5:]})
+        if kind == "cut_facts":  # the 5-item grammar bound that lost a railway's numbers
+            lost = [f for f in data["facts"][5:] if re.search(r"\d", f)]
+            data["facts"] = data["facts"][:5]
+            return Fault(kind, "extract", title, {"lost": lost})
         if kind == "negation_flip":
             sentence = rng.choice(negated)
-            flipped = re.sub(r"\s+", " ", sentence.replace(" not ", " ", 1))
+            flipped = _flipped(sentence)
             data["summary"] = flipped
             return Fault(kind, "extract", title, {"flipped": flipped})
         if kind == "unknown_number_extract":
@@ -190,6 +202,10 @@ class FaultyResponder:
             data["facts"] = [*data.get("facts", []), f"The system served {n:,} requests a day."]
             return Fault(kind, "extract", title, {"number": f"{n:,}"})
         return None
+
+
+def _flipped(sentence: str) -> str:
+    return " ".join(sentence.replace(" not ", " ", 1).split())
 
 
 def _user(request: dict[str, Any]) -> str:

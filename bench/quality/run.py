@@ -113,8 +113,8 @@ def reached(fault: Fault, articles: list, failed_errors: str) -> bool:
         from kb_ai.grounding import is_html
 
         return any(is_html(a.body) or "<markdown" in a.body for a in articles)
-    if kind == "pasted_summary":
-        return any(_flat(a.body).count(_flat(m["pasted"])) > 2 for a in mine)
+    if kind == "pasted_summary":  # (the material itself may say it three times)
+        return any(_flat(a.body).count(_flat(m["pasted"])) > 5 for a in mine)
     if kind == "cut_text":
         return _flat(m["tail"]) in wiki
     if kind in ("unknown_number", "unknown_number_extract"):
@@ -133,6 +133,12 @@ def reached(fault: Fault, articles: list, failed_errors: str) -> bool:
         return any(_flat(a.title) in generic for a in articles)
     if kind == "cut_list":  # (a source whose article was refused lost nothing to a cut)
         return bool(mine) and any(_flat(item) not in wiki for item in m["missing"])
+    if kind == "cut_facts":  # each number or date the lost facts stated, anywhere in wiki/
+        from kb_ai.grounding import Evidence
+
+        found = Evidence("\n".join(f"{a.summary}\n{a.body}" for a in articles))
+        lost = [c for f in m["lost"] for c in found.unsupported(f) if c.kind in ("number", "date")]
+        return bool(mine) and bool(lost)
     if kind == "negation_flip":
         return _flat(m["flipped"]) in wiki
     raise ValueError(f"unknown fault {kind}")
@@ -190,7 +196,8 @@ whose replies bench/quality/faults.py spoils: each extract, classify and write r
 with probability {rate}, by one fault of its stage drawn at random (seeded by the
 request, so a retry is a new draw). A fault counts as caught when its marker (the
 repeated paragraph, the HTML, the invented number or name, the cut tail, the cut
-summary, the generic title, the lost list items, the flipped sentence) is nowhere in
+summary, the generic title, the lost list items, the numbers and dates of the facts
+past the fifth, the flipped sentence) is nowhere in
 wiki/ after the run: removed, repaired, or the article refused.
 
 | fault | stage | injected | caught | share | target |

@@ -49,6 +49,7 @@ NUMBER_WORDS = {
     )
 }
 NUMBER_WORDS.update({"a dozen": "12", "dozen": "12", "hundred": "100", "thousand": "1000"})
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b")
 CJK_NUMERALS = {c: str(i) for i, c in enumerate("零一二三四五六七八九十")} | {"两": "2"}
 
 
@@ -95,7 +96,6 @@ _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 _ACRONYM = re.compile(r"(?<![\w.])[A-Z][A-Z0-9&]{1,}s?(?![\w])")
 _INNER_CAPS = re.compile(r"(?<![\w.])[^\W\d_]*[a-z][A-Z]\w*(?![\w])")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![A-Za-z0-9_.,])\d+(?:\.\d+)?(?![\d])")
-_CAP_WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _LIST_MARK = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+", re.M)
 _ABBREVIATIONS = frozenset("e.g i.e etc vs cf a.m p.m".split())
 # Capitalised words that start more sentences than they name things.
@@ -155,10 +155,6 @@ def _date_value(kind: str, m: re.Match[str]) -> str | None:
     return f"{y}-{month:02d}-{day:02d}" if y else f"--{month:02d}-{day:02d}"
 
 
-def _mask(text: str, start: int, end: int) -> str:
-    return text[:start] + " " * (end - start) + text[end:]
-
-
 def _sentence_starts(text: str) -> set[int]:
     """Offsets where a sentence, line, list item, heading, cell or quote begins."""
     starts = {0}
@@ -182,41 +178,60 @@ def extract_claims(text: str) -> list[Claim]:
     work = _LINK_TARGET.sub(lambda m: "]" + " " * (len(m.group(0)) - 1), text)
     work = _LIST_MARK.sub(lambda m: " " * len(m.group(0)), work)
     work = _CODE_FENCE.sub(lambda m: m.group(1) + " " * len(m.group(2)), work)
+    digits = _DIGIT.search(text) is not None
+    # Each pass finds claims in what earlier passes left, then blanks what it found.
+    spans: list[tuple[int, int]] = []
 
-    def claim(kind: str, start: int, end: int, value: str | None, mask: bool = True) -> None:
-        nonlocal work
+    def claim(kind: str, start: int, end: int, value: str | None) -> None:
         if value:
             found.append((start, Claim(kind, text[start:end], value)))
-        if mask:
-            work = _mask(work, start, end)
+        spans.append((start, end))
 
-    for m in _URL.finditer(work):
-        claim("identifier", m.start(), m.end(), m.group(0).lower())
-    for m in _INLINE_CODE.finditer(work):
-        inner = m.group(1).strip()
-        claim("identifier", m.start(), m.end(), inner.lower() if len(inner) > 1 else None)
-    for kind, pattern in _DATE_PATTERNS:
-        for m in pattern.finditer(work):
-            claim("date", m.start(), m.end(), _date_value(kind, m))
-    for m in _UNIT_NUMBER.finditer(work):  # 20GB, 5ms, 3rd, 364.6公里: the number
-        value = None if _ORDINAL.match(m.group(0)) else number_value(m.group(1))
-        claim("number", m.start(1), m.end(1), value)
-        work = _mask(work, m.start(), m.end())
+    def masked() -> str:
+        out = _blank(work, spans)
+        spans.clear()
+        return out
+
+    if "://" in work:
+        for m in _URL.finditer(work):
+            claim("identifier", m.start(), m.end(), m.group(0).lower())
+        work = masked()
+    if "`" in work:
+        for m in _INLINE_CODE.finditer(work):
+            inner = m.group(1).strip()
+            claim("identifier", m.start(), m.end(), inner.lower() if len(inner) > 1 else None)
+        work = masked()
+    if digits:
+        for kind, pattern in _DATE_PATTERNS:
+            for m in pattern.finditer(work):
+                claim("date", m.start(), m.end(), _date_value(kind, m))
+            work = masked()
+        for m in _UNIT_NUMBER.finditer(work):  # 20GB, 5ms, 3rd, 364.6公里: the number
+            value = None if _ORDINAL.match(m.group(0)) else number_value(m.group(1))
+            claim("number", m.start(1), m.end(1), value)
+            spans.append((m.start(), m.end()))
+        work = masked()
     for m in _JOINED.finditer(work):  # a file, a module, a path, a version with letters
         token = m.group(0)
         if token.lower().rstrip(".") in _ABBREVIATIONS or re.fullmatch(r"\d+\.\d+", token):
             continue  # 364.6 is a number; 3.11.2 (a version) is an identifier
         claim("identifier", m.start(), m.end(), token.lower())
-    for m in _TOKEN.finditer(work):  # letters and digits together: v2, S3, ADR-0012
-        token = m.group(0)
-        if re.search(r"[A-Za-z]", token) and re.search(r"\d", token):
-            claim("identifier", m.start(), m.end(), token.lower())
-    for m in _NUMBER.finditer(work):
-        claim("number", m.start(), m.end(), number_value(m.group(0)))
+    work = masked()
+    if digits:
+        for m in _TOKEN.finditer(work):  # letters and digits together: v2, S3, ADR-0012
+            token = m.group(0)
+            if _DIGIT.search(token) and re.search(r"[A-Za-z]", token):
+                claim("identifier", m.start(), m.end(), token.lower())
+        work = masked()
+        for m in _NUMBER.finditer(work):
+            claim("number", m.start(), m.end(), number_value(m.group(0)))
+        work = masked()
     for m in _INNER_CAPS.finditer(work):
         claim("name", m.start(), m.end(), m.group(0).lower())
+    work = masked()
     for m in _ACRONYM.finditer(work):
         claim("identifier", m.start(), m.end(), m.group(0).lower())
+    work = masked()
     found += _names(text, work)
     seen: set[tuple[str, str]] = set()
     out = []
@@ -227,10 +242,31 @@ def extract_claims(text: str) -> list[Claim]:
     return out
 
 
+_DIGIT = re.compile(r"\d")
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by as many spaces (offsets stay the same)."""
+    if not spans:
+        return text
+    pieces, pos = [], 0
+    for start, end in sorted(spans):
+        if start < pos:
+            start = pos
+        pieces += [text[pos:start], " " * max(end - start, 0)]
+        pos = max(pos, end)
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-ZÀ-ÖØ-Þ][\w'’-]*")
+
+
 def _names(text: str, work: str) -> list[tuple[int, Claim]]:
     """Runs of capitalised words that do not open a sentence, outside headings."""
+    work = _HEADING_LINE.sub(lambda m: " " * len(m.group(0)), work)
     starts = _sentence_starts(work)
-    heading_spans = [m.span() for m in re.finditer(r"^[ \t]*#{1,6}[ \t].*$", work, re.M)]
     out: list[tuple[int, Claim]] = []
     run: list[re.Match[str]] = []
 
@@ -243,19 +279,14 @@ def _names(text: str, work: str) -> list[tuple[int, Claim]]:
             out.append((start, Claim("name", text[start:end], value)))
         run.clear()
 
-    previous_end = -1
-    for m in _CAP_WORD.finditer(work):
-        word = m.group(0)
-        if any(a <= m.start() < b for a, b in heading_spans):
-            continue
-        capital = word[0].isupper() and word.lower().rstrip(".") not in MONTHS
-        if capital and run and work[previous_end : m.start()].strip() == "":
-            run.append(m)
-        else:
+    for m in _CAPITALISED.finditer(work):
+        if m.group(0).lower().rstrip(".") in MONTHS:
             flush()
-            if capital:
-                run.append(m)
-        previous_end = m.end()
+            continue
+        gap = work[run[-1].end() : m.start()] if run else ""
+        if run and (gap.strip() or "\n" in gap):  # a word or a line between: a new run
+            flush()
+        run.append(m)
     flush()
     return out
 
@@ -273,8 +304,7 @@ def material_numbers(text: str) -> set[str]:
     for m in re.finditer(r"\d+(?:\.\d+)?", text):  # digits inside identifiers, dates
         if v := number_value(m.group(0)):
             values.add(v)
-    low = text.lower()
-    values |= {v for w, v in NUMBER_WORDS.items() if re.search(rf"\b{w}\b", low)}
+    values |= {NUMBER_WORDS[w] for w in _NUMBER_WORD.findall(text.lower())}
     values |= {v for c, v in CJK_NUMERALS.items() if c in text}
     return values
 

@@ -29,12 +29,25 @@ class Evidence:
     """The material of one piece of writing, indexed for looking claims up."""
 
     def __init__(self, *texts: str) -> None:
+        self.text = ""
+        self.flat = ""
+        self.numbers: set[str] = set()
+        self.dates: set[str] = set()
+        self.words: set[str] = set()
+        self.add(*texts)
+
+    def add(self, *texts: str) -> None:
+        """Take more material in (cheaper than indexing all of it again)."""
         joined = normalise("\n\n".join(t for t in texts if t))
-        self.text = joined.lower()
-        self.flat = " ".join(self.text.split())
-        self.numbers = material_numbers(joined)
-        self.dates = material_dates(joined)
-        self.words = {_word(w) for w in _WORD.findall(self.text)}
+        if not joined:
+            return
+        low = joined.lower()
+        self.text = f"{self.text}\n\n{low}" if self.text else low
+        flat = " ".join(low.split())
+        self.flat = f"{self.flat} {flat}" if self.flat else flat
+        self.numbers |= material_numbers(joined)
+        self.dates |= material_dates(joined)
+        self.words |= {_word(w) for w in _WORD.findall(low)}
 
     def supports(self, claim: Claim) -> bool:
         if claim.kind == "number":
@@ -60,7 +73,8 @@ class Evidence:
 
 
 def _word(word: str) -> str:
-    return re.sub(r"['’]s$", "", word.lower())
+    word = word.lower()
+    return word[:-2] if word.endswith(("'s", "’s")) else word
 
 
 def unsupported_claims(text: str, *material: str) -> list[Claim]:
@@ -136,15 +150,13 @@ def _clause_pairs(tokens: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _is_negated(sentence: str) -> bool:
-    tokens = set(_tokens(sentence))
-    return bool(tokens & _NEGATORS) or any(n in sentence for n in _CJK_NEGATORS)
+def _is_negated(sentence: str, tokens: list[str]) -> bool:
+    return bool(set(tokens) & _NEGATORS) or any(n in sentence for n in _CJK_NEGATORS)
 
 
-def _states_pair(sentence: str, pair: tuple[str, str]) -> bool:
-    """Whether ``sentence`` has the pair's words in order, close together, unnegated."""
-    stems = [_stem(t) for t in _tokens(sentence)]
-    tokens = _tokens(sentence)
+def _states_pair(tokens: list[str], stems: list[str], pair: tuple[str, str]) -> bool:
+    """Whether a sentence (its tokens and their stems) has the pair's words in order,
+    close together, unnegated."""
     for i, s in enumerate(stems):
         if s != pair[0]:
             continue
@@ -166,25 +178,34 @@ class Negations:
         for s in sentences:
             for pair in _negated_pairs(s):
                 self.negated.setdefault(pair, s)
+        self.affirmed: set[tuple[str, str]] = set()
+        self.as_said: set[str] = set()
+        if not self.negated:
+            return
         # A pair the source also states affirmatively: the source itself says both.
-        self.affirmed = {
-            pair
-            for pair in self.negated
-            for s in sentences
-            if not _is_negated(s) and _states_pair(s, pair)
-        }
-        self.as_said = {" ".join(_tokens(s)) for s in sentences} if self.negated else set()
+        words = {w for pair in self.negated for w in pair}
+        for s in sentences:
+            tokens = _tokens(s)
+            self.as_said.add(" ".join(tokens))
+            stems = [_stem(t) for t in tokens]
+            if _is_negated(s, tokens) or len(words.intersection(stems)) < 2:
+                continue
+            self.affirmed.update(p for p in self.negated if _states_pair(tokens, stems, p))
+        self._open = {p: w for p, w in self.negated.items() if p not in self.affirmed}
 
     def flips(self, text: str) -> list[Flip]:
         """Sentences of ``text`` that state without a negation what the source negates."""
-        if not self.negated:
+        if not self.negated or not self._open:
             return []
         flips = []
         for sentence in split_sentences(normalise(text)):
-            if " ".join(_tokens(sentence)) in self.as_said:  # the source's own sentence
+            tokens = _tokens(sentence)
+            if " ".join(tokens) in self.as_said:  # the source's own sentence
                 continue
-            for pair, where in self.negated.items():
-                if pair not in self.affirmed and _states_pair(sentence, pair):
+            stems = [_stem(t) for t in tokens]
+            present = set(stems)
+            for pair, where in self._open.items():
+                if pair[0] in present and pair[1] in present and _states_pair(tokens, stems, pair):
                     flips.append(Flip(sentence, where))
                     break
         return flips
