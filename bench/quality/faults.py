@@ -107,7 +107,7 @@ class FaultyResponder:
         fault = Fault(kind or "", "write", title)
         if kind == "repetition":
             data["body"] = ("\n\n".join([first] * 200))[:3000]
-            fault.marker = {"repeated": first}
+            fault.marker = {"repeated": first[:100]}  # (a long paragraph fits twice only cut)
         elif kind == "html":
             blocks = "".join(f"<p>{html.escape(p)}</p>" for p in body.split("\n\n") if p.strip())
             data["body"] = f"<markdown>{blocks}</markdown>"
