@@ -160,3 +160,37 @@ def test_a_summary_cut_mid_sentence_is_never_stored(kb, settings, notes):
     assert article.summary.startswith("We decided to move DNS records")
     assert article.summary.endswith("needed a puppet run.") and "team's" not in article.summary
     assert "summary taken from the body" in kb.log_path.read_text()
+
+
+def test_a_long_article_patched_with_html_and_an_invented_number_takes_neither(kb, notes):
+    from kb_ai.settings import load_settings
+
+    settings = load_settings(
+        kb.root, {"model": "fake/model", "patch_threshold_chars": 100}, environ={}
+    )
+    first = compile_note(kb, settings, notes, writer({}))
+    path = first.created[0]
+
+    def patcher(stage, messages, schema):
+        if stage == "classify":
+            return {"articles": [{"action": "update", "path": path, "type": "decision",
+                                  "title": "", "reason": ""}]}
+        if stage == "write":
+            content = (
+                "<p>The zone is exported from puppet first.</p>"
+                "<p>The export took 45 minutes on 12 hosts.</p>"
+            )
+            return {"summary": GOOD["summary"], "tags": [],
+                    "patches": [{"section": "Steps", "op": "append", "content": content}]}
+        return responder_handler(stage, messages, schema)
+
+    (notes / "more.md").write_text(
+        "# Zone export\n\nThe zone is exported from puppet first.\n", encoding="utf-8"
+    )
+    compiler = Compiler(kb, settings, llm_factory=lambda s, **k: FakeLLM(patcher))
+    result = asyncio.run(compiler.compile_paths([str(notes / "more.md")]))
+    assert result.updated == [path]
+    body = read_article(kb, path).body
+    assert "The zone is exported from puppet first." in body
+    assert "<p>" not in body and "45 minutes" not in body
+    assert "terraform import" in body, "what the article said before stays"
