@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kb_ai.grounding import Evidence, Negations, normalise, split_sentences
+from kb_ai.grounding import Evidence, Negations, fit_sentences, normalise, split_sentences
 
 if TYPE_CHECKING:
     from compiler.extract import Extraction
@@ -45,6 +45,7 @@ def check_extraction(
     if restore:
         _complete_lists(ex, source)
     _remove_unfaithful(ex, source)
+    _whole_summary(ex, source)
     if restore:
         _restore_dated(ex, source, MAX_RESTORED * max(chunks, 1))
     return ex
@@ -156,6 +157,16 @@ def _remove_unfaithful(ex: Extraction, source: str) -> None:
             f"{removed} statement(s) were removed: a number or date the source does not "
             "state, or the opposite of what it says"
         )
+
+
+def _whole_summary(ex: Extraction, source: str) -> None:
+    """A summary cut mid-sentence (at the reply's size bound) keeps its whole sentences."""
+    flat = " ".join(ex.summary.split())
+    whole = fit_sentences(flat, len(flat)) if flat else flat
+    if whole == flat:
+        return
+    ex.summary = whole or _first_sentence(source)
+    ex.notes.append("the summary stopped mid-sentence: its unfinished end was dropped")
 
 
 def _restore_dated(ex: Extraction, source: str, limit: int) -> None:

@@ -87,3 +87,13 @@ def test_repeated_items_are_said_once(kb, settings, notes):
     extraction, _ = compile_railway(kb, settings, notes)
     assert [f.lower() for f in extraction["facts"]].count("it is 364.6 km long.") == 1
     assert any("repeated item(s) were dropped" in n for n in extraction["notes"])
+
+
+def test_a_summary_cut_at_its_bound_keeps_only_whole_sentences():
+    from compiler.extract import Extraction
+    from compiler.fidelity import check_extraction
+
+    cut = Extraction.from_data({"summary": "The team moved the cache. The team's", "facts": []})
+    check_extraction(cut, "The team moved the cache. The team's lead agreed.")
+    assert cut.summary == "The team moved the cache."
+    assert "stopped mid-sentence" in cut.notes[0]
