@@ -47,7 +47,9 @@ class ArticleRefusedError(LLMOutputError):
     """The model's article failed the checks twice; nothing of it was written."""
 
     def __init__(self, path: str, problems: Sequence[str]) -> None:
-        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        shown = "; ".join(problems[:3]) + (
+            f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+        )
         super().__init__(
             f"the article {path} was refused by kb-ai's checks: {shown}",
             hint="the source is compiled again by the next run; a stronger model "
@@ -163,7 +165,9 @@ def accept_summary(value: object, body: str, evidence: Evidence) -> tuple[str | 
         )
     unsupported = evidence.unsupported(fitted)
     if unsupported:
-        return None, "the summary states " + ", ".join(map(str, unsupported)) + " (not in the material)"
+        return None, "the summary states " + ", ".join(
+            map(str, unsupported)
+        ) + " (not in the material)"
     return fitted, None
 
 

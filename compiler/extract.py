@@ -213,6 +213,4 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         raise LLMOutputError("the model extracted nothing from this source")
     if not result.title:
         result.title = source.title
-    return check_extraction(
-        result, source.text, chunks=count, restore=source.kind != "transcript"
-    )
+    return check_extraction(result, source.text, chunks=count, restore=source.kind != "transcript")

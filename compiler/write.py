@@ -134,7 +134,9 @@ async def compile_article(
     evidence = evidence_for([*texts, *(m.source for m in material)], previous, title)
     findings: list[str] = []
     for attempt in (1, 2):
-        draft = await _draft(llm, prompts, title, kind, existing, material, patch_threshold, findings)
+        draft = await _draft(
+            llm, prompts, title, kind, existing, material, patch_threshold, findings
+        )
         review = review_body(
             draft.body,
             evidence=evidence,
@@ -242,7 +244,9 @@ async def _draft(
         material=material,
         findings=findings,
     )
-    reply = await llm.complete(messages, stage="write", schema=ARTICLE_SCHEMA, schema_name="article")
+    reply = await llm.complete(
+        messages, stage="write", schema=ARTICLE_SCHEMA, schema_name="article"
+    )
     data = reply.data if isinstance(reply.data, dict) else {}
     raw_body = data.get("body")
     body = clean_body(strip_wrapper(raw_body), title) if isinstance(raw_body, str) else ""

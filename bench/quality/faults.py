@@ -38,8 +38,9 @@ EXTRACT_FAULTS = ("cut_list", "cut_facts", "negation_flip", "unknown_number_extr
 #: The faults a mechanical check must catch every time (issue 13's target 1.0).
 MECHANICAL = ("repetition", "html", "pasted_summary", "cut_text", "unknown_number")
 
-_SURNAMES = "Brackenbury Quillfeather Ottershaw Pennywhistle Thistlewood Gravesend".split()
-_FIRST = "Ottoline Barnaby Wilhelmina Peregrine Clementine Ambrose".split()
+_SURNAME_TEXT = "Brackenbury Quillfeather Ottershaw Pennywhistle Thistlewood Gravesend"
+_FIRST_TEXT = "Ottoline Barnaby Wilhelmina Peregrine Clementine Ambrose"
+_SURNAMES, _FIRST = _SURNAME_TEXT.split(), _FIRST_TEXT.split()
 _LIST_LINE = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(.+?)\s*$")
 _NEGATED = re.compile(r"(?:(?<=[.!?]\s)|(?<=^))[A-Z][^.\n]*\bnot\b[^.\n]*\.", re.M)
 

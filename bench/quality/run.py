@@ -155,9 +155,7 @@ def summarise(outcomes: list[Outcome]) -> dict[str, tuple[int, int]]:
     return {k: (injected[k], caught[k]) for k in injected}
 
 
-def report(
-    faulty: list[Outcome], clean: Outcome, rate: float, adr: Path, load: str
-) -> str:
+def report(faulty: list[Outcome], clean: Outcome, rate: float, adr: Path, load: str) -> str:
     table = summarise(faulty)
     order = [*WRITE_FAULTS, *CLASSIFY_FAULTS, *EXTRACT_FAULTS]
     stage = {**dict.fromkeys(WRITE_FAULTS, "write"), **dict.fromkeys(CLASSIFY_FAULTS, "classify")}
@@ -180,8 +178,13 @@ def report(
         for o in faulty
     )
     clean_kinds = Counter(
-        "removed passages" if "removed" in c else "summary from the body" if "summary" in c
-        else "HTML converted" if "HTML" in c else "other"
+        "removed passages"
+        if "removed" in c
+        else "summary from the body"
+        if "summary" in c
+        else "HTML converted"
+        if "HTML" in c
+        else "other"
         for c in clean.checks
     )
     clean_line = ", ".join(f"{v} {k}" for k, v in sorted(clean_kinds.items())) or "none"

@@ -20,6 +20,12 @@ from decimal import Decimal, InvalidOperation
 
 KINDS = ("date", "number", "identifier", "name")
 
+
+def _words(text: str) -> list[str]:
+    """The words of a space-separated list written as one string."""
+    return text.split()
+
+
 MONTHS = {
     name: i
     for i, names in enumerate(
@@ -44,8 +50,10 @@ MONTHS = {
 NUMBER_WORDS = {
     w: str(i)
     for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+        _words(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+        )
     )
 }
 NUMBER_WORDS.update({"a dozen": "12", "dozen": "12", "hundred": "100", "thousand": "1000"})
@@ -71,7 +79,12 @@ _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?:1[5-9]\d\d|2\d\d\d)"
 _DATE_PATTERNS = [
     # 2026-03-02, 2026/3/2, 2026.03.02
-    ("ymd", re.compile(rf"(?<![\d.]){_YEAR}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])(?![\d])")),
+    (
+        "ymd",
+        re.compile(
+            rf"(?<![\d.]){_YEAR}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])(?![\d])"
+        ),
+    ),
     # 2026年3月2日, 2026年3月
     ("cjk", re.compile(rf"({_YEAR})\s*年\s*(?:(\d{{1,2}})\s*月(?:\s*(\d{{1,2}})\s*[日号])?)?")),
     ("cjk_md", re.compile(r"(?<!\d)(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")),
@@ -91,17 +104,23 @@ _JOINED = re.compile(
     r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_][A-Za-z0-9_-]*(?:[./:][A-Za-z0-9_][A-Za-z0-9_-]*)+(?![A-Za-z0-9_])"
 )
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9][A-Za-z0-9_-]*(?<!-)(?![A-Za-z0-9_])")
-_UNIT_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])")
+_UNIT_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])"
+)
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 _ACRONYM = re.compile(r"(?<![\w.])[A-Z][A-Z0-9&]{1,}s?(?![\w])")
 _INNER_CAPS = re.compile(r"(?<![\w.])[^\W\d_]*[a-z][A-Z]\w*(?![\w])")
-_NUMBER = re.compile(r"(?<![A-Za-z0-9_.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![A-Za-z0-9_.,])\d+(?:\.\d+)?(?![\d])")
+_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9_.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![A-Za-z0-9_.,])\d+(?:\.\d+)?(?![\d])"
+)
 _LIST_MARK = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+", re.M)
-_ABBREVIATIONS = frozenset("e.g i.e etc vs cf a.m p.m".split())
+_ABBREVIATIONS = frozenset(_words("e.g i.e etc vs cf a.m p.m"))
 # Capitalised words that start more sentences than they name things.
 _NOT_NAMES = frozenset(
-    """i i'm i've i'd i'll ok okay yes no mr mrs ms dr monday tuesday wednesday thursday
-    friday saturday sunday""".split()
+    _words(
+        "i i'm i've i'd i'll ok okay yes no mr mrs ms dr monday tuesday wednesday thursday "
+        "friday saturday sunday"
+    )
 )
 
 

@@ -13,13 +13,14 @@ import re
 from html.parser import HTMLParser
 
 # Tag names an HTML reply uses; "<T>" in prose or "<https://...>" are not among them.
-_HTML_TAGS = (
+_HTML_TAG_NAMES = (
     "a abbr article aside b blockquote body br caption center code col colgroup dd del div "
     "dl dt em embed figure font footer form h1 h2 h3 h4 h5 h6 head header hr html i iframe "
     "img input ins kbd label li link main mark markdown meta nav object ol p pre s samp "
     "script section small span strike strong style sub sup table tbody td tfoot th thead "
     "title tr tt u ul var video"
-).split()
+)
+_HTML_TAGS = _HTML_TAG_NAMES.split()
 _TAG = re.compile(r"</?(" + "|".join(_HTML_TAGS) + r")(?=[\s/>])[^<>]*>", re.I)
 _CODE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`", re.S)
 _WRAPPER = re.compile(r"^\s*<markdown[^>]*>(.*?)(?:</markdown>\s*)?$", re.S | re.I)
@@ -28,7 +29,9 @@ _BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "body", 
 _DROP = {"head", "title", "meta", "link"}
 _INLINE = {"span", "font", "small", "u", "mark", "abbr", "ins", "sub", "sup", "center"}
 _CONVERTED = (
-    _BLOCK | _DROP | _INLINE
+    _BLOCK
+    | _DROP
+    | _INLINE
     | {"markdown", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "br", "hr"}
     | {"strong", "b", "em", "i", "code", "tt", "kbd", "samp", "var", "pre", "a"}
     | {"blockquote", "del", "s", "strike"}

@@ -39,9 +39,9 @@ def split_paragraphs(text: str) -> list[str]:
 
 def _is_structured(block: str) -> bool:
     first = block.lstrip().split("\n", 1)[0]
-    return bool(
-        _LIST_ITEM.match(first) or _HEADING.match(first) or _TABLE_ROW.match(first)
-    ) or ("\n" in block and any(_LIST_ITEM.match(ln) for ln in block.split("\n")))
+    return bool(_LIST_ITEM.match(first) or _HEADING.match(first) or _TABLE_ROW.match(first)) or (
+        "\n" in block and any(_LIST_ITEM.match(ln) for ln in block.split("\n"))
+    )
 
 
 def _key(text: str) -> str:

@@ -84,18 +84,20 @@ def unsupported_claims(text: str, *material: str) -> list[Claim]:
 
 # --- negation -------------------------------------------------------------------------
 
-_NEGATORS = frozenset(
+_NEGATOR_WORDS = (
     "no not never without none nothing nobody neither nor cannot can't don't doesn't "
     "didn't isn't aren't wasn't weren't won't wouldn't shouldn't mustn't needn't hasn't "
-    "haven't hadn't".split()
+    "haven't hadn't"
 )
+_NEGATORS = frozenset(_NEGATOR_WORDS.split())
 _CJK_NEGATORS = ("不", "没有", "没", "无需", "无", "非", "未", "别", "勿")
-_FILLER = frozenset(
+_FILLER_WORDS = (
     "a an the any is are was were be been do does did has have had will would should "
     "must can could may might it its this that there to of for at all longer more if "
     "when what which who whom whose and or but so then than as because where while "
-    "we they he she you i us them".split()
+    "we they he she you i us them"
 )
+_FILLER = frozenset(_FILLER_WORDS.split())
 
 
 @dataclass(frozen=True)

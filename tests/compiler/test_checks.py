@@ -173,15 +173,27 @@ def test_a_long_article_patched_with_html_and_an_invented_number_takes_neither(k
 
     def patcher(stage, messages, schema):
         if stage == "classify":
-            return {"articles": [{"action": "update", "path": path, "type": "decision",
-                                  "title": "", "reason": ""}]}
+            return {
+                "articles": [
+                    {
+                        "action": "update",
+                        "path": path,
+                        "type": "decision",
+                        "title": "",
+                        "reason": "",
+                    }
+                ]
+            }
         if stage == "write":
             content = (
                 "<p>The zone is exported from puppet first.</p>"
                 "<p>The export took 45 minutes on 12 hosts.</p>"
             )
-            return {"summary": GOOD["summary"], "tags": [],
-                    "patches": [{"section": "Steps", "op": "append", "content": content}]}
+            return {
+                "summary": GOOD["summary"],
+                "tags": [],
+                "patches": [{"section": "Steps", "op": "append", "content": content}],
+            }
         return responder_handler(stage, messages, schema)
 
     (notes / "more.md").write_text(

@@ -49,7 +49,9 @@ def create(title, kind="concept"):
 
 
 def test_four_generic_articles_from_one_short_note_become_one(kb, settings, notes):
-    llm = classifier(create("Redis"), create("Session Cache"), create("TTL"), create("Web Application"))
+    llm = classifier(
+        create("Redis"), create("Session Cache"), create("TTL"), create("Web Application")
+    )
     result = compile_text(kb, settings, notes, llm, NOTE)
     assert result.failed == []
     assert result.created == ["wiki/decision/session-cache-moves-to-redis.md"]
@@ -72,7 +74,11 @@ def test_no_more_new_articles_per_source_than_the_setting(kb, notes):
     more = load_settings(
         kb.root, {"model": "fake/model", "max_new_articles_per_source": 3}, environ={}
     )
-    others = [create("Web session storage"), create("Cache expiry rules"), create("Latency of database requests")]
+    others = [
+        create("Web session storage"),
+        create("Cache expiry rules"),
+        create("Latency of database requests"),
+    ]
     again = compile_text(kb, more, notes, classifier(*others), NOTE, "other.md")
     assert len(again.created) == 3
 
@@ -95,13 +101,15 @@ def test_an_update_with_an_empty_path_goes_to_the_article_it_names(kb, settings,
     assert list_articles(kb) == [path]
 
 
-def test_an_update_with_an_invented_path_and_no_match_becomes_a_new_article(
-    kb, settings, notes
-):
+def test_an_update_with_an_invented_path_and_no_match_becomes_a_new_article(kb, settings, notes):
     seed(kb, settings, notes)
     llm = classifier(
-        {"action": "update", "path": "wiki/concept/invented.md", "type": "howto",
-         "title": "Rotating the TLS certificates"}
+        {
+            "action": "update",
+            "path": "wiki/concept/invented.md",
+            "type": "howto",
+            "title": "Rotating the TLS certificates",
+        }
     )
     text = "# Certificates\n\nThe TLS certificates are rotated every 90 days by the ops rota.\n"
     result = compile_text(kb, settings, notes, llm, text)
@@ -130,4 +138,6 @@ def test_a_generic_subject_is_dropped_when_the_source_has_a_better_home(kb, sett
 
 def test_a_setting_of_no_new_articles_is_refused_with_a_hint(kb):
     with pytest.raises(ConfigError, match="at least 1"):
-        load_settings(kb.root, {"model": "fake/model", "max_new_articles_per_source": 0}, environ={})
+        load_settings(
+            kb.root, {"model": "fake/model", "max_new_articles_per_source": 0}, environ={}
+        )

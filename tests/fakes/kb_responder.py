@@ -239,7 +239,7 @@ def write(request: dict[str, Any]) -> dict[str, Any]:
         # what a source said before is replaced by what it says now, not said twice
         earlier = re.compile(rf"^## From {re.escape(source)}\n.*?(?=^## |\Z)", re.S | re.M)
         if earlier.search(body):
-            body = earlier.sub(lambda _: section + "\n\n", body).strip()
+            body = earlier.sub(lambda _, new=section: new + "\n\n", body).strip()
         else:
             body = f"{body}\n\n{section}".strip()
     return {"title": "", "summary": summary[:200], "tags": _topics(body, 3), "body": body}

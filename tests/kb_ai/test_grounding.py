@@ -112,9 +112,9 @@ def test_a_negation_turned_around_is_caught():
     assert len(flips) == 1
     assert flips[0].source == "The cache needs no persistence."
     assert negation_flips("The cache needs no persistence at all.", MATERIAL) == []
-    assert negation_flips(
-        "Redis needs persistence.", "Redis does not need persistence."
-    ), "a 'does not need' in the source"
+    assert negation_flips("Redis needs persistence.", "Redis does not need persistence."), (
+        "a 'does not need' in the source"
+    )
 
 
 def test_a_source_that_says_both_is_not_a_flip():
@@ -132,7 +132,9 @@ def test_a_paragraph_repeated_until_the_cap_is_found():
 
 
 def test_a_sentence_repeated_inside_paragraphs_is_found():
-    text = "The queue is durable. It keeps jobs for a week.\n\nIt keeps jobs for a week. It is fast."
+    text = (
+        "The queue is durable. It keeps jobs for a week.\n\nIt keeps jobs for a week. It is fast."
+    )
     assert [(r.kind, r.text) for r in find_repetition(text)] == [
         ("sentence", "It keeps jobs for a week.")
     ]
