@@ -19,12 +19,25 @@ Every change is said in the extraction's ``notes``, which the writer sees.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from kb_ai.grounding import Evidence, Negations, fit_sentences, normalise, split_sentences
 
-if TYPE_CHECKING:
-    from compiler.extract import Extraction
+
+class Extraction(Protocol):
+    """What these checks read and change of a compiler.extract.Extraction (named here
+    rather than imported: extract calls these checks)."""
+
+    summary: str
+    topics: list[str]
+    decisions: list[dict[str, str]]
+    facts: list[str]
+    enumerations: list[dict[str, Any]]
+    conventions: list[str]
+    notes: list[str]
+
+    def to_markdown(self) -> str: ...
+
 
 #: Source sentences with a lost date or number added back per chunk of a source, at most.
 MAX_RESTORED = 12
