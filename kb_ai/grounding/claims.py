@@ -221,7 +221,7 @@ def extract_claims(text: str) -> list[Claim]:
             claim("identifier", m.start(), m.end(), inner.lower() if len(inner) > 1 else None)
         work = masked()
     if digits:
-        for kind, pattern in _DATE_PATTERNS:
+        for kind, pattern in _date_patterns(text):
             for m in pattern.finditer(work):
                 claim("date", m.start(), m.end(), _date_value(kind, m))
             work = masked()
@@ -262,6 +262,19 @@ def extract_claims(text: str) -> list[Claim]:
 
 
 _DIGIT = re.compile(r"\d")
+_MONTH_START = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.I)
+
+
+def _date_patterns(text: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The date patterns worth trying on ``text`` (month names and CJK dates only where
+    such words occur: most of the cost of a claim search on long material)."""
+    months = _MONTH_START.search(text) is not None
+    cjk = "年" in text or "月" in text
+    return [
+        (kind, pattern)
+        for kind, pattern in _DATE_PATTERNS
+        if (kind not in ("dmy", "mdy") or months) and (kind not in ("cjk", "cjk_md") or cjk)
+    ]
 
 
 def _blank(text: str, spans: list[tuple[int, int]]) -> str:
@@ -332,7 +345,9 @@ def material_dates(text: str) -> set[str]:
     """Every date ``text`` states (ISO, or --MM-DD without a year), with its month and year."""
     text = normalise(text)
     out: set[str] = set()
-    for kind, pattern in _DATE_PATTERNS:
+    if not _DIGIT.search(text):
+        return out
+    for kind, pattern in _date_patterns(text):
         for m in pattern.finditer(text):
             value = _date_value(kind, m)
             if not value:

@@ -90,7 +90,6 @@ _NEGATOR_WORDS = (
     "haven't hadn't"
 )
 _NEGATORS = frozenset(_NEGATOR_WORDS.split())
-_CJK_NEGATORS = ("不", "没有", "没", "无需", "无", "非", "未", "别", "勿")
 _FILLER_WORDS = (
     "a an the any is are was were be been do does did has have had will would should "
     "must can could may might it its this that there to of for at all longer more if "
@@ -152,10 +151,6 @@ def _clause_pairs(tokens: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _is_negated(sentence: str, tokens: list[str]) -> bool:
-    return bool(set(tokens) & _NEGATORS) or any(n in sentence for n in _CJK_NEGATORS)
-
-
 def _states_pair(tokens: list[str], stems: list[str], pair: tuple[str, str]) -> bool:
     """Whether a sentence (its tokens and their stems) has the pair's words in order,
     close together, unnegated."""
@@ -171,6 +166,15 @@ def _states_pair(tokens: list[str], stems: list[str], pair: tuple[str, str]) -> 
     return False
 
 
+_NEGATION_HINT = re.compile(
+    r"\b(?:no|not|never|without|none|nothing|nobody|neither|nor|cannot)\b|n't", re.I
+)
+
+
+def _flat_words(sentence: str) -> str:
+    return " ".join(_WORD.findall(sentence.lower()))
+
+
 class Negations:
     """What a source negates, read once, to look for its opposite in other texts."""
 
@@ -178,32 +182,39 @@ class Negations:
         sentences = split_sentences(normalise(source))
         self.negated: dict[tuple[str, str], str] = {}
         for s in sentences:
-            for pair in _negated_pairs(s):
-                self.negated.setdefault(pair, s)
-        self.affirmed: set[tuple[str, str]] = set()
+            if _NEGATION_HINT.search(s):
+                for pair in _negated_pairs(s):
+                    self.negated.setdefault(pair, s)
+        self._open: dict[tuple[str, str], str] = {}
         self.as_said: set[str] = set()
         if not self.negated:
             return
         # A pair the source also states affirmatively: the source itself says both.
         words = {w for pair in self.negated for w in pair}
+        affirmed: set[tuple[str, str]] = set()
         for s in sentences:
-            tokens = _tokens(s)
-            self.as_said.add(" ".join(tokens))
-            stems = [_stem(t) for t in tokens]
-            if _is_negated(s, tokens) or len(words.intersection(stems)) < 2:
+            low = s.lower()
+            self.as_said.add(_flat_words(low))
+            if _NEGATION_HINT.search(low) or sum(w in low for w in words) < 2:
                 continue
-            self.affirmed.update(p for p in self.negated if _states_pair(tokens, stems, p))
-        self._open = {p: w for p, w in self.negated.items() if p not in self.affirmed}
+            tokens = _tokens(s)
+            stems = [_stem(t) for t in tokens]
+            affirmed.update(p for p in self.negated if _states_pair(tokens, stems, p))
+        self._open = {p: w for p, w in self.negated.items() if p not in affirmed}
+        self._first_words = {p[0] for p in self._open}
 
     def flips(self, text: str) -> list[Flip]:
         """Sentences of ``text`` that state without a negation what the source negates."""
-        if not self.negated or not self._open:
+        if not self._open:
+            return []
+        low = normalise(text).lower()
+        if not any(w in low for w in self._first_words):  # (stems: "need" is in "needs")
             return []
         flips = []
         for sentence in split_sentences(normalise(text)):
-            tokens = _tokens(sentence)
-            if " ".join(tokens) in self.as_said:  # the source's own sentence
+            if _flat_words(sentence) in self.as_said:  # the source's own sentence
                 continue
+            tokens = _tokens(sentence)
             stems = [_stem(t) for t in tokens]
             present = set(stems)
             for pair, where in self._open.items():
