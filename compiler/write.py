@@ -160,6 +160,7 @@ async def compile_article(
             ]
             raise ArticleRefusedError(target.path, problems)
         break
+    _keep(draft.reply)  # after the last check of the reply
     body = clean_body(review.body, title)  # a converted <h1> title goes too
     if notes is not None:
         notes += review.notes
@@ -272,6 +273,17 @@ def _markdown_patch(patch: dict, problems: list[str]) -> dict:
 def _discard(reply: Completion) -> None:
     """The one place where a reply that failed the checks is marked as not good.
 
-    The LLM layer's cache hook (accept/reject) is being added in kb_ai.llm; it is to
-    be called here. Until then a later run gets the same reply from the cache, and the
-    checks refuse it again: nothing of it reaches the wiki either way."""
+    The LLM layer's cache verdicts (``Completion.reject``/``accept``) are being added in
+    kb_ai.llm by another branch; until they land, a reply without them is left as it is
+    (a later run then gets it from the cache and the checks refuse it again: nothing of
+    it reaches the wiki either way)."""
+    reject = getattr(reply, "reject", None)
+    if reject is not None:
+        reject()
+
+
+def _keep(reply: Completion) -> None:
+    """The one place where a reply that passed the checks is marked as good (cached)."""
+    accept = getattr(reply, "accept", None)
+    if accept is not None:
+        accept()
