@@ -185,26 +185,27 @@ def _whole_summary(ex: Extraction, source: str) -> None:
 def _restore_dated(ex: Extraction, source: str, limit: int) -> None:
     have = Evidence(ex.to_markdown())
     restored: list[str] = []
-    left = 0
+    cut = False
     for sentence in split_sentences(_prose(source)):
         if not _DIGIT.search(sentence):
             continue
-        lost = [c for c in have.unsupported(sentence) if c.kind in _CHECKED]
-        if not lost:
+        if not any(c.kind in _CHECKED for c in have.unsupported(sentence)):
             continue
-        if len(restored) < limit:
-            restored.append(" ".join(sentence.split()))
-            have.add(restored[-1])
-        else:
-            left += 1
+        if len(restored) == limit:  # (the rest is not looked at: a large source's cost)
+            cut = True
+            break
+        restored.append(" ".join(sentence.split()))
+        have.add(restored[-1])
     if restored:
         ex.facts += restored
         ex.notes.append(
             f"{len(restored)} source sentence(s) with a date or number the model left out "
             "were kept as written"
         )
-    if left:
-        ex.notes.append(f"{left} more sentence(s) with a date or number were not kept")
+    if cut:
+        ex.notes.append(
+            f"more sentences with a date or number were left out than the {limit} kept"
+        )
 
 
 def _first_sentence(source: str) -> str:

@@ -176,7 +176,10 @@ def _flat_words(sentence: str) -> str:
 
 
 class Negations:
-    """What a source negates, read once, to look for its opposite in other texts."""
+    """What a source negates, read once, to look for its opposite in other texts.
+
+    Pairs are indexed by their first word, so a check costs in proportion to the words
+    of the text, not to the number of negations in the source."""
 
     def __init__(self, source: str) -> None:
         sentences = split_sentences(normalise(source))
@@ -185,30 +188,32 @@ class Negations:
             if _NEGATION_HINT.search(s):
                 for pair in _negated_pairs(s):
                     self.negated.setdefault(pair, s)
-        self._open: dict[tuple[str, str], str] = {}
+        self._open: dict[str, list[tuple[tuple[str, str], str]]] = {}
         self.as_said: set[str] = set()
         if not self.negated:
             return
+        by_first: dict[str, list[tuple[str, str]]] = {}
+        for pair in self.negated:
+            by_first.setdefault(pair[0], []).append(pair)
         # A pair the source also states affirmatively: the source itself says both.
-        words = {w for pair in self.negated for w in pair}
         affirmed: set[tuple[str, str]] = set()
         for s in sentences:
-            low = s.lower()
-            self.as_said.add(_flat_words(low))
-            if _NEGATION_HINT.search(low) or sum(w in low for w in words) < 2:
+            self.as_said.add(_flat_words(s))
+            if _NEGATION_HINT.search(s):
                 continue
             tokens = _tokens(s)
             stems = [_stem(t) for t in tokens]
-            affirmed.update(p for p in self.negated if _states_pair(tokens, stems, p))
-        self._open = {p: w for p, w in self.negated.items() if p not in affirmed}
-        self._first_words = {p[0] for p in self._open}
+            affirmed.update(_stated(tokens, stems, by_first))
+        for pair, where in self.negated.items():
+            if pair not in affirmed:
+                self._open.setdefault(pair[0], []).append((pair, where))
 
     def flips(self, text: str) -> list[Flip]:
         """Sentences of ``text`` that state without a negation what the source negates."""
         if not self._open:
             return []
         low = normalise(text).lower()
-        if not any(w in low for w in self._first_words):  # (stems: "need" is in "needs")
+        if not any(w in low for w in self._open):  # (stems: "need" is in "needs")
             return []
         flips = []
         for sentence in split_sentences(normalise(text)):
@@ -217,11 +222,32 @@ class Negations:
             tokens = _tokens(sentence)
             stems = [_stem(t) for t in tokens]
             present = set(stems)
-            for pair, where in self._open.items():
-                if pair[0] in present and pair[1] in present and _states_pair(tokens, stems, pair):
-                    flips.append(Flip(sentence, where))
+            for stem in present & self._open.keys():
+                hit = next(
+                    (
+                        where
+                        for pair, where in self._open[stem]
+                        if pair[1] in present and _states_pair(tokens, stems, pair)
+                    ),
+                    None,
+                )
+                if hit is not None:
+                    flips.append(Flip(sentence, hit))
                     break
         return flips
+
+
+def _stated(
+    tokens: list[str], stems: list[str], by_first: dict[str, list[tuple[str, str]]]
+) -> set[tuple[str, str]]:
+    """The pairs of ``by_first`` a sentence states (its tokens and their stems)."""
+    present = set(stems)
+    return {
+        pair
+        for stem in present & by_first.keys()
+        for pair in by_first[stem]
+        if pair[1] in present and _states_pair(tokens, stems, pair)
+    }
 
 
 def negation_flips(text: str, source: str) -> list[Flip]:
