@@ -79,6 +79,7 @@ class Extraction:
         data: dict[str, Any] = {"title": self.title, "summary": self.summary}
         for name in LIST_FIELDS:
             data[name] = [_plain(item) for item in getattr(self, name)]
+        data["notes"] = list(self.notes)  # what the checks against the source changed
         return data
 
     def names(self) -> list[str]:
