@@ -20,6 +20,7 @@ from compiler.checks import (
     summary_from_body,
 )
 from compiler.classify import Target
+from compiler.documents.citations import base_path, with_pages
 from compiler.schemas import ARTICLE_SCHEMA, PATCH_SCHEMA
 from kb_ai.errors import LLMOutputError
 from kb_ai.grounding import MarkupError, ends_on_sentence, strip_wrapper, to_markdown
@@ -176,8 +177,9 @@ async def compile_article(
             notes.append(f"summary taken from the body: {summary_problem}")
     sources = list(existing.sources) if existing else []
     for m in material:
-        if m.source not in sources:
+        if all(base_path(e) != m.source for e in sources):
             sources.append(m.source)
+    sources = with_pages(sources, {m.source: m.text for m in material}, body)
     tags = _clean_tags(draft.data.get("tags")) or (list(existing.tags) if existing else [])
     return Article(
         path=existing.path if existing else target.path,
