@@ -106,7 +106,7 @@ def review_body(
     if not body.strip():
         review.problems.append("the model returned an empty article")
         return review
-    at_bound = bound is not None and len(body) >= bound - 50
+    at_bound = bound is not None and bound - 50 <= len(body) <= bound
     if truncated or at_bound:
         review.problems.append(
             "the body stops at the reply's size bound: write a shorter article that ends "
