@@ -186,6 +186,7 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
     """Extract every chunk of a source (concurrently; merged in chunk order)."""
     count = len(source.chunks)
     prompt, schema = extract_prompt(source.kind)
+    replies = []  # each cached once it passed its checks; all dropped if nothing was found
 
     async def one(index: int, chunk: str) -> Extraction:
         messages = prompts.render(
@@ -199,13 +200,17 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         reply = await llm.complete(
             messages, stage="extract", schema=schema, schema_name="extraction"
         )
-        return Extraction.from_data(reply.data)
+        replies.append(reply)
+        with reply.checked():
+            return Extraction.from_data(reply.data)
 
     parts = await asyncio.gather(*(one(i, c) for i, c in enumerate(source.chunks)))
     result = parts[0]
     for part in parts[1:]:
         result = result.merge(part)
     if result.is_empty():
+        for reply in replies:
+            reply.reject()
         raise LLMOutputError("the model extracted nothing from this source")
     if not result.title:
         result.title = source.title

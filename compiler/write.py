@@ -138,6 +138,7 @@ async def compile_article(
         data = reply.data if isinstance(reply.data, dict) else {}
         patches = data.get("patches")
         if not isinstance(patches, list):
+            reply.reject()
             raise LLMOutputError("the model returned no section patches")
         body = apply_patches(existing.body, patches)
     else:
@@ -155,7 +156,9 @@ async def compile_article(
         raw_body = data.get("body")
         body = clean_body(raw_body, title) if isinstance(raw_body, str) else ""
     if not body.strip():
+        reply.reject()
         raise LLMOutputError(f"the model returned an empty article for {target.path}")
+    reply.accept()  # after the last check of the reply (a later one may still reject it)
     sources = list(existing.sources) if existing else []
     for m in material:
         if m.source not in sources:
