@@ -267,7 +267,20 @@ class LLMClient:
                 if self._retry_now(exc, attempt):
                     await self._backoff(attempt, exc)
                     continue
-                self._fail(exc, stage, started, count=not isinstance(exc, LLMOutputError))
+                unusable = isinstance(exc, LLMOutputError)  # answered: the endpoint is up
+                self._fail(exc, stage, started, count=not unusable)
+                if unusable:
+                    raise LLMOutputError(
+                        f"the {stage} reply is refused: {exc.message}",
+                        model=exc.model,
+                        status=exc.status,
+                        hint=exc.hint,
+                    ) from exc
+                if exc.status == 400 and request.max_tokens and exc.hint is None:
+                    exc.hint = (
+                        f"if it refuses max_tokens={request.max_tokens} (more than the model "
+                        f"or its context allows), lower max_tokens_{stage}; 0 sends none"
+                    )
                 raise
             self._succeed()
             return raw

@@ -22,6 +22,8 @@ Modes (``MODES``):
 - ``invalid_json``: a chat completion whose content is broken JSON.
 - ``missing_keys``: content that is a JSON object without the required keys.
 - ``cut_off``: half the content, with finish_reason "length".
+- ``empty``: valid JSON with nothing in it (classify: no article; write: an empty
+  body; extract: every field empty; select: no path; an answer: blank).
 - ``escape``: paths that leave the wiki (classify: an update of ``../../etc/passwd``;
   select: ``../../etc/passwd``; other stages: ``ok``).
 - ``huge``: the stage's valid reply with one field blown up to ``huge_chars``
@@ -35,6 +37,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections.abc import Collection, Sequence
 from email.utils import formatdate
 from typing import Any
@@ -52,6 +55,7 @@ MODES = (
     "invalid_json",
     "missing_keys",
     "cut_off",
+    "empty",
     "escape",
     "huge",
 )
@@ -62,8 +66,6 @@ HUGE_CHARS = 5_000_000
 
 def http_date(seconds_from_now: float) -> str:
     """An HTTP date (RFC 9110) that many seconds from now, for a Retry-After header."""
-    import time
-
     return formatdate(time.time() + seconds_from_now, usegmt=True)
 
 
@@ -129,11 +131,22 @@ class FaultyModel:
             return Reply('{"unexpected": true}')
         if mode == "cut_off":
             return Reply(good.content[: len(good.content) // 2], finish_reason="length")
+        if mode == "empty":
+            return Reply(_empty(stage, good.content))
         if mode == "escape":
             return Reply(_escaping(stage, good.content))
         if mode == "huge":
             return Reply(_huge(stage, good.content, self.huge_chars))
         return good
+
+
+def _empty(stage: str, content: str) -> str:
+    if stage == "answer":
+        return " "
+    data = json.loads(content)
+    for key, value in data.items():
+        data[key] = type(value)()  # "", [], {}
+    return json.dumps(data)
 
 
 def _escaping(stage: str, content: str) -> str:
