@@ -37,7 +37,7 @@ DEFAULT_MAX_TOKENS = {
     "classify": 1_024,
     "write": 8_192,
     "select": 512,
-    "rewrite": 256,
+    "rewrite": 512,
     "answer": 4_096,
 }
 
