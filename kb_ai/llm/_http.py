@@ -226,6 +226,7 @@ class HttpTransport:
         parts: list[str] = []
         finish: str | None = None
         prompt_tokens = completion_tokens = 0
+        ended = False  # [DONE] seen
         try:
             async with post as response:
                 if response.status != 200:
@@ -239,6 +240,7 @@ class HttpTransport:
                         continue
                     payload = line[5:].strip()
                     if payload == "[DONE]":
+                        ended = True
                         break
                     try:
                         chunk = json.loads(payload)
@@ -260,6 +262,11 @@ class HttpTransport:
                             yield delta
         except TRANSPORT_ERRORS as exc:
             raise map_transport_error(exc, request.model) from exc
+        if not ended and finish is None:  # the connection closed mid-reply
+            raise LLMTransientError(
+                f"{request.model} closed the reply stream before the reply was finished",
+                model=request.model,
+            )
         yield RawReply("".join(parts), finish, prompt_tokens, completion_tokens)
 
     def supports_response_schema(self, model: str) -> bool:

@@ -167,6 +167,11 @@ class LiteLLMTransport:
             if mapped is None:
                 raise
             raise mapped from exc
+        if finish is None:  # litellm gives every finished reply a finish_reason
+            raise LLMTransientError(
+                f"{request.model} ended the reply stream before the reply was finished",
+                model=request.model,
+            )
         yield RawReply("".join(parts), finish, prompt_tokens, completion_tokens, 0.0)
 
     def supports_response_schema(self, model: str) -> bool:
