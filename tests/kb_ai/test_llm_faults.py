@@ -281,6 +281,24 @@ def test_a_hanging_endpoint_opens_the_breaker_after_two_timed_out_attempts(tmp_p
     assert len(server.requests) == 2  # not 1 + max_retries, and nothing once it opened
 
 
+def test_a_hanging_stream_times_out_and_counts_toward_the_breaker(tmp_path):
+    with faulty_server("hang") as server:
+        settings = settings_for(server, tmp_path, timeout_answer=0.2, max_retries=3)
+
+        async def twice(llm):
+            errors = []
+            for i in range(2):
+                with pytest.raises(LLMError) as info:
+                    async for _ in llm.stream(extract_request(i), stage="answer"):
+                        pass
+                errors.append(info.value)
+            return errors
+
+        (first, second), llm = run(settings, twice)
+    assert type(first) is LLMTimeoutError and "within 0.2 s (answer)" in str(first)
+    assert isinstance(second, CircuitOpenError) and len(server.requests) == 2
+
+
 def test_calls_in_flight_stop_when_the_breaker_opens(tmp_path):
     with faulty_server("hang") as server:
         # Two selections time out at 0.3 s; a write waiting on the same endpoint would
