@@ -122,6 +122,11 @@ class Settings:
     max_tokens_answer: int = _setting(
         DEFAULT_MAX_TOKENS["answer"], "Most tokens of an answer (0: not sent)."
     )
+    max_prompt_chars: int = _setting(
+        4_000_000,
+        "Characters a prompt may have (about a million tokens, the largest context windows); "
+        "a longer one is not sent, and the call fails saying which stage and how big.",
+    )
     max_reply_chars: int = _setting(
         200_000,
         "Characters a model reply may have, whatever the stage; a longer one fails the call "

@@ -99,6 +99,7 @@ class LLMClient:
         self, messages: list[dict], *, stage: str, max_tokens: int | None = None
     ) -> AsyncIterator[str | Completion]:
         request = self._request(messages, stage, max_tokens, None)
+        self._check_prompt(request, stage)
         key = self._key(request, None, None)
         started = time.monotonic()
         hit = await self._store.lookup(key)
@@ -189,6 +190,7 @@ class LLMClient:
     ) -> Completion:
         sent, response_format = structured.prepare(messages, mode or "prompt", schema, schema_name)
         request = self._request(sent, stage, max_tokens, response_format)
+        self._check_prompt(request, stage)
         key = self._key(request, schema, mode)
         started = time.monotonic()
         hit = await self._store.lookup(key)
@@ -228,6 +230,19 @@ class LLMClient:
             self._store.forget(key)
             return None
         return (data,)
+
+    def _check_prompt(self, request: Request, stage: str) -> None:
+        limit = self.settings.max_prompt_chars
+        if not limit:
+            return
+        size = sum(_chars(m.get("content")) for m in request.messages)
+        if size > limit:
+            raise LLMError(
+                f"the {stage} prompt is {size:,} characters, over the limit of {limit:,} "
+                "(max_prompt_chars); it was not sent",
+                model=self.model,
+                hint="send less: a smaller chunk_chars, or split the source",
+            )
 
     def _check_size(self, text: str, stage: str, request: Request | None) -> None:
         limit = self.settings.max_reply_chars
@@ -416,6 +431,15 @@ class LLMClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _chars(content: object) -> int:
+    """Characters of a message's content (a string, or a list of text parts)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(str(part.get("text") or "")) for part in content if isinstance(part, dict))
+    return 0
 
 
 def _describe(exc: LLMError) -> str:

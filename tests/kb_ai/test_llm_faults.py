@@ -168,6 +168,17 @@ def test_every_string_and_list_of_the_stage_schemas_is_bounded():
     assert [list(unbounded(s)) for s in schemas] == [[]] * len(schemas)
 
 
+def test_a_prompt_over_max_prompt_chars_is_not_sent(tmp_path):
+    huge = [{"role": "user", "content": "material " * 20_000}]  # 180,000 characters
+    with faulty_server("ok") as server:
+        settings = settings_for(server, tmp_path, max_prompt_chars=100_000)
+        with pytest.raises(LLMError, match=r"write prompt is 180,000 characters.*100,000"):
+            run(settings, lambda llm: llm.complete(huge, stage="write"))
+        with pytest.raises(LLMError, match="answer prompt"):
+            run(settings, lambda llm: _last(llm.stream(huge, stage="answer")))
+    assert server.requests == []
+
+
 def test_a_stream_past_the_reply_limit_is_stopped(tmp_path):
     with faulty_server(FaultyModel("huge", huge_chars=50_000)) as server:
         settings = settings_for(server, tmp_path, max_reply_chars=10_000)
