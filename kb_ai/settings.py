@@ -130,7 +130,8 @@ class Settings:
     max_reply_chars: int = _setting(
         200_000,
         "Characters a model reply may have, whatever the stage; a longer one fails the call "
-        "before it is stored or sent on. Each JSON field is held to twice its schema bound.",
+        "before it is stored or sent on. Each JSON field is held to twice its schema bound "
+        "(plus 100 characters or 8 items).",
     )
     timeout_extract: float = _setting(DEFAULT_TIMEOUTS["extract"], "Seconds per extract call.")
     timeout_classify: float = _setting(DEFAULT_TIMEOUTS["classify"], "Seconds per classify call.")

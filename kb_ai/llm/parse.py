@@ -17,11 +17,18 @@ from typing import Any
 from kb_ai.errors import LLMOutputError
 
 EXCERPT_CHARS = 200
-#: A field may run to this many times its schema's maxLength (characters) or maxItems
-#: (items) before the reply is refused: models overshoot a bound a little when it is not
-#: enforced (prompt and json_object modes), and the pipeline trims those; a field far
-#: past it is a looping or hostile model, and is never stored or sent on in a prompt.
+#: A field may run to twice its schema's maxLength (characters) or maxItems (items),
+#: plus a little for small bounds, before the reply is refused: models overshoot a bound
+#: when it is not enforced (prompt and json_object modes), and the pipeline trims those
+#: (a pick of 3 paths where 1 was asked); a field far past it is a looping or hostile
+#: model, and is never stored or sent on in a prompt.
 FIELD_SLACK = 2
+EXTRA_CHARS = 100
+EXTRA_ITEMS = 8
+
+
+def field_bound(limit: int, extra: int) -> int:
+    return FIELD_SLACK * limit + extra
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _DECODER = json.JSONDecoder()
@@ -115,22 +122,24 @@ def fit_schema(value: Any, schema: dict) -> Any:
 
 
 def bounds_problem(value: Any, schema: dict, where: str = "the reply") -> str | None:
-    """What is over its bound in ``value`` (FIELD_SLACK times the schema's maxLength or
+    """What is over its bound in ``value`` (see :func:`field_bound`; maxLength and
     maxItems, checked at every depth), or None when nothing is."""
     if isinstance(value, str):
         limit = schema.get("maxLength")
-        if isinstance(limit, int) and len(value) > FIELD_SLACK * limit:
+        if isinstance(limit, int) and len(value) > field_bound(limit, EXTRA_CHARS):
             return (
                 f"{where} is {len(value):,} characters, over its bound of "
-                f"{FIELD_SLACK * limit:,} ({FIELD_SLACK}x the schema's maxLength {limit:,})"
+                f"{field_bound(limit, EXTRA_CHARS):,} ({FIELD_SLACK}x the schema's maxLength "
+                f"{limit:,}, plus {EXTRA_CHARS})"
             )
         return None
     if isinstance(value, list):
         limit = schema.get("maxItems")
-        if isinstance(limit, int) and len(value) > FIELD_SLACK * limit:
+        if isinstance(limit, int) and len(value) > field_bound(limit, EXTRA_ITEMS):
             return (
                 f"{where} has {len(value):,} items, over its bound of "
-                f"{FIELD_SLACK * limit:,} ({FIELD_SLACK}x the schema's maxItems {limit:,})"
+                f"{field_bound(limit, EXTRA_ITEMS):,} ({FIELD_SLACK}x the schema's maxItems "
+                f"{limit:,}, plus {EXTRA_ITEMS})"
             )
         items = schema.get("items")
         if isinstance(items, dict):

@@ -128,13 +128,13 @@ def test_a_huge_reply_fails_the_call_saying_stage_size_and_limit(tmp_path, trans
 
 
 def test_a_field_far_over_its_schema_bound_fails_the_call(tmp_path):
-    # 5,000 characters: a small reply, but a fact may have 400 (800 with the slack).
+    # 5,000 characters: a small reply, but a fact may have 400 (900 with the slack).
     with faulty_server(FaultyModel("huge", huge_chars=5_000)) as server:
         with pytest.raises(LLMOutputError) as info:
             run(settings_for(server, tmp_path), extract())
     message = str(info.value)
     assert "extract reply" in message and "facts[0]" in message
-    assert "5,000 characters" in message and "bound of 800" in message
+    assert "5,000 characters" in message and "bound of 900" in message
 
 
 def test_a_field_a_little_over_its_bound_passes(tmp_path):
