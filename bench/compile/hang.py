@@ -33,6 +33,12 @@ from tests.fakes.faulty_server import FaultyModel, faulty_server
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "benchmarks-hardening.md"
+SECTION = "## Failing against a hanging endpoint (issue 12, item 7)"
+PAGE_HEAD = """# Hardening benchmarks
+
+Figures for issue 12 (faults, bad input, hostile requests), each from the script named.
+Sections are kept apart: each comes from its own script.
+"""
 CASES = (1, 4)  # sources per compile: one call alone, and calls in parallel
 TIME_SETTINGS = (
     "timeout_extract",
@@ -132,7 +138,7 @@ def render(cases: list[Case], before: list[Case], scale: float, args: argparse.N
     defaults = Settings()
     t = defaults.timeout_extract
     lines = [
-        "# Benchmark: failing against a hanging endpoint",
+        SECTION,
         "",
         f"`python -m bench.compile.hang --scale {scale:g}"
         + (" --before DIR" if before else "")
@@ -208,7 +214,19 @@ def main(argv: list[str] | None = None) -> None:
     text = render(cases, before, args.scale, args)
     print(text)
     if not args.no_write:
-        DOC.write_text(text, encoding="utf-8")
+        DOC.write_text(with_section(DOC.read_text("utf-8") if DOC.exists() else "", text), "utf-8")
+
+
+def with_section(page: str, section: str) -> str:
+    """The page with this script's section replaced (or added); others left as they are."""
+    if not page.strip():
+        return f"{PAGE_HEAD}\n{section}"
+    start = page.find(SECTION)
+    if start < 0:
+        return page.rstrip("\n") + "\n\n" + section
+    end = page.find("\n## ", start + len(SECTION))
+    rest = page[end + 1 :] if end >= 0 else ""
+    return page[:start] + section + ("\n" + rest if rest else "")
 
 
 if __name__ == "__main__":
