@@ -8,17 +8,23 @@ import contextlib
 import logging
 import os
 import socket
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
 
-from compiler.queue import TaskQueue
+from compiler.captures import release_orphans, retry_due, take_spool
+from compiler.queue import TaskQueue, hold_owner, release_owner
 from compiler.run import Compiler
+from compiler.sessions import increment, key_of_origin
 from compiler.sources import Source, source_from_text
 from kb_ai.errors import KbAiError
+from kb_ai.hooks import spool
+from kb_ai.hooks.run import STARTING
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
-from wiki import KnowledgeBase, open_state
+from wiki import KnowledgeBase, all_sources, open_state
 from wiki.lock import KbLock
 
 log = logging.getLogger(__name__)
@@ -50,13 +56,16 @@ class Worker:
         self.batch = batch
         self.poll_seconds = poll_seconds
         self.lease_seconds = lease_seconds
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.wake = asyncio.Event()
         self.stopping = False
+        self.spool_due: float | None = None  # when the spool's waiting sessions are due
+        self._compiler: Compiler | None = None  # the compile under way, if any
 
     async def run_forever(self) -> None:
         with self._alive():
             while not self.stopping:
+                await asyncio.to_thread(self._retry_failed)
                 done = await self.run_once()
                 if not done:
                     self.wake.clear()
@@ -64,26 +73,58 @@ class Worker:
                         await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
 
     async def drain(self) -> int:
-        """Compile until the queue is empty; returns the number of tasks handled."""
+        """Compile until the queue and the spool are empty (waiting for a still-active
+        session to be quiet first); returns the number of tasks handled."""
         total = 0
-        with self._alive():
-            while not self.stopping and (done := await self.run_once()):
-                total += done
+        while not self.stopping:
+            with self._alive():
+                # once, not every batch: what fails in this drain waits for its backoff
+                await asyncio.to_thread(self._retry_failed)
+                while not self.stopping:
+                    done = await self.run_once()
+                    total += done
+                    if done:
+                        continue
+                    if self.spool_due is None:
+                        break
+                    await asyncio.sleep(min(max(self.spool_due - time.time(), 0.05), 60.0))
+            # a hook that saw this worker alive just before it let go started none
+            if not spool.pending(self.kb.state_dir):
+                break
         return total
+
+    def _take_spool(self) -> None:
+        """Agent captures from the spool into the queue."""
+        with closing(open_state(self.kb)) as conn:
+            self.spool_due = take_spool(self.kb, conn, self.settings).next_at
+
+    def _retry_failed(self) -> None:
+        """Failed captures whose backoff passed back into the queue, and tasks left
+        running by a worker process that died (killed, crashed) handed back at once."""
+        with closing(open_state(self.kb)) as conn:
+            retry_due(self.kb, conn, self.settings)
+            release_orphans(self.kb, conn)
 
     @contextlib.contextmanager
     def _alive(self) -> Iterator[None]:
         """Hold the KB's worker lock (shared) while running, so agent hooks can tell that
-        someone will compile what they queue."""
+        someone will compile what they queue, and this worker's own lock, so that if it
+        dies the next worker takes its tasks at once (see queue.hold_owner)."""
         lock = KbLock(self.kb.state_dir / "worker.lock")
         lock.acquire(shared=True)
+        (self.kb.state_dir / STARTING).unlink(missing_ok=True)  # started: hooks see the lock
         try:
-            yield
+            mine = hold_owner(self.kb, self.owner)
+            try:
+                yield
+            finally:
+                release_owner(self.kb, self.owner, mine)
         finally:
             lock.release()
 
     async def run_once(self) -> int:
         """Claim and compile one batch; returns the number of tasks handled."""
+        await asyncio.to_thread(self._take_spool)
         with closing(open_state(self.kb)) as conn:
             tasks = TaskQueue(self.kb, conn).claim(
                 self.owner, limit=self.batch, lease_seconds=self.lease_seconds
@@ -107,10 +148,16 @@ class Worker:
         by_origin: dict[str, list[str]] = {}
         with closing(open_state(self.kb)) as conn:
             queue = TaskQueue(self.kb, conn)
+            known = all_sources(conn)
             for task in tasks:
                 try:
-                    text = queue.read_content(task["id"]).decode("utf-8")
-                    src = source_from_text(
+                    data = queue.read_content(task["id"])
+                    part = self._session_part(task, data, known)
+                    if part is not None and part.source is None:
+                        queue.finish(task["id"], result={"skipped": part.reason})
+                        continue
+                    text = data.decode("utf-8")
+                    src = part.source if part is not None else source_from_text(
                         task_origin(task),
                         task["title"] or task["filename"],
                         text,
@@ -144,6 +191,9 @@ class Worker:
                     TaskQueue(self.kb, conn).set_stage(ids, data["name"])
 
         compiler = Compiler(self.kb, self.settings, llm_factory=self.llm_factory, progress=progress)
+        self._compiler = compiler
+        if self.stopping:
+            compiler.interrupt()
         try:
             result = await compiler.compile_sources(sources)
         except KbAiError as exc:  # e.g. no model configured: every task of the batch says why
@@ -152,13 +202,31 @@ class Worker:
                 for task_id in ids:
                     queue.finish(task_id, error=str(exc))
             return
+        finally:
+            self._compiler = None
         failed = {f.source: f.error for f in result.failed}
         summary = {"created": result.created, "updated": result.updated, "commit": result.commit}
         with closing(open_state(self.kb)) as conn:
             queue = TaskQueue(self.kb, conn)
             for origin, task_ids in by_origin.items():
+                if result.interrupted and origin in failed:  # stopped, not failed: next time
+                    queue.release(task_ids, self.owner)
+                    continue
                 for task_id in task_ids:
                     queue.finish(task_id, error=failed.get(origin), result=summary)
+
+    def _session_part(self, task: dict[str, Any], data: bytes, known: dict) -> Any:
+        """The part of an agent session to compile now (None: the task is no session)."""
+        if len(data) > max(self.settings.max_transcript_bytes, self.settings.max_source_bytes):
+            return None  # refused with the size limit's own message below
+        key = key_of_origin(task.get("origin") or "")
+        return increment(
+            data,
+            task["filename"] or task["title"],
+            known,
+            chunk_chars=self.settings.chunk_chars,
+            fallback_id=key.rsplit(":", 1)[-1] if key else None,
+        )
 
     async def _renew(self, ids: list[str]) -> None:
         while True:
@@ -167,5 +235,9 @@ class Worker:
                 TaskQueue(self.kb, conn).renew(ids, self.owner, lease_seconds=self.lease_seconds)
 
     def stop(self) -> None:
+        """Stop as Ctrl-C stops `kb-ai compile`: a compile under way cancels its model calls,
+        keeps and commits what it finished, and hands the rest back to the queue."""
         self.stopping = True
         self.wake.set()
+        if self._compiler is not None:
+            self._compiler.interrupt()
