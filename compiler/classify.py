@@ -180,17 +180,18 @@ async def classify_source(
     reply = await llm.complete(
         messages, stage="classify", schema=schema, schema_name="classification"
     )
-    items = reply.data.get("articles") if isinstance(reply.data, dict) else None
-    if not isinstance(items, list) or not items:
-        raise LLMOutputError("classification named no article")
-    targets: dict[str, Target] = {}
-    for item in items[:4]:
-        if not isinstance(item, dict):
-            continue
-        target = _target(item, ranker, shown, categories, extraction.title or source_title)
-        targets.setdefault(target.path, target)
-    if not targets:
-        raise LLMOutputError("classification named no usable article")
+    with reply.checked():  # cached only if every path and type passed
+        items = reply.data.get("articles") if isinstance(reply.data, dict) else None
+        if not isinstance(items, list) or not items:
+            raise LLMOutputError("classification named no article")
+        targets: dict[str, Target] = {}
+        for item in items[:4]:
+            if not isinstance(item, dict):
+                continue
+            target = _target(item, ranker, shown, categories, extraction.title or source_title)
+            targets.setdefault(target.path, target)
+        if not targets:
+            raise LLMOutputError("classification named no usable article")
     return settle_targets(
         list(targets.values()),
         extraction,

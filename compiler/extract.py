@@ -244,6 +244,7 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
     """Extract every chunk of a source (concurrently; merged in chunk order)."""
     count = len(source.chunks)
     prompt, schema = extract_prompt(source.kind)
+    replies = []  # each cached once it passed its checks; all dropped if nothing was found
 
     async def one(index: int, chunk: str) -> Extraction:
         messages = prompts.render(
@@ -257,7 +258,9 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         reply = await llm.complete(
             messages, stage="extract", schema=schema, schema_name="extraction"
         )
-        return locate(Extraction.from_data(reply.data), span(chunk))
+        replies.append(reply)
+        with reply.checked():
+            return locate(Extraction.from_data(reply.data), span(chunk))
 
     parts = await asyncio.gather(*(one(i, c) for i, c in enumerate(source.chunks)))
     if item_count(parts) > MERGE_INLINE_ITEMS:  # a large source: other calls go on meanwhile
@@ -265,6 +268,8 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
     else:
         result = merge_extractions(parts)
     if result.is_empty():
+        for reply in replies:
+            reply.reject()
         raise LLMOutputError("the model extracted nothing from this source")
     if not result.title:
         result.title = source.title

@@ -151,17 +151,17 @@ async def compile_article(
         needs_retry = bool(review.problems) or review.removed_share > REMOVE_WITHOUT_RETRY
         if attempt == 1 and needs_retry:
             findings = review.findings + ([summary_problem] if summary_problem else [])
-            _discard(draft.reply)
+            draft.reply.reject()
             continue
         if review.problems or review.removed_share > REFUSE_ABOVE or not review.body.strip():
-            _discard(draft.reply)
+            draft.reply.reject()
             problems = review.problems or [
                 f"{len(review.removed)} of {review.sentences} passages state what the "
                 "material does not (" + "; ".join(review.ungrounded[:3]) + ")"
             ]
             raise ArticleRefusedError(target.path, problems)
         break
-    _keep(draft.reply)  # after the last check of the reply
+    draft.reply.accept()  # after the last check of the reply
     body = clean_body(review.body, title)  # a converted <h1> title goes too
     if notes is not None:
         notes += review.notes
@@ -235,6 +235,7 @@ async def _draft(
         data = reply.data if isinstance(reply.data, dict) else {}
         patches = data.get("patches")
         if not isinstance(patches, list):
+            reply.reject()
             raise LLMOutputError("the model returned no section patches")
         patches = [_markdown_patch(p, problems) for p in patches if isinstance(p, dict)]
         body = apply_patches(existing.body, patches)
@@ -270,22 +271,3 @@ def _markdown_patch(patch: dict, problems: list[str]) -> dict:
     if markdown.strip() and not ends_on_sentence(markdown):
         problems.append(f"the patch to {patch.get('section')!r} ends mid-sentence")
     return {**patch, "content": markdown}
-
-
-def _discard(reply: Completion) -> None:
-    """The one place where a reply that failed the checks is marked as not good.
-
-    The LLM layer's cache verdicts (``Completion.reject``/``accept``) are being added in
-    kb_ai.llm by another branch; until they land, a reply without them is left as it is
-    (a later run then gets it from the cache and the checks refuse it again: nothing of
-    it reaches the wiki either way)."""
-    reject = getattr(reply, "reject", None)
-    if reject is not None:
-        reject()
-
-
-def _keep(reply: Completion) -> None:
-    """The one place where a reply that passed the checks is marked as good (cached)."""
-    accept = getattr(reply, "accept", None)
-    if accept is not None:
-        accept()
