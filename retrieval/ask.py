@@ -182,6 +182,7 @@ class Asker:
         messages = PROMPTS.render(
             "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
         )
+        final: Completion | None = None
         if self.settings.answers_extractively:
             # A small model picks sentences of the pages; kb-ai quotes them verbatim.
             pieces = await self._pick_sentences(standalone, pages, history)
@@ -190,7 +191,6 @@ class Asker:
             raw = "".join(pieces)
         else:
             parts: list[str] = []
-            final: Completion | None = None
             async for item in self.llm.stream(messages, stage="answer"):
                 if isinstance(item, Completion):
                     final = self._paid(item)
@@ -200,11 +200,15 @@ class Asker:
             raw = final.text if final is not None and final.text else "".join(parts)
         text, cited = validate_citations(raw, pages)
         if not text.strip():
+            if final is not None:
+                final.reject()
             raise LLMOutputError("the model returned an empty answer")
         covered = bool(cited) or not _says_not_covered(text)
         answer = Answer(
             text, cited, [p.path for p in pages], self.usage, standalone, covered, hops=hops
         )
+        if final is not None:
+            final.accept()  # after the last check of the answer
         yield Event("done", answer.as_dict())
 
     async def _pick_sentences(
@@ -230,7 +234,9 @@ class Asker:
                 schema_name="pick",
             )
         )
-        return extractive.compose(extractive.chosen(reply.data, numbered))
+        picks = extractive.chosen(reply.data, numbered)
+        reply.accept()  # ids not offered were dropped: what is left is quoted verbatim
+        return extractive.compose(picks)
 
     def _compile_note(self) -> str | None:
         """What to tell the reader when a compile is changing the wiki under the answer."""
@@ -254,11 +260,11 @@ class Asker:
             )
         )
         rewritten = reply.data.get("question") if isinstance(reply.data, dict) else None
-        return (
-            " ".join(rewritten.split())
-            if isinstance(rewritten, str) and rewritten.strip()
-            else question
-        )
+        if not (isinstance(rewritten, str) and rewritten.strip()):
+            reply.reject()
+            return question
+        reply.accept()
+        return " ".join(rewritten.split())
 
     def _read(self, paths: Sequence[str]) -> list[Page]:
         return [read_page(self.kb, p, self.settings.read_chars) for p in paths]
@@ -322,6 +328,7 @@ class Asker:
         )
         picked = reply.data.get("paths") if isinstance(reply.data, dict) else None
         if not isinstance(picked, list):
+            reply.reject()
             return None
         allowed = set(offered)
         chosen: list[str] = []
@@ -332,6 +339,10 @@ class Asker:
                     path = f"wiki/{path}"
                 if path in allowed and path not in chosen:
                     chosen.append(path)
+        if picked and not chosen:  # every path invented or escaping: not an answer to keep
+            reply.reject()
+        else:
+            reply.accept()
         return chosen[:limit]
 
     async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
@@ -381,6 +392,7 @@ class Asker:
                 )
             )
             follow = parse_follow_up(reply.data, linked, n)
+            reply.accept()  # malformed counts as "enough": nothing in it can do harm
             if follow.enough:
                 return None
             chosen = list(follow.pages)
