@@ -246,8 +246,9 @@ def write(request: dict[str, Any]) -> dict[str, Any]:
     # Within the schema's bound, as a model under constrained decoding stays (kb-ai refuses
     # a body far past it): cut at the last line that fits.
     limit = schema_of(request)["properties"]["body"].get("maxLength") or len(body)
-    if len(body) > limit:
-        body = body[:limit].rsplit("\n", 1)[0].rstrip()
+    if len(body) > limit:  # a shorter article, ending on a sentence, as the checks require
+        cut = body[: limit - 500]
+        body = cut[: max(cut.rfind(". "), cut.rfind(".\n")) + 1].rstrip() or cut
     return {"title": "", "summary": summary[:200], "tags": _topics(body, 3), "body": body}
 
 
