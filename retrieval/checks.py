@@ -5,10 +5,12 @@ Each sentence of the answer (see chunks.py) is checked as it is released:
 - grounding: every number, date, name and identifier it states must be in the pages
   read (kb_ai.grounding finds them and knows "1,000" is 1000 and "thirty" is 30). A
   sentence that states one the pages do not is left out, with a finding;
+- terms: a sentence that shares no meaningful term with the pages read is left out
+  (an answer of one word, "Ulaanbaatar", states no checkable name: it opens a sentence);
 - citations: a cited page must contain the claim's key terms (at least half of its
   meaningful terms, and, when it is the only page cited, its names and numbers too).
   A citation that fails is removed; when another page read does contain the claim, the
-  sentence cites that page instead.
+  sentence cites that page instead, and when none does, the sentence is left out.
 
 What is left out is said at the end of the answer, in plain words; when nothing of the
 answer is left, the answer is that the wiki does not cover the question. The findings
@@ -21,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kb_ai.grounding import Evidence
+from kb_ai.grounding import Claim, Evidence
 from retrieval.pages import Citation, Page, validate_citations
 from retrieval.terms import terms
 from wiki import normalise_article_path
@@ -77,8 +79,10 @@ class AnswerCheck:
         self.evidence = Evidence(*(f"{p.title}\n{p.text}" for p in pages))
         self.question_evidence = Evidence(question, *(f"{p.title}\n{p.text}" for p in pages))
         self.page_terms = {p.path: terms(f"{p.title}\n{p.text}") for p in pages}
+        self.all_terms = set().union(*self.page_terms.values())
         self.by_path = {p.path: p for p in pages}
         self.read = {p.path.removeprefix("wiki/") for p in pages}
+        self._page_evidence: dict[str, Evidence] = {}
         self.citations: list[Citation] = []
         self.findings: list[Finding] = []
         self.parts: list[str] = []
@@ -105,14 +109,13 @@ class AnswerCheck:
         declines = says_not_covered(claim)
         self.declined |= declines
         evidence = self.question_evidence if declines else self.evidence
-        missing = evidence.unsupported(claim)
+        missing = _unsupported(evidence, claim)
         if missing:
             listed = ", ".join(f"{c.kind} {c.text!r}" for c in missing[:5])
-            self.findings.append(
-                Finding("grounding", f"left out: the pages read do not state {listed}", claim)
-            )
-            self.left_out += 1
-            return ""
+            return self._leave_out(claim, f"the pages read do not state {listed}")
+        key = terms(claim)
+        if not declines and key and key.isdisjoint(self.all_terms):
+            return self._leave_out(claim, "it shares no meaningful term with the pages read")
         if not declines:
             asked = {m.group(2) for m in _LINK.finditer(body) if "/" in m.group(2)}
             for target in sorted(asked - {c.path for c in cited}):
@@ -123,11 +126,18 @@ class AnswerCheck:
                         )
                     )
             text, cited = self._check_citations(text, claim, cited, recite=bool(asked))
+            if asked and not cited:
+                return self._leave_out(claim, "no page read contains what it cites them for")
             self.kept += 1
         self._cite(cited)
         shown = lead + text + trail
         self.parts.append(shown)
         return shown
+
+    def _leave_out(self, claim: str, why: str) -> str:
+        self.findings.append(Finding("grounding", f"left out: {why}", claim))
+        self.left_out += 1
+        return ""
 
     def supports(self, path: str, claim: str, *, alone: bool) -> bool:
         """Whether the page at ``path`` contains the key terms of ``claim``."""
@@ -136,9 +146,10 @@ class AnswerCheck:
         if key and len(key & have) * 2 < len(key):
             return False
         if alone:
-            return not Evidence(self.by_path[path].title, self.by_path[path].text).unsupported(
-                claim
-            )
+            if path not in self._page_evidence:
+                page = self.by_path[path]
+                self._page_evidence[path] = Evidence(page.title, page.text)
+            return not _unsupported(self._page_evidence[path], claim)
         return True
 
     def _check_citations(
@@ -228,6 +239,20 @@ class AnswerCheck:
     @property
     def covered(self) -> bool:
         return self.kept > 0 and (bool(self.citations) or not self.declined)
+
+
+def _unsupported(evidence: Evidence, claim: str) -> list[Claim]:
+    """The claims of ``claim`` the evidence does not state. A name may be a short form of
+    a word the pages use ("Postgres" for PostgreSQL): answers abbreviate, articles less."""
+    return [
+        c
+        for c in evidence.unsupported(claim)
+        if c.kind != "name" or not all(_abbreviates(w, evidence.words) for w in c.value.split())
+    ]
+
+
+def _abbreviates(word: str, words: set[str]) -> bool:
+    return len(word) >= 5 and any(w.startswith(word) for w in words)
 
 
 def _tidy(text: str) -> str:

@@ -143,7 +143,7 @@ def test_a_citation_of_the_wrong_page_is_moved_to_the_page_that_says_it(kb, sett
     assert any(f.check == "citation" and f.path == DNS[0] for f in answer.findings)
 
 
-def test_a_citation_no_page_read_supports_is_removed(kb, settings):
+def test_a_claim_whose_citation_no_page_read_supports_is_left_out(kb, settings):
     make_wiki(kb, [DNS, BACKUP, SEPARATE])
     llm = FakeLLM().enqueue(
         {"paths": [DNS[0], BACKUP[0]]},
@@ -152,8 +152,21 @@ def test_a_citation_no_page_read_supports_is_removed(kb, settings):
     )
     answer = run(ask(kb, settings, llm, "Why did DNS move, and are backups encrypted?"))
     assert answer.answer.count("dns-out-of-puppet.md") == 1  # the first claim keeps its page
-    assert [c.path for c in answer.citations] == [DNS[0]]
-    assert sum(f.check == "citation" for f in answer.findings) == 1
+    assert "encrypted" not in answer.answer and answer.answer.endswith(LEFT_OUT)
+    assert [c.path for c in answer.citations] == [DNS[0]] and answer.covered
+    assert [f.check for f in answer.findings] == ["citation", "grounding"]
+
+
+def test_a_one_word_outside_answer_is_not_given(kb, settings):
+    make_wiki(kb, [DNS, BACKUP, CAPEX])
+    llm = FakeLLM().enqueue(
+        {"paths": [CAPEX[0]]}, "Ulaanbaatar [Capital budget](wiki/decision/capital-budget.md)."
+    )
+    answer = run(ask(kb, settings, llm, "What is the capital of Mongolia?"))
+    assert answer.answer == NOT_COVERED and not answer.covered and answer.citations == []
+    uncited = FakeLLM().enqueue({"paths": [CAPEX[0]]}, "Ulaanbaatar.")
+    answer = run(ask(kb, settings, uncited, "What is the capital of Mongolia?"))
+    assert answer.answer == NOT_COVERED and not answer.covered
 
 
 def test_a_local_model_naming_an_unrelated_source_does_not_get_it_cited(kb, settings):
