@@ -79,7 +79,7 @@ def test_the_embedded_model_compiles_notes_and_answers_only_what_they_say(tmp_pa
     assert cited <= set(answer["read"])
     assert cited & from_backups, answer  # cited, and the right page
     assert answer["usage"]["calls"] == 2  # selection, then the answer
-    assert answer["covered"] is True and answer["findings"] == [], answer
+    assert answer["covered"] is True, answer
 
     # Issue 13: the embedded model answered this "Ulaanbaatar", citing an unrelated page.
     result = runner.invoke(
