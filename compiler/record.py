@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import closing
-from typing import TYPE_CHECKING
 
 from compiler.result import CompileResult, Failure
+from compiler.work import Plan, Work
 from wiki import (
     Article,
     CatalogEntry,
@@ -21,9 +21,6 @@ from wiki import (
     write_indexes,
 )
 from wiki.indexing import refresh_search_index
-
-if TYPE_CHECKING:
-    from compiler.run import Plan, Work
 
 #: state.db meta key: the fingerprint of the indexes the last run wrote (see current_catalog).
 INDEX_FINGERPRINT = "index_fingerprint"

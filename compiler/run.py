@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing, suppress
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -22,6 +22,7 @@ from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, pending_files, still_pending
+from compiler.links import LinkTargets, link_mentions
 from compiler.record import (
     INDEX_FINGERPRINT,
     commit_message,
@@ -32,6 +33,7 @@ from compiler.record import (
 )
 from compiler.result import CompileResult, Failure
 from compiler.sources import Source, discover
+from compiler.work import Plan, Work
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -63,24 +65,6 @@ from wiki.lock import KbLock
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
-
-
-#: Articles to write: path -> (target, the material for it, indexes of the sources in it).
-Plan = dict[str, tuple[Target, list[Material], list[int]]]
-
-
-@dataclass
-class Work:
-    """One source on its way through extract and classify."""
-
-    source: Source
-    slug: str
-    raw_path: str
-    previous_articles: list[str]
-    previous_text: str | None = None
-    extraction: Extraction | None = None
-    targets: list[Target] = field(default_factory=list)
-    error: str | None = None
 
 
 def extraction_version() -> str:
@@ -279,6 +263,11 @@ class Compiler:
         self.progress("stage", name="write", total=len(plan))
         # Stored on disk, by path: what the run commits, whatever else happens.
         written: dict[str, Article] = {}
+        # Every article of the wiki as it will be after the run: mentions become links.
+        targets = LinkTargets.of(
+            [(e.path, e.title) for e in self._catalog]
+            + [(path, target.title) for path, (target, _, _) in plan.items()]
+        )
 
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
@@ -294,6 +283,7 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
             )
+            article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
                 written[path] = store_article(self.kb, article)

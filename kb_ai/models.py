@@ -18,8 +18,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 
-from kb_ai.settings import Settings
-
 # (the provider's key variable, the model used when only that key is set), in order.
 HOSTED_DEFAULTS: tuple[tuple[str, str], ...] = (
     ("OPENAI_API_KEY", "openai/gpt-4o-mini"),
@@ -97,9 +95,9 @@ def is_embedded(model: str | None) -> bool:
     return model == EMBEDDED_MODEL
 
 
-def model_notice(settings: Settings) -> str | None:
-    """One line to show once when the tiny embedded model is in use, else None."""
-    if not is_embedded(settings.model):
+def model_notice(model: str | None) -> str | None:
+    """One line to show once when ``model`` is the tiny embedded one, else None."""
+    if not is_embedded(model):
         return None
     return (
         "Using the small embedded model (Qwen2.5-Coder 0.5B on the CPU): it works offline "

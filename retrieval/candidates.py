@@ -23,15 +23,41 @@ from wiki import KnowledgeBase, open_state
 from wiki.indexing import catalog_lines, paths_by_slug
 
 SHORTLIST_MAX = 200  # hits fetched from the index before the budget cut
-CHARS_PER_TOKEN = 3.3  # measured 3.75-4.24 on real catalog lines; leaves a margin
+# Characters per token by script, measured on catalog lines (bench/ask/tokens_per_script.py,
+# docs/benchmarks-multihop.md). Latin, accented letters included: 3.77 (cl100k_base) and
+# 3.49 (Qwen2.5) on HotpotQA lines, charged 3.3 for a margin. CJK: 0.69 (cl100k_base) and
+# 1.09 (Qwen2.5, the embedded model, whose context is the tight one) on CMRC 2018 lines,
+# charged 1.0: one token a character is what the measurement supports, so a Chinese
+# catalog shows fewer lines than an English one because its lines carry more tokens.
+# Other scripts (Cyrillic, Greek, Arabic, ...) are not measured here: one token each.
+CHARS_PER_TOKEN = 3.3
+CJK_CHARS_PER_TOKEN = 1.0
+OTHER_CHARS_PER_TOKEN = 1.0
 _COUNT = re.compile(r"^(\d+) articles?\.$", re.M)
+_CJK = re.compile(
+    "[\u1100-\u11ff\u3000-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f]"
+)
+
+
+def script_chars(text: str) -> dict[str, int]:
+    """How many characters of ``text`` are Latin (ASCII and Latin letters), CJK, other."""
+    if text.isascii():
+        return {"latin": len(text), "cjk": 0, "other": 0}
+    cjk = len(_CJK.findall(text))
+    latin = sum(1 for ch in text if ch < "\u0250")
+    return {"latin": latin, "cjk": cjk, "other": len(text) - latin - cjk}
 
 
 def estimate_tokens(text: str) -> int:
-    """A conservative token count: ASCII at 3.3 characters per token, any other character
-    (CJK runs close to one token per character) as one token."""
-    ascii_chars = len(text) if text.isascii() else len(text.encode("ascii", "ignore"))
-    return int(ascii_chars / CHARS_PER_TOKEN + 0.999) + (len(text) - ascii_chars)
+    """A conservative token count from the characters of each script (see the ratios)."""
+    chars = script_chars(text)
+    tokens = (
+        chars["latin"] / CHARS_PER_TOKEN
+        + chars["cjk"] / CJK_CHARS_PER_TOKEN
+        + chars["other"] / OTHER_CHARS_PER_TOKEN
+    )
+    return int(tokens + 0.999)
 
 
 def _parse_lines(text: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from kb_ai.errors import KbAiError
@@ -43,13 +43,14 @@ def create_app(
     status_interval: float = 0.5,
     worker_poll_seconds: float = 1.0,
     worker_lease_seconds: float = 600.0,
-    mount_mcp: bool = True,
-    extra_routes: Sequence[BaseRoute] | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+    extra_lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager]] = (),
 ) -> Starlette:
     """The Starlette app over the knowledge base at ``settings.kb_dir``.
 
     ``token``: required on every request when set (see web/auth.py).
-    ``extra_routes``: more routes behind the same guard.
+    ``extra_routes``: more routes behind the same guard (`kb-ai serve` mounts the MCP
+    server at /mcp this way); ``extra_lifespans``: what those routes run while the app does.
     """
     kb = KnowledgeBase.open(settings.kb_dir)
     svc = Services(
@@ -74,7 +75,7 @@ def create_app(
             svc.pool.start()
         try:
             async with contextlib.AsyncExitStack() as stack:
-                for enter in lifespans:  # mounted apps that run something of their own (MCP)
+                for enter in extra_lifespans:  # mounted apps that run something of their own
                     await stack.enter_async_context(enter())
                 yield {}
         finally:
@@ -89,9 +90,7 @@ def create_app(
         *pages.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
-    # The MCP server (kb_ai/mcp.py, streamable HTTP) at /mcp, behind the same token guard.
-    mcp_routes, lifespans = _mcp(settings) if mount_mcp else ([], [])
-    routes += [*mcp_routes, *(extra_routes or ())]
+    routes += extra_routes
     app = Starlette(
         routes=routes,
         middleware=[Middleware(GuardMiddleware, token=token)],
@@ -100,20 +99,3 @@ def create_app(
     )
     app.state.services = svc
     return app
-
-
-def _mcp(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
-    """``/mcp`` when the MCP extra is installed (``pip install 'kb-ai[mcp]'``), else nothing."""
-    try:
-        from kb_ai.mcp import http_app
-    except ImportError:
-        return [], []
-    overrides = {
-        "model": settings.model,
-        "api_base": settings.api_base,
-        "api_key": settings.api_key,
-    }
-    # No host= here: the guard already checks Host when there is no token, and with a
-    # token a server behind a reverse proxy must answer /mcp like every other page.
-    mcp = http_app(str(settings.kb_dir), overrides)
-    return [Route("/mcp", mcp)], [mcp.lifespan]

@@ -21,6 +21,7 @@ from kb_ai.errors import (
     SourceError,
     UsageError,
 )
+from web.templating import error_page
 
 
 class TooLargeError(UsageError):
@@ -96,6 +97,4 @@ def _respond(
 ) -> Response:
     if wants_json(request):
         return JSONResponse(error_body(message, status, **extra), status, headers=headers)
-    from web.pages import error_page
-
     return error_page(request, message, status)

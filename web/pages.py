@@ -4,38 +4,22 @@ and the forms work without it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
-from starlette.templating import Jinja2Templates
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
-from kb_ai.models import model_notice
 from retrieval import ChatStore
 from web import content
 from web.api import queue_submissions
 from web.errors import status_for
 from web.render import render_markdown
 from web.services import services
+from web.templating import render
 from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
-
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-
-
-def render(request: Request, name: str, status: int = 200, **context: object) -> Response:
-    if (
-        context.get("nav") == "chat"
-    ):  # where answers are read: say when they come from the tiny model
-        context.setdefault("model_notice", model_notice(services(request).settings))
-    return templates.TemplateResponse(request, name, context, status_code=status)
-
-
-def error_page(request: Request, message: str, status: int) -> Response:
-    return render(request, "error.html", status, message=message, code=status)
 
 
 def see(url: str) -> RedirectResponse:

@@ -6,12 +6,21 @@ import functools
 import os
 import re
 import subprocess
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from kb_ai.errors import KbAiError, NotFoundError, UsageError
 
-if TYPE_CHECKING:
-    from wiki.layout import KnowledgeBase
+
+class Repository(Protocol):
+    """What git needs of a knowledge base (wiki.layout.KnowledgeBase is one, and sits
+    above this module: creating a knowledge base makes its first commit)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def resolve(self, rel: str, *, under: str = "wiki") -> Path: ...
+
 
 #: What kb-ai versions; everything else in the KB directory is left to the user.
 VERSIONED = ("raw", "extraction", "wiki", "index", "log.md", "kb-ai.toml", ".gitignore")
@@ -21,7 +30,7 @@ KB_AI_IDENTITY = ("-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost")
 _REV = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/~^-]*")
 
 
-def git(kb: KnowledgeBase, *args: str) -> str:
+def git(kb: Repository, *args: str) -> str:
     """Run ``git <args>`` in the knowledge base and return its standard output.
 
     Uses kb-ai's own identity when the environment configures none, so commits work on
@@ -31,7 +40,7 @@ def git(kb: KnowledgeBase, *args: str) -> str:
 
 
 def _run(
-    kb: KnowledgeBase, args: tuple[str, ...], check: bool = True, stdin: str | None = None
+    kb: Repository, args: tuple[str, ...], check: bool = True, stdin: str | None = None
 ) -> subprocess.CompletedProcess:
     command = ["git", *_identity_args(str(kb.root), *_identity_env()), *args]
     try:
@@ -47,9 +56,7 @@ def _run(
     return proc
 
 
-def _failed(
-    kb: KnowledgeBase, args: tuple[str, ...], proc: subprocess.CompletedProcess
-) -> KbAiError:
+def _failed(kb: Repository, args: tuple[str, ...], proc: subprocess.CompletedProcess) -> KbAiError:
     """The error for a git command that failed, carrying git's own message."""
     message = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
     return KbAiError(f"git {' '.join(args[:2])} failed in {kb.root}: {message}")
@@ -79,7 +86,7 @@ def _identity_args(root: str, *env: str | None) -> tuple[str, ...]:
     return () if has_email or has_env else KB_AI_IDENTITY
 
 
-def head_sha(kb: KnowledgeBase) -> str | None:
+def head_sha(kb: Repository) -> str | None:
     """The short sha of HEAD, or None in a repository without commits."""
     proc = _run(kb, ("rev-parse", "--short", "--verify", "--quiet", "HEAD^{commit}"), check=False)
     if proc.returncode != 0:
@@ -87,7 +94,7 @@ def head_sha(kb: KnowledgeBase) -> str | None:
     return proc.stdout.strip() or None
 
 
-def commit_all(kb: KnowledgeBase, message: str) -> str | None:
+def commit_all(kb: Repository, message: str) -> str | None:
     """Stage every change to the versioned parts and commit it.
 
     Returns the short sha of the new commit, or None when nothing had changed.
@@ -102,7 +109,7 @@ def commit_all(kb: KnowledgeBase, message: str) -> str | None:
     return _commit_staged(kb, message)
 
 
-def stage_ahead(kb: KnowledgeBase, paths: list[str]) -> None:
+def stage_ahead(kb: Repository, paths: list[str]) -> None:
     """Stage ``paths`` (KB-relative, inside the versioned parts) now, so that the commit
     at the end of a run has less to hash. Best effort: :func:`commit_all` stages
     everything again and reports what fails."""
@@ -113,7 +120,7 @@ def stage_ahead(kb: KnowledgeBase, paths: list[str]) -> None:
         _run(kb, args, False, spec)
 
 
-def commit_paths(kb: KnowledgeBase, message: str, paths: list[str]) -> str | None:
+def commit_paths(kb: Repository, message: str, paths: list[str]) -> str | None:
     """Commit exactly ``paths`` (leaving anything else staged alone); None if unchanged."""
     git(kb, "add", "-A", "--", *paths)
     if _run(kb, ("diff", "--cached", "--quiet", "--", *paths), check=False).returncode == 0:
@@ -122,7 +129,7 @@ def commit_paths(kb: KnowledgeBase, message: str, paths: list[str]) -> str | Non
     return head_sha(kb)
 
 
-def _commit_staged(kb: KnowledgeBase, message: str) -> str | None:
+def _commit_staged(kb: Repository, message: str) -> str | None:
     # Commit first, ask why only when it fails: one git process less on every run.
     args = ("commit", "-q", "-m", message)
     proc = _run(kb, args, check=False)
@@ -133,7 +140,7 @@ def _commit_staged(kb: KnowledgeBase, message: str) -> str | None:
     return head_sha(kb)
 
 
-def file_history(kb: KnowledgeBase, rel: str) -> list[dict[str, str]]:
+def file_history(kb: Repository, rel: str) -> list[dict[str, str]]:
     """The commits that changed ``rel`` (following renames), newest first.
 
     Each is ``{"sha": short sha, "date": ISO 8601 author date, "subject": first line}``.
@@ -151,7 +158,7 @@ def file_history(kb: KnowledgeBase, rel: str) -> list[dict[str, str]]:
     return history
 
 
-def show_diff(kb: KnowledgeBase, sha: str, rel: str) -> str:
+def show_diff(kb: Repository, sha: str, rel: str) -> str:
     """The change commit ``sha`` made to ``rel``, as a unified diff ("" if it did not touch it)."""
     kb.resolve(rel, under="")
     if not _REV.fullmatch(sha):

@@ -9,7 +9,6 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from kb_ai.errors import NotAKnowledgeBaseError, PathEscapeError, UsageError
 from wiki.files import atomic_write_text
 from wiki.git import commit_all, commit_paths, git, head_sha
-from wiki.log import LOG_HEADER
 
 CONFIG_NAME = "kb-ai.toml"
 STATE_DIR_NAME = ".kb-ai"
@@ -23,6 +22,8 @@ CONFIG_HEADER = """\
 # model = "openai/gpt-4o-mini"
 # api_base = "http://localhost:11434/v1"
 """
+#: The head of log.md (wiki/log.py appends a section per compile run below it).
+LOG_HEADER = "# kb-ai log\n\nWhat each compile run did, oldest first.\n"
 
 
 @dataclass(frozen=True)

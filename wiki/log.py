@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from wiki.layout import KnowledgeBase
-
-LOG_HEADER = "# kb-ai log\n\nWhat each compile run did, oldest first.\n"
+from wiki.layout import LOG_HEADER, KnowledgeBase
 
 
 def append_log(

@@ -10,21 +10,20 @@ second one of the head fields only (title, keys, summary, tags) whose score is a
 a long body does not drown its own title, and a table of path -> content hash, so
 re-indexing an unchanged article does nothing.
 
-Chinese, Japanese and Korean runs are written into the same columns as overlapping
-character bigrams ("数据库" -> "数据 据库 库"), which unicode61 then sees as words; the
-question is cut the same way, so two-character words such as 数据 or 北京 are found
-(FTS5's trigram tokenizer needs three characters). The run's last character is kept on
-its own, so every character starts some token and a one-character query becomes a
-prefix query.
+What goes into a column and what a question searches for are cut by one tokenizer
+(wiki/words.py): accents and unsplittable letters folded, words with symbols (C++, AT&T)
+and letters glued to digits (GPT4) given extra forms, Chinese, Japanese and Korean runs
+cut into overlapping bigrams plus single characters, traditional Chinese simplified.
 
 A question is turned into an OR of quoted terms, stop words dropped; each word is also
 searched as a prefix of its crude stem ("deploys" -> deplo*), which reaches forms that
-porter stems apart (deploys -> deploi, deployment -> deploy). On a large index a query
+porter stems apart (deploys -> deploi, deployment -> deploy). A single CJK character is
+searched only where its bigrams are in no article. On a large index a query
 scores a bounded number of rows whatever the wiki's size: the rarest terms are OR'ed,
 the commoner ones must occur together, and when every term is common the heads decide
 (see ``SearchIndex._plan``).
 
-This module imports nothing of kb-ai but its errors.
+This module imports nothing of kb-ai but its errors and wiki.words.
 """
 
 from __future__ import annotations
@@ -32,20 +31,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sqlite3
-import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kb_ai.errors import KbAiError
+from wiki.words import index_text, query_terms
 
 __all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
 
 # Bump when what goes into the index changes (columns, tokenizer, segmentation):
 # the tables are then rebuilt empty and the next sync fills them again.
-_SCHEMA_VERSION = "2"
+_SCHEMA_VERSION = "3"
 
 _COLUMNS = ("title", "keys", "summary", "tags", "body")
 _HEAD_COLUMNS = _COLUMNS[:-1]
@@ -53,44 +51,20 @@ _HEAD_COLUMNS = _COLUMNS[:-1]
 # more than what it says in passing. bm25 divides by the length of the whole row, so a
 # long body would drown its own title: the head fields are also indexed on their own
 # (search_head) and that score is added, which keeps a title hit above a body mention.
-_WEIGHTS = (10.0, 10.0, 4.0, 4.0, 1.0)
-_HEAD_WEIGHTS = (1.0, 1.0, 0.4, 0.4)
+# Tuned on data, not guessed (bench/ask/recall_musique.py, recall@50 of gold pages): on
+# MuSiQue-50 (1,890 paragraphs) and HotpotQA-100 (994 passages), each paragraph one
+# article, titles and bodies from the data, summary its first sentence. The earlier
+# (10, 10, 4, 4, 1) + (1, 1, 0.4, 0.4) gave 0.788 / 0.970; these give 0.798 / 0.970
+# (all-gold@50 on MuSiQue 0.52 -> 0.54), with title weights from 1 to 10 within 0.03:
+# the body's rare words now outweigh common words shared with a title.
+_WEIGHTS = (3.0, 3.0, 2.0, 1.0, 1.0)
+_HEAD_WEIGHTS = (0.5, 0.5, 0.2, 0.2)
 
 # Rows a query may score on a large index: scoring costs a few microseconds a row (bm25
 # in two tables), so this keeps a search near 10-20 ms whatever the wiki's size.
 _ROW_BUDGET = 5_000
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
-
-# Hiragana, katakana (not the middle dot), CJK ideographs and their extensions,
-# compatibility ideographs, Hangul syllables and jamo.
-_CJK_CLASS = (
-    "\u1100-\u11ff\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
-)
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_WORD = re.compile(r"[^\W_]+")
-
-_STOP_WORDS_TEXT = """
-    a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not now of off on
-    once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom whose why will
-    with would you your yours yourself yourselves
-"""
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-# Question words of Chinese, as bigrams: they say what is asked, not what about.
-_CJK_STOP_TEXT = "什么 多少 哪些 哪个 哪里 哪位 为什 怎么 怎样 如何 是否 请问 是什 的是 是哪"
-_CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_TEXT.split())
-# Crude suffixes tried, longest first, to reach the other forms of a word by prefix.
-_SUFFIXES = (
-    "ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied", "ers", "er",
-    "es", "ed", "ly", "s",
-)  # fmt: skip
-_MIN_PREFIX = 5
 
 
 @dataclass(frozen=True)
@@ -203,7 +177,7 @@ class SearchIndex:
         Any text is a valid query: it is cut into terms here and each term is quoted,
         so FTS5 operators and punctuation in a question are plain text.
         """
-        clauses = _query_clauses(query)
+        clauses = self._query_clauses(query)
         if not clauses or limit <= 0:
             return []
         expression, whole = self._plan(clauses)
@@ -228,6 +202,20 @@ class SearchIndex:
             {"q": expression, "limit": limit},
         ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
+
+    def _query_clauses(self, query: str) -> dict[str, str | None]:
+        """The FTS5 clauses a question stands for, each quoted, in order, without repeats.
+
+        Each maps to the clause it widens (a word's prefix clause to the word's), or
+        None. A term searched only where other terms are unknown is checked here.
+        """
+        clauses: dict[str, str | None] = {}
+        for term in query_terms(query):
+            if any(self._matches("search_fts", _quote(u), 0) for u in term.unless):
+                continue
+            clause = _quote(term.text) + ("*" if term.prefix else "")
+            clauses.setdefault(clause, _quote(term.widens) if term.widens else None)
+        return clauses
 
     def _plan(self, clauses: dict[str, str | None]) -> tuple[str, bool]:
         """The FTS5 expression to run, and whether over whole articles or heads only.
@@ -363,67 +351,9 @@ def _content_hash(doc: SearchDoc) -> str:
 
 def _index_fields(doc: SearchDoc) -> tuple[str, ...]:
     return tuple(
-        _segment(text)
+        index_text(text)
         for text in (doc.title, "\n".join(doc.keys), doc.summary, "\n".join(doc.tags), doc.body)
     )
-
-
-def _segment(text: str) -> str:
-    """``text`` with each CJK run written as its overlapping bigrams and last character."""
-    return _CJK_RUN.sub(_bigrams_of_match, unicodedata.normalize("NFKC", text))
-
-
-def _bigrams_of_match(match: re.Match[str]) -> str:
-    run = match.group()
-    tokens = [run[i : i + 2] for i in range(len(run) - 1)]
-    tokens.append(run[-1])
-    return " " + " ".join(tokens) + " "
-
-
-def _query_clauses(query: str) -> dict[str, str | None]:
-    """The FTS5 clauses a question stands for, each quoted, in order, without repeats.
-
-    Each maps to the clause it widens (a word's prefix clause to the word's), or None.
-    """
-    text = unicodedata.normalize("NFKC", query)
-    clauses: dict[str, str | None] = {}
-    position = 0
-    for match in _CJK_RUN.finditer(text):
-        _add_word_clauses(text[position : match.start()], clauses)
-        _add_cjk_clauses(match.group(), clauses)
-        position = match.end()
-    _add_word_clauses(text[position:], clauses)
-    return clauses
-
-
-def _add_word_clauses(text: str, clauses: dict[str, str | None]) -> None:
-    for word in _WORD.findall(text.casefold()):
-        if word in _STOP_WORDS or (len(word) == 1 and not word.isdigit()):
-            continue
-        exact = _quote(word)
-        clauses.setdefault(exact, None)
-        prefix = _crude_stem(word)
-        if len(prefix) >= _MIN_PREFIX:
-            clauses.setdefault(_quote(prefix) + "*", exact)
-
-
-def _add_cjk_clauses(run: str, clauses: dict[str, str | None]) -> None:
-    if len(run) == 1:
-        clauses.setdefault(_quote(run) + "*", None)
-        return
-    for i in range(len(run) - 1):
-        bigram = run[i : i + 2]
-        if bigram not in _CJK_STOP_BIGRAMS:
-            clauses.setdefault(_quote(bigram), None)
-
-
-def _crude_stem(word: str) -> str:
-    """``word`` without one common suffix and a trailing e/i/y: a prefix of its kin."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_PREFIX - 1:
-            word = word[: -len(suffix)]
-            break
-    return word.rstrip("eiy") if len(word) > _MIN_PREFIX else word
 
 
 def _quote(term: str) -> str:

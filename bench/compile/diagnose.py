@@ -28,14 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.compile.run import (
-    ADR_DIR,
-    CHAIN,
-    DelayedResponder,
-    adr_files,
-    make_settings,
-    widen_backlog,
-)
+from bench.compile.corpus import ADR_DIR, adr_files
+from bench.compile.fake_model import DelayedResponder, widen_backlog
+from bench.compile.throughput import CHAIN, make_settings
 from tests.fakes.openai_server import FakeOpenAIServer
 
 
@@ -223,7 +218,7 @@ def variant_rows(
 # The fake server in its own process, with the same widened listen backlog.
 SERVER_SCRIPT = """
 import sys
-from bench.compile.run import DelayedResponder, widen_backlog
+from bench.compile.fake_model import DelayedResponder, widen_backlog
 from tests.fakes.openai_server import FakeOpenAIServer
 server = FakeOpenAIServer(DelayedResponder(float(sys.argv[2])), port=int(sys.argv[1]))
 widen_backlog(server)

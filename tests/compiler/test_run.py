@@ -445,3 +445,25 @@ def test_a_compile_that_waited_for_another_builds_on_what_that_one_did(
     assert later.skipped == ([str(first_note.resolve())] if also_the_first else [])
     assert later.compiled == [str(second_note.resolve())]
     assert "extract" in second_llm.stages() and len(second_llm.calls) == 3
+
+
+def test_a_new_article_links_to_an_article_it_mentions(kb, settings, fake_llm, notes):
+    first = write_note(
+        notes,
+        "locking.md",
+        "# Terraform state locking\n\nWe lock the Terraform state in DynamoDB so two applies"
+        " never run at once.\n",
+    )
+    compile_paths(kb, settings, fake_llm, first)
+    second = write_note(
+        notes,
+        "dns.md",
+        DNS_NOTE + "\nThe import relies on terraform state locking, as every apply does.\n",
+    )
+    result = compile_paths(kb, settings, FakeLLM(responder_handler), second)
+
+    (path,) = result.created
+    body = read_article(kb, path).body
+    locking = next(p for p in list_articles(kb) if "locking" in p)
+    slug = locking.rsplit("/", 1)[-1][:-3]
+    assert f"[[{slug}|terraform state locking]]" in body

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compiler.queue import TaskQueue
-from kb_ai.hooks import (
+from kb_ai.cli.agent_hooks import (
     build_snapshot,
     find_kb,
     install,
@@ -169,7 +169,7 @@ def test_a_stuck_hook_is_ended_in_time_with_nothing_injected(tmp_path):
     kb = make_kb(tmp_path / "kb", LESSONS)
     code = (
         "import sys, time\n"
-        "import kb_ai.hooks.run as r\n"
+        "import kb_ai.cli.agent_hooks.run as r\n"
         "r.session_snapshot = lambda kb, s: time.sleep(30) or 'late'\n"
         "r.session_start = lambda kb, e: r.session_snapshot(kb, 's')\n"
         "from kb_ai.cli import main\n"

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kb_ai.cli import main
-from kb_ai.mcp import http_app
+from kb_ai.cli.mcp_server import http_app
 from tests.conftest import compile_notes
 from tests.fakes.kb_responder import respond
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
@@ -292,6 +292,29 @@ def test_http_without_the_token_is_refused(kb, model):
             assert statuses and set(statuses) == {401}
         assert len(model.requests) == asked  # nothing reached the model
         assert [t.name for t in over_http(url, list_tools)] == ["ask"]
+
+
+def test_kb_ai_serve_mounts_the_ask_tool_at_mcp_behind_its_token(kb, model):
+    """The app `kb-ai serve` runs: the web app, with the MCP server the command mounts."""
+    from kb_ai.cli.serve import mcp_mount
+    from kb_ai.settings import load_settings
+    from web import create_app
+
+    settings = load_settings(kb.root)
+    routes, lifespans = mcp_mount(settings)
+    app = create_app(
+        settings, token=TOKEN, start_worker=False, extra_routes=routes, extra_lifespans=lifespans
+    )
+    with serving(app) as url:
+        statuses: list[int] = []
+        with pytest.raises(ExceptionGroup):
+            over_http(url, list_tools, token=None, statuses=statuses)
+        assert statuses and set(statuses) == {401}
+        result = over_http(url, asking("How long are nightly backups kept?"))
+        page = httpx2.get(f"{url}/wiki", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert not result.is_error
+    assert f"[Nightly backups]({BACKUPS})" in result.content[0].text
+    assert page.status_code == 200  # the web app beside it
 
 
 def test_kb_ai_mcp_refuses_a_directory_that_is_not_a_knowledge_base(tmp_path):

@@ -124,7 +124,7 @@ def test_the_embedded_model_comes_last_with_smaller_prompts_and_one_call_at_a_ti
     assert s.model == "local/default" and "embedded" in s.model_source
     assert s.is_local and s.max_concurrency == 1
     assert s.selection_budget_tokens < 6_000 and s.read_chars < 16_000
-    assert models.model_notice(s) and "KB_AI_MODEL" in models.model_notice(s)
+    assert models.model_notice(s.model) and "KB_AI_MODEL" in models.model_notice(s.model)
     # what the user sets still wins over the local defaults
     s = settings_for(tmp_path, {**no_ollama, "KB_AI_READ_CHARS": "9000"})
     assert s.read_chars == 9000

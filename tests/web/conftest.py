@@ -37,7 +37,7 @@ def model():
 
 
 def make_client(settings, model, **options):
-    options = {"status_interval": 0.05, "worker_poll_seconds": 0.05, "mount_mcp": False, **options}
+    options = {"status_interval": 0.05, "worker_poll_seconds": 0.05, **options}
     app = create_app(settings, llm_factory=model.factory, **options)
     return TestClient(app, base_url=LOOPBACK)
 

@@ -26,9 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def build_app():
     lease = float(os.environ.get("KB_AI_TEST_LEASE", "600"))
-    return create_app(
-        load_settings(), worker_lease_seconds=lease, worker_poll_seconds=0.1, mount_mcp=False
-    )
+    return create_app(load_settings(), worker_lease_seconds=lease, worker_poll_seconds=0.1)
 
 
 def free_port() -> int:

@@ -86,12 +86,8 @@ def test_the_chat_page_says_when_the_tiny_embedded_model_answers(kb, settings):
     from web.app import create_app
 
     tiny = replace(settings, model="local/default")
-    with TestClient(
-        create_app(tiny, start_worker=False, mount_mcp=False), base_url=LOOPBACK
-    ) as client:
+    with TestClient(create_app(tiny, start_worker=False), base_url=LOOPBACK) as client:
         assert "small embedded model" in client.get("/chat").text
         assert "small embedded model" not in client.get("/wiki").text
-    with TestClient(
-        create_app(settings, start_worker=False, mount_mcp=False), base_url=LOOPBACK
-    ) as client:
+    with TestClient(create_app(settings, start_worker=False), base_url=LOOPBACK) as client:
         assert "small embedded model" not in client.get("/chat").text

@@ -371,3 +371,67 @@ def test_an_index_built_by_another_version_is_rebuilt(conn: sqlite3.Connection) 
     assert index.count() == 0
     assert index.upsert(office_docs(3)) == 3
     assert paths(index.search("office note 1"))[0] == "wiki/misc/office-1.md"
+
+
+# Words that the plain tokenizer lost (issue: sturdier words). Each pair is (how the
+# article writes it, how a question asks for it); the article must be found.
+WORD_CASES = [
+    ("The derivative of f(x) is computed numerically.", "what is f(x)?"),
+    ("Our services are written in C++ and Go.", "which services use C++"),
+    ("The C# client library wraps the API.", "C# client"),
+    ("The contract with AT&T renews in May.", "when does AT&T renew"),
+    ("We submitted the paper to CVPR 2022.", "CVPR2022 paper"),
+    ("The paper went to CVPR2022 in the end.", "CVPR 2022 paper"),
+    ("The summaries are written by GPT4.", "which model, GPT-4?"),
+    ("Søren Kierkegaard wrote on anxiety.", "Soren Kierkegaard"),
+    ("The office is on the Hauptstraße.", "Hauptstrasse office"),
+    ("The plant moved to Łódź last year.", "Lodz plant"),
+    ("C罗在2016年赢得了欧洲杯。", "C罗赢得了什么"),
+    ("䲟（学名：Echeneis naucrates）是一种鱼。", "䲟鱼"),
+]
+
+
+@pytest.mark.parametrize(("text", "question"), WORD_CASES)
+def test_words_with_symbols_digits_and_odd_letters_are_found(
+    index: SearchIndex, text: str, question: str
+) -> None:
+    target = doc("wiki/misc/target.md", "Misc facts", text)
+    index.upsert([target, *office_docs(30)])
+
+    assert paths(index.search(question, limit=3))[:1] == [target.path]
+
+
+@pytest.mark.parametrize("title", ["The Who", "It"])
+def test_a_title_made_of_stop_words_is_still_found(index: SearchIndex, title: str) -> None:
+    target = doc("wiki/misc/title.md", title, "A page about nothing in particular.")
+    index.upsert([target, *office_docs(30)])
+
+    assert paths(index.search(title, limit=3))[:1] == [target.path]
+
+
+def test_traditional_and_simplified_chinese_meet(index: SearchIndex) -> None:
+    pytest.importorskip("opencc")
+    simplified = doc("wiki/zh/computer.md", "电脑", "这台电脑很旧。")
+    traditional = doc("wiki/zh/network.md", "網絡", "網絡設備在機房。")
+    index.upsert([simplified, traditional, *office_docs(10)])
+
+    assert paths(index.search("電腦", limit=1)) == [simplified.path]
+    assert paths(index.search("网络设备", limit=1)) == [traditional.path]
+
+
+def test_a_rare_name_in_a_body_beats_common_words_in_titles(index: SearchIndex) -> None:
+    # The HotpotQA case: "Dilys Laye" appears in 3 bodies of 994; titles share the
+    # question's common words.
+    common = [
+        doc(f"wiki/film/film-{i}.md", f"British comedy film {i}", filler(i, 400)) for i in range(20)
+    ]
+    target = doc(
+        "wiki/people/cast.md",
+        "Cast notes",
+        filler(99, 300) + " Dilys Laye played the landlady. " + filler(98, 300),
+    )
+    index.upsert([target, *common])
+
+    hits = paths(index.search("Which British comedy film starred Dilys Laye?", limit=5))
+
+    assert target.path in hits[:3]

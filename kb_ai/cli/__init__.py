@@ -62,7 +62,7 @@ class Context:
         if announce and not self._noticed:
             from kb_ai.models import model_notice
 
-            notice = model_notice(settings)
+            notice = model_notice(settings.model)
             if notice:
                 click.echo(notice, err=True)
             self._noticed = True
@@ -256,14 +256,14 @@ def status(ctx: Context, as_json: bool) -> None:
 # --help): `kb-ai hook` must not pay for, or be broken by, the web server's imports.
 # Each module registers its commands on `main` when imported.
 LAZY_COMMANDS = {
-    "ask": "kb_ai.cli_ask",
-    "chat": "kb_ai.cli_ask",
-    "mcp": "kb_ai.cli_mcp",
-    "serve": "kb_ai.cli_serve",
-    "doctor": "kb_ai.cli_doctor",
-    "hook": "kb_ai.cli_hooks",
-    "hooks": "kb_ai.cli_hooks",
-    "worker": "kb_ai.cli_hooks",
+    "ask": "kb_ai.cli.ask",
+    "chat": "kb_ai.cli.ask",
+    "mcp": "kb_ai.cli.mcp",
+    "serve": "kb_ai.cli.serve",
+    "doctor": "kb_ai.cli.doctor",
+    "hook": "kb_ai.cli.hooks",
+    "hooks": "kb_ai.cli.hooks",
+    "worker": "kb_ai.cli.hooks",
 }
 
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kb_ai.hooks.locate import find_kb
-from kb_ai.hooks.snapshot import session_snapshot
+from kb_ai.cli.agent_hooks.locate import find_kb
+from kb_ai.cli.agent_hooks.snapshot import session_snapshot
 from wiki import KnowledgeBase, open_state
 
 DEADLINE_SECONDS = 0.9

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kb_ai.cli import Context, main, pass_context, translate_errors
 from kb_ai.errors import UsageError
+from kb_ai.settings import Settings
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
 
 
 @main.command()
@@ -45,7 +51,31 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     if token is not None and len(token) < 16:
         raise UsageError("KB_AI_TOKEN is too short", hint="use at least 16 random characters")
     settings = ctx.settings(model=model or ctx.model)
-    app = create_app(settings, workers=workers, token=token)
+    routes, lifespans = mcp_mount(settings)
+    app = create_app(
+        settings, workers=workers, token=token, extra_routes=routes, extra_lifespans=lifespans
+    )
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kb-ai serving {settings.kb_dir} at http://{shown}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+
+
+def mcp_mount(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
+    """The MCP server (kb_ai/cli/mcp_server.py, streamable HTTP) at /mcp, behind the web
+    app's token guard, when the MCP extra is installed (``pip install 'kb-ai[mcp]'``);
+    else nothing."""
+    from starlette.routing import Route
+
+    try:
+        from kb_ai.cli.mcp_server import http_app
+    except ImportError:
+        return [], []
+    overrides = {
+        "model": settings.model,
+        "api_base": settings.api_base,
+        "api_key": settings.api_key,
+    }
+    # No host= here: the guard already checks Host when there is no token, and with a
+    # token a server behind a reverse proxy must answer /mcp like every other page.
+    mcp = http_app(str(settings.kb_dir), overrides)
+    return [Route("/mcp", mcp)], [mcp.lifespan]

@@ -1,6 +1,6 @@
 """`kb-ai mcp`: the knowledge base as an MCP server over stdio, for agents to ask.
 
-The server itself is kb_ai/mcp.py; over HTTP it is mounted at /mcp by `kb-ai serve`.
+The server itself is kb_ai/cli/mcp_server.py; over HTTP it is mounted at /mcp by `kb-ai serve`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def mcp(ctx: Context, kb_dir: str | None, model: str | None) -> None:
     else is printed there. Over HTTP the same tool is at /mcp of `kb-ai serve`.
     """
     try:
-        from kb_ai.mcp import run_stdio
+        from kb_ai.cli.mcp_server import run_stdio
     except ImportError as exc:
         raise UsageError(
             "The MCP server needs the MCP SDK", hint="pip install 'kb-ai[mcp]'"

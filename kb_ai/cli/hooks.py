@@ -35,7 +35,7 @@ def hook(ctx: click.Context, name: str, agent: str) -> None:
 
     Fails open: on any error it prints nothing and exits 0, within a second.
     """
-    from kb_ai.hooks.run import exit_after_deadline, run_hook
+    from kb_ai.cli.agent_hooks.run import exit_after_deadline, run_hook
 
     exit_after_deadline()
     stdin_text = sys.stdin.read() if not sys.stdin.isatty() else ""
@@ -86,8 +86,8 @@ def hooks_install(
     ctx: click.Context, agent: str, project: str | None, global_: bool, prompt_hint: bool
 ) -> None:
     """Add kb-ai's hooks to the agent's settings, keeping everything already there."""
-    from kb_ai.hooks.install import install, settings_path
-    from kb_ai.hooks.locate import MARKER, find_kb, is_kb
+    from kb_ai.cli.agent_hooks.install import install, settings_path
+    from kb_ai.cli.agent_hooks.locate import MARKER, find_kb, is_kb
 
     scope = _scope(project, global_)
     explicit = _explicit_kb(ctx)
@@ -134,7 +134,7 @@ def hooks_install(
 @translate_errors
 def hooks_uninstall(agent: str, project: str | None, global_: bool) -> None:
     """Remove kb-ai's hooks from the agent's settings; nothing else is touched."""
-    from kb_ai.hooks.install import settings_path, uninstall
+    from kb_ai.cli.agent_hooks.install import settings_path, uninstall
 
     path = settings_path(agent, _scope(project, global_))
     removed = uninstall(path)
@@ -155,8 +155,8 @@ def hooks_status(project: str | None) -> None:
     from contextlib import closing
 
     from compiler.queue import TaskQueue
-    from kb_ai.hooks.install import AGENTS, installed_events, settings_path
-    from kb_ai.hooks.locate import find_kb
+    from kb_ai.cli.agent_hooks.install import AGENTS, installed_events, settings_path
+    from kb_ai.cli.agent_hooks.locate import find_kb
     from wiki import KnowledgeBase, open_state
 
     scope = Path(project or ".").resolve()

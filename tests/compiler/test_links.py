@@ -1,0 +1,76 @@
+"""Compiled articles link to each other: the first mention of another article's title."""
+
+from __future__ import annotations
+
+from compiler.links import LinkTargets, link_mentions
+from retrieval.pages import Page, link_targets
+
+ARTICLES = [
+    ("wiki/concept/release-process.md", "Release Process"),
+    ("wiki/entity/postgresql.md", "PostgreSQL"),
+    ("wiki/entity/redis.md", "Redis"),
+    ("wiki/concept/ttl.md", "TTL"),
+    ("wiki/concept/the-who.md", "The Who"),
+    ("wiki/entity/beijing.md", "北京"),
+    ("wiki/howto/deploy.md", "Deploy"),
+]
+TARGETS = LinkTargets.of(ARTICLES)
+
+
+def test_first_mention_of_each_title_becomes_a_wikilink() -> None:
+    body = (
+        "We moved sessions from Redis to PostgreSQL in March.\n\n"
+        "Redis stays for the queue; see the release-process notes."
+    )
+
+    linked = link_mentions(body, TARGETS, "wiki/decision/sessions.md")
+
+    assert linked == (
+        "We moved sessions from [[redis|Redis]] to [[postgresql|PostgreSQL]] in March.\n\n"
+        "Redis stays for the queue; see the [[release-process|release-process]] notes."
+    )
+
+
+def test_code_headings_links_and_own_title_are_left_alone() -> None:
+    body = (
+        "# Redis\n\n"
+        "Run `redis-cli ping` or see [the docs](https://redis.io/docs).\n\n"
+        "```\nPostgreSQL config\n```\n\n"
+        "Already linked: [[postgresql]]. The Deploy page is this one."
+    )
+
+    linked = link_mentions(body, TARGETS, "wiki/howto/deploy.md")
+
+    assert "# Redis" in linked
+    assert "`redis-cli ping`" in linked
+    assert "```\nPostgreSQL config\n```" in linked
+    assert linked.count("[[postgresql") == 1
+    assert "[[deploy" not in linked
+
+
+def test_short_and_stop_word_titles_are_not_linked() -> None:
+    body = "The TTL is 30 minutes. The who and the what."
+
+    assert link_mentions(body, TARGETS, "wiki/x/y.md") == body
+
+
+def test_chinese_titles_are_found_inside_a_run() -> None:
+    linked = link_mentions("我们在北京开会。", TARGETS, "wiki/x/y.md")
+
+    assert linked == "我们在[[beijing|北京]]开会。"
+
+
+def test_the_links_written_are_what_the_ask_hop_follows() -> None:
+    linked = link_mentions("Sessions moved to PostgreSQL.", TARGETS, "wiki/x/y.md")
+    page = Page(path="wiki/x/y.md", title="Sessions", text=linked, cut=False)
+
+    _, slugs = link_targets([page])
+
+    assert slugs == ["postgresql"]
+
+
+def test_same_text_and_catalog_give_the_same_links() -> None:
+    body = "Redis, PostgreSQL and the Release Process, again Redis."
+    shuffled = LinkTargets.of(list(reversed(ARTICLES)))
+
+    assert link_mentions(body, TARGETS, "a") == link_mentions(body, shuffled, "a")
