@@ -7,7 +7,8 @@ stem (plural, -ing, -ed and a final -e dropped, then at most 7 letters kept: "ca
 "02" and "2" meet). Chinese, Japanese and Korean have
 no spaces, so their runs are cut into overlapping character bigrams ("高铁线路" -> 高铁,
 铁线, 线路), as the search index does; bigrams of question words and those holding
-hiragana (particles, endings) are dropped.
+hiragana (particles, endings) are dropped. Text is folded as the search folds it
+(wiki.words.fold: NFKC, ø -> o, traditional Chinese to simplified).
 
 Used twice in answering: before any model call, to abstain when no candidate page shares
 a term with the question; after the answer, to check that a cited page contains the key
@@ -17,7 +18,8 @@ terms of the claim that cites it.
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from wiki.words import fold
 
 _CJK_CLASS = (
     "\u1100-\u11ff\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
@@ -101,7 +103,7 @@ def _cjk_terms(run: str) -> list[str]:
 def terms(text: str) -> set[str]:
     """The meaningful terms of ``text``: stems of content words, numbers, CJK bigrams."""
     found: set[str] = set()
-    for token in _TOKEN.findall(unicodedata.normalize("NFKC", text)):
+    for token in _TOKEN.findall(fold(text)):
         if _CJK.match(token):
             found.update(_cjk_terms(token))
         elif token[0].isdigit():
