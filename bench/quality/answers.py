@@ -16,8 +16,12 @@ notes, one shares words but asks what they do not say). Per question:
   the question (a citation in an answer to an uncovered question is never right);
 - findings: what the answer checks removed (grounding, citation, selection, coverage).
 
-Knowledge bases go to bench/out/quality/ (git-ignored). Slow: minutes to compile, about
-10-20 s a question, on 2 cores.
+``--compile-with-stand-in`` compiles with the stand-in model of tests/fakes instead
+(real HTTP on loopback; its articles are the notes' extracted sentences, verbatim), so
+only the answers come from the embedded model: for a machine too busy to compile with it.
+
+Knowledge bases go to bench/out/quality/ (git-ignored); answers.json there is rewritten
+after each question. Slow: minutes to compile, about 10-20 s a question, on 2 cores.
 """
 
 from __future__ import annotations
@@ -73,8 +77,10 @@ QUESTIONS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
 )
 
 
-def kb_ai(*args: str, model: str, kb: Path) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, "KB_AI_MODEL": model, "KB_AI_DIR": str(kb)}
+def kb_ai(
+    *args: str, model: str, kb: Path, **env_extra: str
+) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "KB_AI_MODEL": model, "KB_AI_DIR": str(kb), **env_extra}
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "kb_ai", *args], env=env, capture_output=True, text=True, cwd=REPO
@@ -118,15 +124,34 @@ def judge(answer: dict[str, Any], note: str | None, words: tuple[str, ...], made
     }
 
 
-def measure(model: str) -> dict[str, Any]:
+def compile_notes(model: str, kb: Path, stand_in: bool) -> tuple[dict[str, Any], float]:
+    if not stand_in:
+        proc, seconds = kb_ai("compile", "--json", str(NOTES), model=model, kb=kb)
+        return last_json(proc), seconds
+    from tests.fakes.kb_responder import respond
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(respond) as server:
+        proc, seconds = kb_ai(
+            "compile",
+            "--json",
+            str(NOTES),
+            model="openai/stand-in",
+            kb=kb,
+            KB_AI_API_BASE=server.base_url,
+            KB_AI_API_KEY="sk-stand-in",
+        )
+    return last_json(proc), seconds
+
+
+def measure(model: str, stand_in: bool = False) -> dict[str, Any]:
     kb = OUT / "kb"
     shutil.rmtree(kb, ignore_errors=True)
     kb.parent.mkdir(parents=True, exist_ok=True)
     kb_ai("init", model=model, kb=kb)
-    proc, compile_s = kb_ai("compile", "--json", str(NOTES), model=model, kb=kb)
-    summary = last_json(proc)
+    summary, compile_s = compile_notes(model, kb, stand_in)
     made = articles_from(kb)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for question, note, words in QUESTIONS:
         print(f"  {question}", file=sys.stderr, flush=True)
         proc, seconds = kb_ai("ask", "--json", question, model=model, kb=kb)
@@ -143,11 +168,13 @@ def measure(model: str) -> dict[str, Any]:
                 **judge(answer, note, words, made),
             }
         )
+        (OUT / "answers.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False))
     covered_q = [r for r in rows if r["note"]]
     uncovered_q = [r for r in rows if not r["note"]]
     cited = sum(r["cited"] for r in rows)
     return {
         "model": model,
+        "compiled_by": "the stand-in model (tests/fakes)" if stand_in else model,
         "compile_s": round(compile_s, 1),
         "articles": len(made),
         "failed": len(summary["failed"]),
@@ -174,9 +201,9 @@ def render(r: dict[str, Any]) -> str:
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} CPUs "
         f"shared with other work, model `{r['model']}` in process, Python "
         f"{platform.python_version()}. `python -m bench.quality.answers --write` reproduces it.",
-        f"examples/notes ({r['sources']} notes) compiled in {r['compile_s']} s into "
-        f"{r['articles']} articles ({r['failed']} failed); then 10 fixed questions through "
-        "`kb-ai ask --json`, 8 answered by one note and 2 by none.",
+        f"examples/notes ({r['sources']} notes) compiled by {r['compiled_by']} in "
+        f"{r['compile_s']} s into {r['articles']} articles ({r['failed']} failed); then 10 "
+        "fixed questions through `kb-ai ask --json`, 8 answered by one note and 2 by none.",
         "",
         "| right answers | right abstentions | questions wrongly declined | citation precision "
         "| answers the checks changed | s per question (whole process) |",
@@ -217,9 +244,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=os.environ.get("KB_AI_MODEL", "local/default"))
     parser.add_argument("--write", action="store_true", help=f"write {DOC.relative_to(REPO)}")
+    parser.add_argument(
+        "--compile-with-stand-in",
+        action="store_true",
+        help="compile with the stand-in model of tests/fakes; only the answers use --model",
+    )
     args = parser.parse_args()
-    result = measure(args.model)
-    OUT.mkdir(parents=True, exist_ok=True)
+    result = measure(args.model, args.compile_with_stand_in)
     (OUT / "answers.json").write_text(json.dumps(result, indent=2, ensure_ascii=False))
     text = render(result)
     print(text)
