@@ -85,7 +85,8 @@ class AnswerCheck:
         self._page_evidence: dict[str, Evidence] = {}
         self.citations: list[Citation] = []
         self.findings: list[Finding] = []
-        self.parts: list[str] = []
+        self.parts: list[str] = []  # what was shown
+        self.pending = ""  # held until a sentence that says something is shown
         self.kept = 0  # sentences that state something and passed
         self.left_out = 0
         self.declined = False
@@ -97,15 +98,12 @@ class AnswerCheck:
         lead = sentence[: len(sentence) - len(sentence.lstrip())]
         trail = sentence[len(sentence.rstrip()) :]
         if not body:
-            self.parts.append(sentence)
-            return sentence
+            return self._hold(sentence)
         text, cited = validate_citations(body, self.pages)
         claim = _plain(text)
         if not _WORDY.search(claim):  # only citations, or punctuation
-            shown = lead + text + trail if cited else trail
             self._cite(cited)
-            self.parts.append(shown)
-            return shown
+            return self._hold(lead + text + trail if cited else trail)
         declines = says_not_covered(claim)
         self.declined |= declines
         evidence = self.question_evidence if declines else self.evidence
@@ -114,7 +112,9 @@ class AnswerCheck:
             listed = ", ".join(f"{c.kind} {c.text!r}" for c in missing[:5])
             return self._leave_out(claim, f"the pages read do not state {listed}")
         key = terms(claim)
-        if not declines and key and key.isdisjoint(self.all_terms):
+        if not declines and not key:  # "OK.", "Yes:": shown with what follows, if anything
+            return self._hold(lead + text + trail)
+        if not declines and key.isdisjoint(self.all_terms):
             return self._leave_out(claim, "it shares no meaningful term with the pages read")
         if not declines:
             asked = {m.group(2) for m in _LINK.finditer(body) if "/" in m.group(2)}
@@ -130,9 +130,13 @@ class AnswerCheck:
                 return self._leave_out(claim, "no page read contains what it cites them for")
             self.kept += 1
         self._cite(cited)
-        shown = lead + text + trail
+        shown, self.pending = self.pending + lead + text + trail, ""
         self.parts.append(shown)
         return shown
+
+    def _hold(self, text: str) -> str:
+        self.pending += text
+        return ""
 
     def _leave_out(self, claim: str, why: str) -> str:
         self.findings.append(Finding("grounding", f"left out: {why}", claim))
@@ -225,16 +229,16 @@ class AnswerCheck:
     def finish(self) -> str:
         """End the answer: returns what to show after the sentences already shown (a
         plain word on what was left out, or the whole answer when nothing is left)."""
-        text = "".join(self.parts).strip()
         if self.kept == 0 and not self.declined:
             self.citations = []
             self.text = NOT_COVERED
             return NOT_COVERED
+        tail = self.pending.rstrip()
         if self.left_out and self.kept:
-            self.text = f"{text}\n\n{LEFT_OUT}"
-            return f"\n\n{LEFT_OUT}"
-        self.text = text
-        return ""
+            tail += f"\n\n{LEFT_OUT}"
+        self.parts.append(tail)
+        self.text = "".join(self.parts).strip()
+        return tail
 
     @property
     def covered(self) -> bool:

@@ -97,6 +97,7 @@ def stage_of(request: dict[str, Any]) -> str:
         ("body", "write"),
         ("paths", "select"),
         ("question", "rewrite"),
+        ("enough", "follow"),
     ):
         if key in props:
             return stage
@@ -300,6 +301,7 @@ HANDLERS = {
     "patch": patch,
     "select": select,
     "rewrite": rewrite,
+    "follow": lambda request: {"enough": True, "search": []},
 }
 
 

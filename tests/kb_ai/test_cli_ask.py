@@ -71,7 +71,8 @@ def test_an_uncovered_question_says_so_and_cites_nothing(kb, server):
     assert data["usage"]["calls"] == 0
 
 
-def test_an_outside_knowledge_answer_is_not_passed_on(kb, server):
+def test_an_outside_knowledge_answer_is_not_passed_on(kb, server, monkeypatch):
+    monkeypatch.setenv("KB_AI_MAX_HOPS", "0")  # the replies are scripted call by call
     # the question shares "main" with the backups page, so the model is asked; it picks
     # that page and answers from what it knows
     server.queue(
@@ -87,7 +88,8 @@ def test_an_outside_knowledge_answer_is_not_passed_on(kb, server):
     assert {f["check"] for f in data["findings"]} == {"grounding"}
 
 
-def test_an_invented_number_is_left_out_and_the_terminal_says_so(kb, server):
+def test_an_invented_number_is_left_out_and_the_terminal_says_so(kb, server, monkeypatch):
+    monkeypatch.setenv("KB_AI_MAX_HOPS", "0")  # the replies are scripted call by call
     server.queue(
         Reply('{"paths": ["wiki/concept/nightly-backups.md"]}'),
         Reply(

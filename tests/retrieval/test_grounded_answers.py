@@ -5,6 +5,8 @@ user gets instead (issue 13)."""
 import asyncio
 from dataclasses import replace
 
+import pytest
+
 from retrieval import NOT_COVERED, Asker, ask
 from retrieval.checks import LEFT_OUT
 from tests.fakes.fake_llm import FakeLLM
@@ -28,6 +30,13 @@ SEPARATE = (
     "Where backup copies are stored.",
     "Backup copies are stored in a separate cloud account that only the platform team can read.\n",
 )
+
+
+@pytest.fixture
+def settings(settings):
+    # One reading round: the stand-in's replies are scripted call by call. The checks
+    # see the pages read whichever round read them.
+    return replace(settings, max_hops=0)
 
 
 def run(coro):
@@ -167,6 +176,14 @@ def test_a_one_word_outside_answer_is_not_given(kb, settings):
     uncited = FakeLLM().enqueue({"paths": [CAPEX[0]]}, "Ulaanbaatar.")
     answer = run(ask(kb, settings, uncited, "What is the capital of Mongolia?"))
     assert answer.answer == NOT_COVERED and not answer.covered
+
+
+def test_an_answer_that_says_nothing_is_not_covered_and_never_shown(kb, settings):
+    make_wiki(kb, [DNS, BACKUP, CAPEX])
+    llm = FakeLLM().enqueue({"paths": [CAPEX[0]]}, "OK. Sure!")
+    events = events_of(kb, settings, llm, "What is the capital of Mongolia?")
+    assert events[-1].data["answer"] == NOT_COVERED and events[-1].data["covered"] is False
+    assert shown(events) == NOT_COVERED
 
 
 def test_a_local_model_naming_an_unrelated_source_does_not_get_it_cited(kb, settings):
