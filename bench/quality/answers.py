@@ -121,6 +121,7 @@ def judge(answer: dict[str, Any], note: str | None, words: tuple[str, ...], made
         "cited": len(cited),
         "cited_right": sum(p in good for p in cited),
         "findings": [f["check"] for f in answer.get("findings", [])],
+        "finding_details": [f["detail"] for f in answer.get("findings", [])],
     }
 
 
@@ -195,12 +196,14 @@ def measure(model: str, stand_in: bool = False) -> dict[str, Any]:
 
 
 def render(r: dict[str, Any]) -> str:
+    flag = " --compile-with-stand-in" if r["compiled_by"] != r["model"] else ""
     lines = [
         SECTION,
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} CPUs "
         f"shared with other work, model `{r['model']}` in process, Python "
-        f"{platform.python_version()}. `python -m bench.quality.answers --write` reproduces it.",
+        f"{platform.python_version()}. `python -m bench.quality.answers{flag} --write` "
+        "reproduces it.",
         f"examples/notes ({r['sources']} notes) compiled by {r['compiled_by']} in "
         f"{r['compile_s']} s into {r['articles']} articles ({r['failed']} failed); then 10 "
         "fixed questions through `kb-ai ask --json`, 8 answered by one note and 2 by none.",
