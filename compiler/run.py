@@ -31,6 +31,7 @@ from compiler.record import (
     update_search,
     write_run_indexes,
 )
+from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
 from compiler.sources import Source, discover
 from compiler.work import Plan, Work
@@ -136,7 +137,7 @@ class Compiler:
         force: bool,
     ) -> CompileResult:
         run_started = datetime.now(UTC)
-        if pending:
+        if pending or unfinished_run(self.kb):
             lock = KbLock(self.kb.state_dir / "compile.lock")
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
@@ -148,7 +149,10 @@ class Compiler:
                 pending = still_pending(pending, known, result, force=force)
             self._tasks.install_handler()
             try:
-                await self._run_pipeline(pending, result, known)
+                # A run killed before its commit left articles: settled before anything.
+                result.commit = await run_io(reconcile, self.kb)
+                if pending:
+                    await self._run_pipeline(pending, result, known)
             finally:
                 self._tasks.remove_handler()
                 lock.release()
@@ -286,7 +290,8 @@ class Compiler:
             article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
-                written[path] = store_article(self.kb, article)
+                with journaled(self.kb, path):
+                    written[path] = store_article(self.kb, article)
 
             await run_io(store)
             stager.add(path)
@@ -446,6 +451,7 @@ class Compiler:
         search = asyncio.ensure_future(run_io(update_search, self.kb, written)) if written else None
         try:
             result.commit = await run_io(commit_all, self.kb, commit_message(result))
+            await run_io(finish_journal, self.kb)
         finally:
             if search is not None:
                 await search
