@@ -21,7 +21,7 @@ from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
-from compiler.intake import Pending, pending_files, still_pending
+from compiler.intake import Pending, archive_limits, pending_files, still_pending
 from compiler.links import LinkTargets, link_mentions
 from compiler.record import (
     INDEX_FINGERPRINT,
@@ -107,7 +107,7 @@ class Compiler:
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
         started = time.monotonic()
-        candidates, problems = discover(paths)
+        candidates, problems = discover(paths, archive_limits(self.settings))
         result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
@@ -349,6 +349,8 @@ class Compiler:
                     checksum=src.checksum,
                     ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     text=src.text,
+                    original=src.original,
+                    original_suffix=src.original_suffix,
                 ),
             )
         )

@@ -148,7 +148,14 @@ def compile(
     force: bool,
     as_json: bool,
 ) -> None:
-    """Compile files and folders into wiki articles; one git commit per run.
+    """Compile files, folders and URLs into wiki articles; one git commit per run.
+
+    \b
+    Reads text files (Markdown, plain text, reStructuredText, ...), agent transcripts,
+    and documents: .pdf (page markers), .docx, .pptx (slide markers), .xlsx .xlsm .xls
+    (sheet markers), .csv .tsv (any encoding), .html .htm (main content), .epub,
+    .ipynb, .msg .eml, .rss .atom .xml (feeds), .zip (each member a source).
+    URLs (http, https) are fetched: public addresses only unless fetch_allow says so.
 
     Unchanged sources are skipped without a model call. Exit status: 0 when every
     source compiled or was unchanged, 1 when some failed, 2 for bad usage, 130 when
@@ -264,6 +271,7 @@ LAZY_COMMANDS = {
     "hook": "kb_ai.cli.hooks",
     "hooks": "kb_ai.cli.hooks",
     "worker": "kb_ai.cli.hooks",
+    "watch": "kb_ai.cli.watch",
 }
 
 
