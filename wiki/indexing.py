@@ -76,6 +76,12 @@ def refresh_search_index(
     return index
 
 
+def rebuild_tables(conn: sqlite3.Connection, articles: Sequence[Article]) -> None:
+    """Make the search index and the catalog lines hold exactly ``articles``."""
+    SearchIndex(conn).sync(search_doc(a) for a in articles)
+    _store_lines(conn, articles, replace_all=True)
+
+
 def index_is_current(conn: sqlite3.Connection, articles: int) -> bool:
     """Whether the search index and the catalog lines both hold ``articles`` entries."""
     apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)

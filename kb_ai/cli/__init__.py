@@ -264,6 +264,7 @@ LAZY_COMMANDS = {
     "hook": "kb_ai.cli.hooks",
     "hooks": "kb_ai.cli.hooks",
     "worker": "kb_ai.cli.hooks",
+    "lint": "kb_ai.cli.lint",
 }
 
 

@@ -97,6 +97,7 @@ def stage_of(request: dict[str, Any]) -> str:
         ("body", "write"),
         ("paths", "select"),
         ("question", "rewrite"),
+        ("issues", "lint"),
     ):
         if key in props:
             return stage
@@ -293,6 +294,23 @@ def answer(request: dict[str, Any]) -> str:
     return f"{fact} [{title}]({path})"
 
 
+def lint(request: dict[str, Any]) -> dict[str, Any]:
+    """`lint --deep`: a sentence of an article with a number its source material lacks."""
+    issues = []
+    for block in _user(request).split("=== Article ")[1:]:
+        head, _, rest = block.partition("\n")
+        body, _, material = rest.partition("--- Its source material")
+        path = head.split(" ", 1)[0]
+        for sentence in _sentences(body):
+            numbers = re.findall(r"\d+", sentence)
+            if material.strip() and any(n not in material for n in numbers):
+                why = "the source material does not state this number"
+                issues.append(
+                    {"kind": "unsupported", "paths": [path], "statement": sentence, "why": why}
+                )
+    return {"issues": issues}
+
+
 HANDLERS = {
     "extract": extract,
     "classify": classify,
@@ -300,6 +318,7 @@ HANDLERS = {
     "patch": patch,
     "select": select,
     "rewrite": rewrite,
+    "lint": lint,
 }
 
 
