@@ -19,10 +19,10 @@ from typing import Any
 
 from kb_ai.errors import KbAiError
 from wiki._frontmatter import load_document
-from wiki.articles import Article, list_articles, read_article
+from wiki.articles import Article, article_from, list_articles
 from wiki.catalog import entry_for, format_entry, parse_master_index
 from wiki.claims import ClaimChecker
-from wiki.extraction import read_extraction
+from wiki.extraction import read_extraction_data
 from wiki.indexing import CATALOG_MIGRATIONS, search_doc
 from wiki.layout import KnowledgeBase
 from wiki.linkcheck import LinkResolver, body_links
@@ -82,24 +82,33 @@ class LintReport:
 def lint_wiki(kb: KnowledgeBase, conn: sqlite3.Connection | None = None) -> LintReport:
     """Every structural finding in ``kb``, sorted by file then check."""
     findings: list[Finding] = []
-    articles = _read_articles(kb, findings)
-    findings += _link_findings(kb, articles)
-    findings += _index_findings(kb, articles)
+    on_disk = list_articles(kb)
+    articles = _read_articles(kb, on_disk, findings)
+    findings += _link_findings(kb, on_disk, articles)
+    findings += _index_findings(kb, on_disk, articles)
     findings += _source_findings(kb, articles)
     findings += _claim_findings(kb, articles)
     if conn is not None:
         findings += table_findings(conn, articles.values())
     findings.sort(key=lambda f: (f.path, f.check, f.message))
-    return LintReport(articles=len(list_articles(kb)), findings=findings)
+    return LintReport(articles=len(on_disk), findings=findings)
 
 
-def _read_articles(kb: KnowledgeBase, findings: list[Finding]) -> dict[str, Article]:
-    """The articles whose file parses; a finding for each that does not, or lacks a field."""
+def _read_articles(
+    kb: KnowledgeBase, on_disk: list[str], findings: list[Finding]
+) -> dict[str, Article]:
+    """The articles whose file parses; a finding for each that does not, or lacks a field.
+
+    Read once each, straight from the paths list_articles found inside wiki/ (a symlink
+    is reported, not followed)."""
     articles: dict[str, Article] = {}
-    for rel in list_articles(kb):
+    for rel in on_disk:
+        path = kb.root / rel
+        if path.is_symlink():
+            findings.append(Finding("frontmatter", ERROR, rel, "a symlink, not an article file"))
+            continue
         try:
-            text = kb.resolve(rel).read_text(encoding="utf-8")
-            meta, _ = load_document(text, rel)
+            meta, body = load_document(path.read_text(encoding="utf-8"), rel)
         except UnicodeDecodeError:
             findings.append(Finding("frontmatter", ERROR, rel, "the file is not UTF-8 text"))
             continue
@@ -111,14 +120,16 @@ def _read_articles(kb: KnowledgeBase, findings: list[Finding]) -> dict[str, Arti
             findings.append(
                 Finding("frontmatter", ERROR, rel, f"the frontmatter lacks {', '.join(missing)}")
             )
-        articles[rel] = read_article(kb, rel)
+        articles[rel] = article_from(rel, meta, body)
     return articles
 
 
-def _link_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Finding]:
-    on_disk = list_articles(kb)
+def _link_findings(
+    kb: KnowledgeBase, on_disk: list[str], articles: dict[str, Article]
+) -> list[Finding]:
     resolver = LinkResolver([(p, articles[p].title if p in articles else "") for p in on_disk])
     raw = set(list_raw(kb))
+    known = set(on_disk)
     findings = []
     for rel, article in articles.items():
         for link in body_links(article.body, rel):
@@ -133,20 +144,17 @@ def _link_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Find
                             fixable=True,
                         )
                     )
-            elif not _exists(link.target, set(on_disk), raw):
+            elif link.target not in known and link.target not in raw:
                 findings.append(
                     Finding("dead-link", ERROR, rel, f"{link.text} leads to no file", fixable=True)
                 )
     return findings
 
 
-def _exists(path: str, articles: set[str], raw: set[str]) -> bool:
-    return path in articles or path in raw
-
-
-def _index_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Finding]:
-    index = kb.relpath(kb.master_index_path)
-    on_disk = list_articles(kb)
+def _index_findings(
+    kb: KnowledgeBase, on_disk: list[str], articles: dict[str, Article]
+) -> list[Finding]:
+    index = "index/master-index.md"
     if not kb.master_index_path.is_file():
         if not on_disk:
             return []
@@ -235,11 +243,11 @@ def _material(kb: KnowledgeBase, source: str, cache: dict[str, str | None]) -> s
     if source not in cache:
         slug = source.removeprefix("raw/").removesuffix(".md")
         try:
-            record = read_extraction(kb, f"extraction/{slug}.md")
+            data = read_extraction_data(kb, slug)
         except (KbAiError, OSError, UnicodeDecodeError):
             cache[source] = None
         else:
-            cache[source] = "\n".join(_strings(record.data))
+            cache[source] = "\n".join(_strings(data))
     return cache[source]
 
 
