@@ -76,6 +76,16 @@ def refresh_search_index(
     return index
 
 
+def remove_from_tables(conn: sqlite3.Connection, paths: Sequence[str]) -> None:
+    """Drop deleted articles from the search index and the catalog lines."""
+    if not paths:
+        return
+    SearchIndex(conn).remove(paths)
+    apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
+    with conn:
+        conn.executemany("DELETE FROM catalog_lines WHERE path = ?", [(p,) for p in paths])
+
+
 def rebuild_tables(conn: sqlite3.Connection, articles: Sequence[Article]) -> None:
     """Make the search index and the catalog lines hold exactly ``articles``."""
     SearchIndex(conn).sync(search_doc(a) for a in articles)

@@ -137,6 +137,11 @@ def init(ctx: Context) -> None:
     "--concurrency", type=click.IntRange(1, 256), help="Model calls in flight (default 8)."
 )
 @click.option("--force", is_flag=True, help="Recompile sources even when they are unchanged.")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="First remove the sources compiled from these folders that are gone from them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @pass_context
 @translate_errors
@@ -146,6 +151,7 @@ def compile(
     model: str | None,
     concurrency: int | None,
     force: bool,
+    prune: bool,
     as_json: bool,
 ) -> None:
     """Compile files and folders into wiki articles; one git commit per run.
@@ -160,6 +166,10 @@ def compile(
 
     settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency)
     kb = KnowledgeBase.open(settings.kb_dir)
+    if prune:
+        from kb_ai.cli.remove import prune as prune_folders
+
+        prune_folders(ctx, settings, paths, as_json)
     show = not as_json and sys.stderr.isatty()
     with StageProgress(enabled=show) as progress:
         compiler = Compiler(kb, settings, progress=progress)
@@ -265,6 +275,7 @@ LAZY_COMMANDS = {
     "hooks": "kb_ai.cli.hooks",
     "worker": "kb_ai.cli.hooks",
     "lint": "kb_ai.cli.lint",
+    "rm": "kb_ai.cli.remove",
 }
 
 
