@@ -142,6 +142,25 @@ def missing_under(kb: KnowledgeBase, folder: str | Path) -> list[Removed]:
     return gone
 
 
+async def prune_folders(
+    kb: KnowledgeBase,
+    settings: Settings,
+    folders: Sequence[str | Path],
+    *,
+    llm_factory: Callable[..., LLM] = open_llm,
+) -> list[RemoveResult]:
+    """Remove the sources gone from each of ``folders`` (one commit per folder)."""
+    results = []
+    for folder in folders:
+        if Path(folder).is_dir() and (gone := missing_under(kb, folder)):
+            results.append(
+                await remove_sources(
+                    kb, settings, gone, reason=f"gone from {folder}", llm_factory=llm_factory
+                )
+            )
+    return results
+
+
 async def remove_sources(
     kb: KnowledgeBase,
     settings: Settings,

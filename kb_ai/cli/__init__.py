@@ -167,9 +167,11 @@ def compile(
     settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency)
     kb = KnowledgeBase.open(settings.kb_dir)
     if prune:
-        from kb_ai.cli.remove import prune as prune_folders
+        from compiler.removal import prune_folders
 
-        prune_folders(ctx, settings, paths, as_json)
+        for removal in asyncio.run(prune_folders(kb, settings, paths)):
+            if not as_json:
+                print_removal(removal, as_json=False)
     show = not as_json and sys.stderr.isatty()
     with StageProgress(enabled=show) as progress:
         compiler = Compiler(kb, settings, progress=progress)
@@ -211,6 +213,24 @@ def _print_compile(result: Any) -> None:
         click.echo(
             "Interrupted: what finished is committed; run the command again for the rest.", err=True
         )
+
+
+def print_removal(result: Any, as_json: bool) -> None:
+    """What `kb-ai rm` (or compile --prune) removed, as text or JSON."""
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
+        return
+    for r in result.removed:
+        click.echo(f"  removed  {r.raw_path} ({r.origin})")
+    for path in result.deleted:
+        click.echo(f"  deleted  {path} (no source left)")
+    for path in result.rewritten:
+        click.echo(f"  rewrote  {path}")
+    u = result.usage
+    click.echo(
+        f"Removed {len(result.removed)} source(s); commit {result.commit or '-'}"
+        f" · {u.calls} model call(s)"
+    )
 
 
 @main.command()

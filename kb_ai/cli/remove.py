@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import click
 
-from kb_ai.cli import Context, main, pass_context, translate_errors
+from kb_ai.cli import Context, main, pass_context, print_removal, translate_errors
 
 
 @main.command(name="rm")
@@ -40,37 +36,4 @@ def rm(ctx: Context, sources: tuple[str, ...], reason: str, as_json: bool) -> No
     result = asyncio.run(
         remove_sources(kb, settings, found, reason=reason or "removed with kb-ai rm")
     )
-    report(result, as_json)
-
-
-def prune(ctx: Context, settings: Any, folders: Sequence[str], as_json: bool) -> None:
-    """For `kb-ai compile --prune`: remove the sources gone from ``folders``."""
-    from compiler.removal import missing_under, remove_sources
-    from wiki import KnowledgeBase
-
-    kb = KnowledgeBase.open(settings.kb_dir)
-    for folder in folders:
-        if not Path(folder).is_dir():
-            continue
-        gone = missing_under(kb, folder)
-        if gone:
-            result = asyncio.run(remove_sources(kb, settings, gone, reason=f"gone from {folder}"))
-            if not as_json:
-                report(result, False)
-
-
-def report(result: Any, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
-        return
-    for r in result.removed:
-        click.echo(f"  removed  {r.raw_path} ({r.origin})")
-    for path in result.deleted:
-        click.echo(f"  deleted  {path} (no source left)")
-    for path in result.rewritten:
-        click.echo(f"  rewrote  {path}")
-    u = result.usage
-    click.echo(
-        f"Removed {len(result.removed)} source(s); commit {result.commit or '-'}"
-        f" · {u.calls} model call(s)"
-    )
+    print_removal(result, as_json)

@@ -1,0 +1,45 @@
+"""The web UI's Delete button on a source, and the Health page."""
+
+from __future__ import annotations
+
+from tests.conftest import compile_notes
+from tests.web.conftest import make_client
+from wiki import list_articles, read_article, write_article
+
+NOTES = {
+    "cache.md": "# Cache\n\nWe chose Redis for the session cache. The TTL is 30 minutes.\n",
+    "billing.md": "# Billing\n\nInvoices are sent on the first working day of each month.\n",
+}
+BILLING = "wiki/concept/billing.md"
+
+
+def test_the_delete_button_removes_a_source_and_its_lone_article(
+    kb, fake_model, tmp_path, settings, model
+):
+    compile_notes(kb, NOTES, tmp_path)
+    with make_client(settings, model) as client:
+        page = client.get("/sources/raw/billing.md")
+        assert 'action="/remove/raw/billing.md"' in page.text
+        refused = client.post("/remove/raw/billing.md", headers={"origin": "http://evil.example"})
+        assert refused.status_code == 403 and BILLING in list_articles(kb)
+        done = client.post(
+            "/remove/raw/billing.md", headers={"origin": "http://127.0.0.1"}, follow_redirects=False
+        )
+        assert done.status_code == 303 and "removed=raw/billing.md" in done.headers["location"]
+        assert BILLING not in list_articles(kb)
+        assert not (kb.root / "raw" / "billing.md").exists()
+        missing = client.post("/remove/raw/nothing.md", headers={"origin": "http://127.0.0.1"})
+        assert missing.status_code in (400, 404)
+
+
+def test_the_health_page_lists_what_lint_finds(kb, fake_model, tmp_path, settings, model):
+    compile_notes(kb, NOTES, tmp_path)
+    article = read_article(kb, "wiki/concept/cache.md")
+    article.body += "\nSee [[no-such-page|the old plan]].\n"
+    write_article(kb, article)
+    with make_client(settings, model) as client:
+        page = client.get("/health")
+    assert page.status_code == 200
+    assert (
+        'data-check="dead-wikilink"' in page.text and "[[no-such-page|the old plan]]" in page.text
+    )
