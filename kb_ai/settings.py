@@ -103,7 +103,14 @@ class Settings:
         6_000, "Token budget of the selection prompt; larger catalogs are shortlisted first."
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
-    second_hop_pages: int = _setting(3, "Pages the model may ask for after the first reading.")
+    second_hop_pages: int = _setting(
+        3, "Pages the model may ask for in each follow-up after the first reading."
+    )
+    max_hops: int = _setting(
+        2,
+        "Follow-up rounds after the first reading: search terms the model learned from the"
+        " pages (a bridge entity) or pages they link to. 0 turns follow-ups off.",
+    )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
     )
@@ -145,6 +152,7 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "read_chars": 4_000,
     "select_k": 3,
     "second_hop_pages": 0,
+    "max_hops": 0,
     "max_retries": 0,
     "timeout_extract": 900.0,
     "timeout_classify": 600.0,

@@ -1,5 +1,6 @@
 """Ask: question -> (standalone question) -> candidates -> selected pages -> read whole
--> (one bounded second hop) -> answer with citations validated against the pages read.
+-> (bounded follow-ups: search terms learned from the pages, linked pages) -> answer with
+citations validated against the pages read.
 
 `ask_events` yields what a user interface shows as it happens (status, answer deltas)
 and ends with one `done` event carrying the Answer, or an `error` event. `ask` runs it
@@ -22,6 +23,7 @@ from kb_ai.llm import LLM, Completion, Usage
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
+from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.pages import Citation, Page, check_paths, link_targets, read_page, validate_citations
 from wiki import KnowledgeBase, normalise_article_path, open_state
 from wiki.indexing import index_is_current, refresh_search_index
@@ -55,12 +57,14 @@ class Answer:
     question: str = ""  # the standalone question actually answered
     covered: bool = True
     shortlisted: bool = False
+    hops: list[Hop] = field(default_factory=list)  # each search-and-read round, in order
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
             "citations": [c.as_dict() for c in self.citations],
             "read": self.read,
+            "hops": [h.as_dict() for h in self.hops],
             "usage": self.usage.as_dict(),
             "question": self.question,
             "covered": self.covered,
@@ -158,10 +162,18 @@ class Asker:
                 return
         yield Event("status", {"stage": "reading", "paths": chosen})
         pages = await asyncio.to_thread(self._read, chosen)
-        more = await self._second_hop(standalone, pages, catalog) if not paths else []
-        if more:
-            yield Event("status", {"stage": "reading", "paths": more})
-            pages += await asyncio.to_thread(self._read, more)
+        hops = [Hop(standalone, list(chosen), "paths" if paths else "search")]
+        # Follow-ups: what the pages name that the answer needs next, within one budget
+        # of pages for the whole question.
+        room = self.settings.select_k + self.settings.second_hop_pages - len(pages)
+        for _ in range(0 if paths else self.settings.max_hops):
+            hop = await self._follow_up(standalone, pages, catalog, room)
+            if hop is None:
+                break
+            yield Event("status", {"stage": "reading", "paths": hop.pages, "query": hop.query})
+            pages += await asyncio.to_thread(self._read, hop.pages)
+            hops.append(hop)
+            room -= len(hop.pages)
         yield Event("status", {"stage": "answering"})
         messages = PROMPTS.render(
             "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
@@ -185,7 +197,9 @@ class Asker:
         if not text.strip():
             raise LLMOutputError("the model returned an empty answer")
         covered = bool(cited) or not _says_not_covered(text)
-        answer = Answer(text, cited, [p.path for p in pages], self.usage, standalone, covered)
+        answer = Answer(
+            text, cited, [p.path for p in pages], self.usage, standalone, covered, hops=hops
+        )
         yield Event("done", answer.as_dict())
 
     async def _answer_with_sources(self, messages: list[dict], pages: list[Page]) -> str:
@@ -234,10 +248,10 @@ class Asker:
         return [read_page(self.kb, p, self.settings.read_chars) for p in paths]
 
     def selection_prompt(
-        self, question: str, catalog: Catalog
+        self, question: str, catalog: Catalog, exclude: set[str] | frozenset[str] = frozenset()
     ) -> tuple[list[dict], list[str], bool]:
-        """The selection messages within the budget, the candidate paths, and whether the
-        catalog was shortlisted."""
+        """The selection messages within the budget, the candidate paths (none of
+        ``exclude``), and whether the catalog was shortlisted."""
         overhead = estimate_tokens(
             "".join(
                 m["content"]
@@ -253,7 +267,11 @@ class Asker:
         )
         budget = max(self.settings.selection_budget_tokens - overhead - 64, 0)
         cands = pick_candidates(
-            catalog, question, budget, lambda q, limit: self._search(q, limit, len(catalog))
+            catalog,
+            question,
+            budget,
+            lambda q, limit: self._search(q, limit, len(catalog)),
+            exclude=exclude,
         )
         messages = PROMPTS.render(
             "select",
@@ -320,23 +338,56 @@ class Asker:
             raise SelectionError("Page selection returned no list of paths, so no answer was given")
         return chosen, shortlisted
 
-    async def _second_hop(self, question: str, pages: list[Page], catalog: Catalog) -> list[str]:
-        n = self.settings.second_hop_pages
+    async def _follow_up(
+        self, question: str, pages: list[Page], catalog: Catalog, room: int
+    ) -> Hop | None:
+        """The next round of pages the question needs, or None when the pages read are
+        enough (or no room is left, or the optional step fails)."""
+        n = min(self.settings.second_hop_pages, room)
         if n <= 0:
-            return []
+            return None
         read = {p.path for p in pages}
         linked = [p for p in catalog.resolve(*link_targets(pages)) if p not in read][:20]
-        if not linked:
-            return []
-        lines = catalog.lookup(linked)
+        lines = catalog.lookup(linked) if linked else {}
         linked = [p for p in linked if p in lines]
+        if not linked and pages_hold_every_term(question, (p.text for p in pages)):
+            return None  # nothing links on, and every word of the question is answered for
         messages = PROMPTS.render(
-            "hop", question=question, pages=pages, lines=[lines[p] for p in linked], n=n
+            "follow", question=question, pages=pages, lines=[lines[p] for p in linked], n=n
         )
         try:
-            return await self._pick(messages, linked, n) or []
+            reply = self._paid(
+                await self.llm.complete(
+                    messages,
+                    stage="select",
+                    schema=follow_schema(linked, n),
+                    schema_name="follow_up",
+                )
+            )
+            follow = parse_follow_up(reply.data, linked, n)
+            if follow.enough:
+                return None
+            chosen = list(follow.pages)
+            query = question
+            if follow.terms and len(chosen) < n:
+                query = f"{question} {' '.join(follow.terms)}"
+                chosen += await self._select_more(query, catalog, read | set(chosen), n - len(chosen))
         except LLMError:
-            return []  # the first pages are read; a failed optional hop does not stop the answer
+            return None  # the first pages are read; a failed optional step does not stop the answer
+        if not chosen:
+            return None
+        return Hop(query, chosen, "search" if follow.terms else "links")
+
+    async def _select_more(
+        self, query: str, catalog: Catalog, exclude: set[str], k: int
+    ) -> list[str]:
+        """Up to ``k`` pages not in ``exclude`` for ``query``, picked by the model."""
+        messages, offered, _ = await asyncio.to_thread(
+            self.selection_prompt, query, catalog, exclude
+        )
+        if not offered:
+            return []
+        return await self._pick(messages, offered, k) or []
 
 
 _NOT_COVERED = re.compile(
@@ -372,5 +423,6 @@ async def ask(
                     asker.usage,
                     d["question"],
                     d["covered"],
+                    hops=[Hop(**h) for h in d["hops"]],
                 )
     raise LLMOutputError("the answer ended without a result")

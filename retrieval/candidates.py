@@ -135,17 +135,22 @@ class Candidates:
 
 
 def pick_candidates(
-    catalog: Catalog, question: str, budget_tokens: int, search: Callable[[str, int], list[str]]
+    catalog: Catalog,
+    question: str,
+    budget_tokens: int,
+    search: Callable[[str, int], list[str]],
+    exclude: set[str] | frozenset[str] = frozenset(),
 ) -> Candidates:
-    """Catalog lines for the selection prompt, never more than budget_tokens of them.
+    """Catalog lines for the selection prompt, never more than budget_tokens of them,
+    none of the ``exclude`` paths (pages already read).
 
     ``search(question, limit)`` returns article paths best first; it is only called
     when the catalog does not fit the budget."""
     total = len(catalog)
     if catalog.lines is not None and catalog.text_tokens <= budget_tokens:
-        paths = list(catalog.lines)
+        paths = [p for p in catalog.lines if p not in exclude]
         return Candidates([catalog.lines[p] for p in paths], paths, False, total)
-    hits = search(question, SHORTLIST_MAX)
+    hits = [p for p in search(question, SHORTLIST_MAX + len(exclude)) if p not in exclude]
     found = catalog.lookup(hits)
     lines, paths, used = [], [], 0
     for path in hits:

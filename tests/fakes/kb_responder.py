@@ -98,6 +98,7 @@ def stage_of(request: dict[str, Any]) -> str:
         ("paths", "select"),
         ("question", "rewrite"),
         ("issues", "lint"),
+        ("enough", "follow"),
     ):
         if key in props:
             return stage
@@ -319,6 +320,7 @@ HANDLERS = {
     "select": select,
     "rewrite": rewrite,
     "lint": lint,
+    "follow": lambda request: {"enough": True, "search": []},
 }
 
 

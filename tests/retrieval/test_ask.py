@@ -22,6 +22,8 @@ from tests.fakes.fake_llm import FakeLLM
 from wiki import Article, build_catalog, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
 
+ENOUGH = {"enough": True, "search": []}  # the follow-up step: the pages read are enough
+
 
 def make_wiki(kb, articles):
     for path, title, summary, body in articles:
@@ -93,7 +95,9 @@ def test_no_relevant_page_gives_the_not_covered_answer_without_guessing(kb, sett
 
 def test_pages_that_do_not_answer_give_a_plain_no_and_no_citation(kb, settings):
     make_wiki(kb, [DNS, BACKUP])
-    llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, "The wiki does not cover the wifi password.")
+    llm = FakeLLM().enqueue(
+        {"paths": [BACKUP[0]]}, ENOUGH, "The wiki does not cover the wifi password."
+    )
     answer = run(ask(kb, settings, llm, "What is the wifi password for backups?"))
     assert answer.citations == [] and not answer.covered
 
@@ -193,7 +197,7 @@ def test_a_chinese_question_with_a_two_character_keyword_finds_its_page(kb, sett
     _big_wiki(kb, 200, [zh])
     small = replace(settings, selection_budget_tokens=1500)
     llm = FakeLLM().enqueue(
-        {"paths": [zh[0]]}, "数据保存在北京机房 [存储方案](wiki/concept/shu-ju-ku.md)。"
+        {"paths": [zh[0]]}, ENOUGH, "数据保存在北京机房 [存储方案](wiki/concept/shu-ju-ku.md)。"
     )
     answer = run(ask(kb, small, llm, "北京在哪里？"))
     assert zh[0] in llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
@@ -218,7 +222,7 @@ def test_a_follow_up_is_rewritten_into_a_standalone_question_before_selection(kb
     assert answer.question.startswith("How long are they kept?")
 
 
-def test_one_bounded_second_hop_reads_a_linked_page(kb, settings):
+def test_a_follow_up_reads_a_linked_page(kb, settings):
     a = (
         "wiki/decision/dns-out-of-puppet.md",
         "DNS out of puppet",
@@ -234,14 +238,105 @@ def test_one_bounded_second_hop_reads_a_linked_page(kb, settings):
     make_wiki(kb, [a, b, BACKUP])
     llm = FakeLLM().enqueue(
         {"paths": [a[0]]},
-        {"paths": [b[0]]},
+        {"enough": False, "search": [], "pages": [b[0]]},
         "Zones are a.internal [Internal zones](wiki/reference/internal-zones.md).",
     )
     answer = run(ask(kb, settings, llm, "Which internal zones did DNS move into?"))
     assert answer.read == [a[0], b[0]]
     assert llm.stages() == ["select", "select", "answer"]
-    assert llm.calls[1].schema["properties"]["paths"]["items"]["enum"] == [b[0]]
-    assert llm.calls[1].schema["properties"]["paths"]["maxItems"] == settings.second_hop_pages
+    pages = llm.calls[1].schema["properties"]["pages"]
+    assert pages["items"]["enum"] == [b[0]]
+    assert pages["maxItems"] == settings.second_hop_pages
+    assert [h["via"] for h in answer.as_dict()["hops"]] == ["search", "links"]
+
+
+DEAD_ERNEST = (
+    "wiki/entity/dead-ernest.md",
+    "Dead Ernest",
+    "A 1944 mystery novel.",
+    "Dead Ernest is a 1944 mystery novel by Phoebe Atwood Taylor, set on Cape Cod.\n",
+)
+TAYLOR = (
+    "wiki/entity/phoebe-atwood-taylor.md",
+    "Phoebe Atwood Taylor",
+    "An American writer of mysteries.",
+    "Phoebe Atwood Taylor (1909-1976) was an American mystery writer from Boston.\n",
+)
+
+
+def test_a_bridge_the_first_page_names_is_searched_and_read(kb, settings):
+    # The later page shares no word with the question: only the first page names it.
+    _big_wiki(kb, 300, [DEAD_ERNEST, TAYLOR])
+    small = replace(settings, selection_budget_tokens=2000)
+    llm = FakeLLM().enqueue(
+        {"paths": [DEAD_ERNEST[0]]},
+        {"enough": False, "search": ["Phoebe Atwood Taylor"]},
+        {"paths": [TAYLOR[0]]},
+        ENOUGH,
+        "Boston [Phoebe Atwood Taylor](wiki/entity/phoebe-atwood-taylor.md).",
+    )
+
+    answer = run(ask(kb, small, llm, "Where was the author of Dead Ernest born?"))
+
+    first_offer = llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
+    second_offer = llm.calls[2].schema["properties"]["paths"]["items"]["enum"]
+    assert TAYLOR[0] not in first_offer  # the question alone cannot reach it
+    assert TAYLOR[0] in second_offer and DEAD_ERNEST[0] not in second_offer
+    assert answer.read == [DEAD_ERNEST[0], TAYLOR[0]]
+    assert llm.stages() == ["select", "select", "select", "select", "answer"]
+    hops = answer.as_dict()["hops"]
+    assert [h["pages"] for h in hops] == [[DEAD_ERNEST[0]], [TAYLOR[0]]]
+    assert "Phoebe Atwood Taylor" in hops[1]["query"]
+    prompt = "".join(m["content"] for m in llm.calls[2].messages)
+    assert estimate_tokens(prompt) <= small.selection_budget_tokens
+
+
+def test_a_follow_up_reply_is_bounded_and_cannot_reach_pages_not_offered(kb, settings):
+    _big_wiki(kb, 50, [DEAD_ERNEST, TAYLOR])
+    llm = FakeLLM().enqueue(
+        {"paths": [DEAD_ERNEST[0]]},
+        {
+            "enough": False,
+            "search": ["Phoebe\x00 Atwood\u202e Taylor", "x" * 500, "a", "b", "c", "d"],
+            "pages": ["wiki/entity/phoebe-atwood-taylor.md", "../../etc/passwd"],
+        },
+        {"paths": ["../../etc/passwd", TAYLOR[0]]},
+        "Boston [Phoebe Atwood Taylor](wiki/entity/phoebe-atwood-taylor.md).",
+    )
+
+    answer = run(ask(kb, settings, llm, "Where was the author of Dead Ernest born?"))
+
+    query = answer.as_dict()["hops"][1]["query"]
+    assert "Phoebe Atwood Taylor" in query and "x" * 100 not in query
+    assert "\x00" not in query and "\u202e" not in query
+    assert query.endswith("Phoebe Atwood Taylor a b")  # at most 3 terms
+    assert answer.read == [DEAD_ERNEST[0], TAYLOR[0]]
+
+
+def test_follow_ups_stop_at_max_hops_and_the_page_budget(kb, settings):
+    _big_wiki(kb, 50, [DEAD_ERNEST, TAYLOR])
+    wanting = {"enough": False, "search": ["cluster"]}
+    services = [f"wiki/reference/service-{i}.md" for i in range(12)]
+
+    def answer_with(max_hops: int):
+        rounds = [[wanting, {"paths": services[3 * i : 3 * i + 3]}] for i in range(3)]
+        llm = FakeLLM().enqueue({"paths": [DEAD_ERNEST[0]]}, *sum(rounds, []))
+        tight = replace(settings, select_k=2, second_hop_pages=3, max_hops=max_hops)
+        return run(ask(kb, tight, llm, "Where was the author of Dead Ernest born?"))
+
+    # one follow-up allowed: 1 + 3 pages
+    assert len(answer_with(1).read) == 4
+    # many allowed: the page budget (select_k + second_hop_pages = 5) holds over them all
+    assert len(answer_with(5).read) == 5
+
+
+def test_no_follow_up_is_asked_when_the_pages_hold_every_word_of_the_question(kb, settings):
+    make_wiki(kb, [DNS, BACKUP])
+    llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, "At 02:00 [Backups](wiki/howto/backups.md).")
+
+    run(ask(kb, settings, llm, "When do nightly backups run?"))
+
+    assert llm.stages() == ["select", "answer"]
 
 
 def test_long_pages_are_cut_with_a_visible_marker(kb, settings):
