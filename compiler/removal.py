@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.classify import Target
-from compiler.extract import Extraction
 from compiler.links import LinkTargets, link_mentions
+from compiler.recompose import stored_material
 from compiler.record import INDEX_FINGERPRINT
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError, UsageError
@@ -40,7 +40,6 @@ from wiki import (
     list_articles,
     open_state,
     read_article,
-    read_extraction,
     set_meta,
     write_indexes,
 )
@@ -260,7 +259,7 @@ async def _rewrite(
 ) -> Article:
     """``article`` written again from the extractions of the sources it has left."""
     material = [
-        Material(source, _extraction_text(kb, source))
+        Material(source, stored_material(kb, source))
         for source in article.sources
         if source not in gone
     ]
@@ -276,15 +275,6 @@ async def _rewrite(
     )
     body = link_mentions(fresh.body, targets, article.path)
     return replace(fresh, body=body, created=article.created or fresh.created)
-
-
-def _extraction_text(kb: KnowledgeBase, source: str) -> str:
-    slug = source.removeprefix("raw/").removesuffix(".md")
-    try:
-        data = read_extraction(kb, f"extraction/{slug}.md").data
-    except (KbAiError, OSError, UnicodeDecodeError):
-        return ""
-    return Extraction.from_data(data).to_markdown()
 
 
 def _forget_articles(conn: sqlite3.Connection, deleted: list[str]) -> None:

@@ -23,6 +23,7 @@ from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, pending_files, still_pending
 from compiler.links import LinkTargets, link_mentions
+from compiler.recompose import needs_rewrite, plan_rewrite
 from compiler.record import (
     INDEX_FINGERPRINT,
     commit_message,
@@ -48,6 +49,7 @@ from wiki import (
     all_sources,
     commit_all,
     current_catalog,
+    delete_article,
     get_meta,
     open_state,
     read_article,
@@ -98,6 +100,9 @@ class Compiler:
         self._tasks = Interruptible()
         self._llm: LLM | None = None
         self._catalog: list[CatalogEntry] = []  # as the run started
+        # Articles a revised source no longer feeds: path -> the raw paths that left it.
+        self._dropped: dict[str, set[str]] = {}
+        self.deleted: list[str] = []  # articles left with no source, deleted by the run
         self._catalog_ns = 0
 
     # -- entry points ---------------------------------------------------------------
@@ -275,6 +280,23 @@ class Compiler:
             existing = (
                 await asyncio.to_thread(read_article, self.kb, path) if target.exists else None
             )
+            rewrite = None
+            dropped = self._dropped.get(path, set())
+            if existing is not None and needs_rewrite(material, dropped):
+                rewrite = await run_io(
+                    plan_rewrite,
+                    self.kb,
+                    existing,
+                    material,
+                    dropped,
+                    self.settings.patch_threshold_chars,
+                )
+                if not rewrite.material:  # no source left: the article goes
+                    await run_io(delete_article, self.kb, path)
+                    self.deleted.append(path)
+                    stager.add(path)
+                    return
+                target, material, existing = rewrite.target, rewrite.material, rewrite.existing
             article = await compile_article(
                 llm,
                 PROMPTS,
@@ -283,6 +305,8 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
             )
+            if rewrite is not None:
+                article = rewrite.finish(article)
             article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
@@ -296,6 +320,8 @@ class Compiler:
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
         article_errors: dict[str, str] = {}
         for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
+            if path in self.deleted:
+                continue
             if path in written:
                 (result.updated if target.exists else result.created).append(path)
             else:
@@ -403,11 +429,10 @@ class Compiler:
                 continue
             text = w.extraction.to_markdown()
             targets = list(w.targets)
-            for (
-                old
-            ) in w.previous_articles:  # a revised source must be able to take back what it said
+            for old in w.previous_articles:  # fed before, not now: the source leaves it
                 if old in existing and all(t.path != old for t in targets):
-                    targets.append(Target(old, "", "", exists=True))
+                    self._dropped.setdefault(old, set()).add(w.raw_path)
+                    plan.setdefault(old, (Target(old, "", "", exists=True), [], []))
             for t in targets:
                 slug = PurePosixPath(t.path).stem
                 path = by_slug.setdefault(slug, t.path)

@@ -82,7 +82,8 @@ def split_sections(body: str) -> list[tuple[str | None, str]]:
 
 
 def apply_patches(body: str, patches: list[dict]) -> str:
-    """Apply section patches; a patch naming an unknown section adds that section."""
+    """Apply section patches; a patch naming an unknown section adds that section, and
+    op "remove" takes a section out."""
     sections = split_sections(body)
     for patch in patches:
         if not isinstance(patch, dict):
@@ -90,11 +91,15 @@ def apply_patches(body: str, patches: list[dict]) -> str:
         name = str(patch.get("section") or "").strip().lstrip("#").strip()
         content = str(patch.get("content") or "").strip()
         op = patch.get("op")
-        if not name or not content:
-            continue
         index = next(
             (i for i, (h, _) in enumerate(sections) if h and h.lower() == name.lower()), None
         )
+        if op == "remove":  # what no source supports any more leaves with its section
+            if index is not None:
+                del sections[index]
+            continue
+        if not name or not content:
+            continue
         if index is None:
             sections.append((name, f"## {name}\n\n{content}"))
             continue

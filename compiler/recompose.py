@@ -1,0 +1,83 @@
+"""Revision: an article a revised source fed is written again from the current material
+of all its sources, not patched on top of its old text.
+
+Merging a revised source's new extraction into the old article kept whatever the old
+version alone had said. Instead, when a source an article draws on has changed (or no
+longer feeds it), the article's material is the stored extraction of every source it
+has now (the revised one as it is now, the others as stored under extraction/), and a
+short article is written afresh from that material alone, so a statement only the old
+version supported has nothing left to come from. A long article keeps the section-patch
+route (its untouched sections stay byte for byte), with the whole material, and a patch
+may remove a section as well as add one. A source that no longer feeds an article leaves
+its ``sources``; an article with no source left is deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from compiler.classify import Target
+from compiler.extract import Extraction
+from compiler.write import Material
+from kb_ai.errors import KbAiError
+from wiki import Article, KnowledgeBase, read_extraction
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """What the writer gets for a revised article: ``existing`` is None for a fresh
+    rewrite; ``material`` is empty when no source is left (the article goes)."""
+
+    target: Target
+    material: list[Material]
+    existing: Article | None
+    previous: Article
+
+    def finish(self, article: Article) -> Article:
+        """The written article keeps its path, title, type and creation date."""
+        return replace(
+            article,
+            path=self.previous.path,
+            title=self.previous.title,
+            type=self.previous.type,
+            created=self.previous.created or article.created,
+        )
+
+
+def needs_rewrite(material: list[Material], dropped: set[str]) -> bool:
+    """Whether an existing article is to be written from all its sources again."""
+    return bool(dropped) or any(m.revised for m in material)
+
+
+def plan_rewrite(
+    kb: KnowledgeBase,
+    existing: Article,
+    material: list[Material],
+    dropped: set[str],
+    patch_threshold: int,
+) -> Rewrite:
+    """The material of every source ``existing`` keeps, and how it is to be written."""
+    given = {m.source for m in material}
+    full = [m for m in material if m.source not in dropped]
+    for source in existing.sources:
+        if source in given or source in dropped:
+            continue
+        text = stored_material(kb, source)
+        if text:
+            full.append(Material(source, text))
+    target = Target(existing.path, existing.title, existing.type, exists=True)
+    if len(existing.body) > patch_threshold:
+        kept = [s for s in existing.sources if s not in dropped]
+        return Rewrite(target, full, replace(existing, sources=kept), existing)
+    fresh = [Material(m.source, m.text) for m in full]  # no old text to take anything out of
+    return Rewrite(target, fresh, None, existing)
+
+
+def stored_material(kb: KnowledgeBase, source: str) -> str:
+    """The stored extraction of ``source`` ("raw/<slug>.md") as Markdown; "" if unreadable."""
+    slug = source.removeprefix("raw/").removesuffix(".md")
+    try:
+        data = read_extraction(kb, f"extraction/{slug}.md").data
+    except (KbAiError, OSError, UnicodeDecodeError):
+        return ""
+    return Extraction.from_data(data).to_markdown()
