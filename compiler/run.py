@@ -33,6 +33,7 @@ from compiler.record import (
     write_run_indexes,
 )
 from compiler.result import CompileResult, Failure
+from compiler.review import hold_for_review
 from compiler.sources import Source, discover
 from compiler.work import Plan, Work
 from compiler.write import Material, compile_article
@@ -163,12 +164,16 @@ class Compiler:
         result.interrupted = self.interrupted
         result.duration_s = time.monotonic() - started
         with closing(open_state(self.kb)) as conn:
-            record_run(
+            run_id = record_run(
                 conn,
                 run_started.isoformat(),
                 datetime.now(UTC).isoformat(),
                 result.as_dict(),
                 result.commit,
+            )
+        if self.settings.review and result.commit:  # main stays as it was until approved
+            result.review = await run_io(
+                hold_for_review, self.kb, run_id, result.commit, list(result.compiled)
             )
         return result
 

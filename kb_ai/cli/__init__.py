@@ -138,6 +138,11 @@ def init(ctx: Context) -> None:
 )
 @click.option("--force", is_flag=True, help="Recompile sources even when they are unchanged.")
 @click.option(
+    "--review/--no-review",
+    default=None,
+    help="Commit the run to a branch review/<run id> for approval (kb-ai review), not main.",
+)
+@click.option(
     "--prune",
     is_flag=True,
     help="First remove the sources compiled from these folders that are gone from them.",
@@ -151,6 +156,7 @@ def compile(
     model: str | None,
     concurrency: int | None,
     force: bool,
+    review: bool | None,
     prune: bool,
     as_json: bool,
 ) -> None:
@@ -164,7 +170,7 @@ def compile(
     from kb_ai.progress import StageProgress
     from wiki import KnowledgeBase
 
-    settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency)
+    settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency, review=review)
     kb = KnowledgeBase.open(settings.kb_dir)
     if prune:
         from compiler.removal import prune_folders
@@ -205,7 +211,10 @@ def _print_compile(result: Any) -> None:
         click.echo(f"  failed   {failure.source}: {failure.error}", err=True)
     u = result.usage
     tail = f"{u.calls} model call(s), {u.prompt_tokens:,} prompt tokens, ${u.cost_usd:.4f}"
-    if result.commit:
+    if result.review:
+        click.echo(f"Held for review on {result.review} · {tail}")
+        click.echo(f"  kb-ai review show {result.review[7:]}, then approve or reject it")
+    elif result.commit:
         click.echo(f"Commit {result.commit} · {tail}")
     elif u.calls or done:
         click.echo(tail)
@@ -296,6 +305,7 @@ LAZY_COMMANDS = {
     "worker": "kb_ai.cli.hooks",
     "lint": "kb_ai.cli.lint",
     "rm": "kb_ai.cli.remove",
+    "review": "kb_ai.cli.review",
 }
 
 
