@@ -43,3 +43,30 @@ def test_the_health_page_lists_what_lint_finds(kb, fake_model, tmp_path, setting
     assert (
         'data-check="dead-wikilink"' in page.text and "[[no-such-page|the old plan]]" in page.text
     )
+
+
+def test_the_review_page_approves_only_same_origin_posts(kb, fake_model, tmp_path, settings, model):
+    from click.testing import CliRunner
+
+    from kb_ai.cli import main
+
+    note = tmp_path / "cache.md"
+    note.write_text(NOTES["cache.md"])
+    held = CliRunner().invoke(main, ["--kb", str(kb.root), "compile", "--review", str(note)])
+    assert held.exit_code == 0, held.output
+    with make_client(settings, model) as client:
+        page = client.get("/review")
+        assert page.status_code == 200 and "TTL is 30 minutes" in page.text
+        run = page.text.split('data-run="', 1)[1].split('"', 1)[0]
+        refused = client.post(f"/review/{run}/approve", headers={"origin": "http://evil.example"})
+        assert refused.status_code == 403 and "wiki/concept/cache.md" not in list_articles(kb)
+        done = client.post(
+            f"/review/{run}/approve", headers={"origin": "http://127.0.0.1"}, follow_redirects=False
+        )
+        assert done.status_code == 303 and "wiki/concept/cache.md" in list_articles(kb)
+        assert (
+            client.post(
+                f"/review/{run}/approve", headers={"origin": "http://127.0.0.1"}
+            ).status_code
+            == 400
+        )
