@@ -1,5 +1,7 @@
 """Revision: an article a revised source fed is written again from the current material
-of all its sources, not patched on top of its old text.
+of all its sources, not patched on top of its old text (and so is any short article a
+run touches: the writer then sees every source with its date, and can put the newest
+fact first and older ones in a dated history line).
 
 Merging a revised source's new extraction into the old article kept whatever the old
 version alone had said. Instead, when a source an article draws on has changed (or no
@@ -17,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from compiler.classify import Target
+from compiler.dating import source_date
 from compiler.extract import Extraction
 from compiler.write import Material
 from kb_ai.errors import KbAiError
-from wiki import Article, KnowledgeBase, read_extraction
+from wiki import Article, KnowledgeBase, read_extraction, read_raw
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,14 @@ class Rewrite:
         )
 
 
-def needs_rewrite(material: list[Material], dropped: set[str]) -> bool:
-    """Whether an existing article is to be written from all its sources again."""
-    return bool(dropped) or any(m.revised for m in material)
+def needs_rewrite(
+    existing: Article, material: list[Material], dropped: set[str], patch_threshold: int
+) -> bool:
+    """Whether an existing article is to be written from all its sources again: always
+    when it is short (the writer then weighs every source by its date), and a long one
+    when a source of it was revised or left it."""
+    short = len(existing.body) <= patch_threshold
+    return short or bool(dropped) or any(m.revised for m in material)
 
 
 def plan_rewrite(
@@ -62,22 +70,30 @@ def plan_rewrite(
     for source in existing.sources:
         if source in given or source in dropped:
             continue
-        text = stored_material(kb, source)
-        if text:
-            full.append(Material(source, text))
+        stored = stored_source(kb, source)
+        if stored is not None:
+            full.append(stored)
     target = Target(existing.path, existing.title, existing.type, exists=True)
     if len(existing.body) > patch_threshold:
         kept = [s for s in existing.sources if s not in dropped]
         return Rewrite(target, full, replace(existing, sources=kept), existing)
-    fresh = [Material(m.source, m.text) for m in full]  # no old text to take anything out of
+    # no old text to take anything out of
+    fresh = [Material(m.source, m.text, date=m.date, dated=m.dated) for m in full]
     return Rewrite(target, fresh, None, existing)
 
 
-def stored_material(kb: KnowledgeBase, source: str) -> str:
-    """The stored extraction of ``source`` ("raw/<slug>.md") as Markdown; "" if unreadable."""
+def stored_source(kb: KnowledgeBase, source: str) -> Material | None:
+    """``source`` ("raw/<slug>.md") as material: its stored extraction, dated from its
+    raw copy; None when the extraction is unreadable."""
     slug = source.removeprefix("raw/").removesuffix(".md")
     try:
         data = read_extraction(kb, f"extraction/{slug}.md").data
     except (KbAiError, OSError, UnicodeDecodeError):
-        return ""
-    return Extraction.from_data(data).to_markdown()
+        return None
+    text = Extraction.from_data(data).to_markdown()
+    try:
+        raw = read_raw(kb, source)
+    except (KbAiError, OSError, UnicodeDecodeError):
+        return Material(source, text)
+    when = source_date(raw.text, raw.origin, raw.ingested_at)
+    return Material(source, text, date=when.date, dated=when.stated)

@@ -21,9 +21,9 @@ from typing import Any
 
 from compiler.classify import Target
 from compiler.links import LinkTargets, link_mentions
-from compiler.recompose import stored_material
+from compiler.recompose import stored_source
 from compiler.record import INDEX_FINGERPRINT
-from compiler.write import Material, compile_article
+from compiler.write import compile_article
 from kb_ai.errors import KbAiError, UsageError
 from kb_ai.llm import LLM, Usage, open_llm
 from kb_ai.prompts import PromptLibrary
@@ -259,11 +259,8 @@ async def _rewrite(
 ) -> Article:
     """``article`` written again from the extractions of the sources it has left."""
     material = [
-        Material(source, stored_material(kb, source))
-        for source in article.sources
-        if source not in gone
+        m for m in (stored_source(kb, s) for s in article.sources if s not in gone) if m is not None
     ]
-    material = [m for m in material if m.text]
     if not material:
         raise KbAiError(
             f"{article.path}: none of its other sources has a readable extraction",

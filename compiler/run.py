@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
+from compiler.dating import source_date
 from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, pending_files, still_pending
 from compiler.links import LinkTargets, link_mentions
@@ -287,7 +288,9 @@ class Compiler:
             )
             rewrite = None
             dropped = self._dropped.get(path, set())
-            if existing is not None and needs_rewrite(material, dropped):
+            if existing is not None and needs_rewrite(
+                existing, material, dropped, self.settings.patch_threshold_chars
+            ):
                 rewrite = await run_io(
                     plan_rewrite,
                     self.kb,
@@ -433,6 +436,8 @@ class Compiler:
             if w.error or w.extraction is None:
                 continue
             text = w.extraction.to_markdown()
+            when = source_date(w.source.text, w.source.origin, datetime.now(UTC).isoformat())
+            dated = (when.date, when.stated)
             targets = list(w.targets)
             for old in w.previous_articles:  # fed before, not now: the source leaves it
                 if old in existing and all(t.path != old for t in targets):
@@ -444,7 +449,9 @@ class Compiler:
                 if path != t.path or (path in plan and not t.exists):
                     t = plan[path][0] if path in plan else Target(path, t.title, t.type, True)
                 revised = w.previous_text is not None and path in w.previous_articles
-                material = Material(w.raw_path, text, revised, w.previous_text if revised else None)
+                material = Material(
+                    w.raw_path, text, revised, w.previous_text if revised else None, *dated
+                )
                 entry = plan.setdefault(path, (t, [], []))
                 entry[1].append(material)
                 entry[2].append(i)

@@ -24,6 +24,8 @@ class Material:
     text: str  # the extraction as Markdown
     revised: bool = False
     previous: str | None = None  # the earlier extraction of a revised source
+    date: str = ""  # when its facts held (compiler/dating.py)
+    dated: bool = False  # the date is the source's own, not the day it was added
 
 
 _FENCE = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.S)

@@ -12,6 +12,7 @@ under a second (bench/truth).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -88,6 +89,7 @@ def lint_wiki(kb: KnowledgeBase, conn: sqlite3.Connection | None = None) -> Lint
     findings += _index_findings(kb, on_disk, articles)
     findings += _source_findings(kb, articles)
     findings += _claim_findings(kb, articles)
+    findings += _conflict_findings(articles)
     if conn is not None:
         findings += table_findings(conn, articles.values())
     findings.sort(key=lambda f: (f.path, f.check, f.message))
@@ -235,6 +237,22 @@ def _claim_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Fin
                     f"its sources' extractions never state {shown}{more}",
                 )
             )
+    return findings
+
+
+_CONFLICT = re.compile(r"^\s*(?:[-*>]\s*)*\**Conflict\b[^:\n]{0,40}:.*$", re.M)
+
+
+def _conflict_findings(articles: dict[str, Article]) -> list[Finding]:
+    """Same-date disagreements the writer stated as a conflict, for a person to settle."""
+    findings = []
+    for rel, article in articles.items():
+        if "Conflict" not in article.body:
+            continue
+        for m in _CONFLICT.finditer(article.body):
+            line = " ".join(m.group().split())
+            shown = line if len(line) <= 200 else line[:199] + "…"
+            findings.append(Finding("conflict", WARNING, rel, f"its sources disagree: {shown}"))
     return findings
 
 

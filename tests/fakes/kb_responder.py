@@ -228,12 +228,53 @@ def _material_sections(user: str) -> list[tuple[str, str]]:
     return list(zip(sources, _between(user, "material"), strict=False))
 
 
+def _dated_sections(user: str) -> dict[str, str]:
+    """source -> the date its material header says the source states ("dated ...")."""
+    return dict(re.findall(r"^Material from (\S+?) \(dated ([\d-]+)\)", user, re.M))
+
+
+def _summary_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][len("Summary: ") :] if lines and lines[0].startswith("Summary: ") else ""
+
+
+def _dated_body(sections: list[tuple[str, str]], dates: dict[str, str]) -> str:
+    """What the write prompt's rules ask for dated material that disagrees: the newest
+    current, older ones in dated history lines, same-date disagreement as a conflict."""
+    ordered = sorted(sections, key=lambda st: dates[st[0]], reverse=True)
+    newest = dates[ordered[0][0]]
+    same = [(s, t) for s, t in ordered if dates[s] == newest]
+    parts = []
+    if len({_summary_line(t) for _, t in same}) > 1:
+        said = "; ".join(f"{s} says {_summary_line(t)}" for s, t in same)
+        parts.append(f"Conflict ({newest}): {said}")
+    else:
+        source, text = same[0]
+        parts.append(f"## Current (from {source}, dated {newest})\n\n{text.strip()}")
+    older = [(s, t) for s, t in ordered if dates[s] != newest]
+    if older:
+        lines = []
+        later = newest
+        for source, text in older:
+            lines.append(f"- Until {later}: {_summary_line(text)} ({source})")
+            later = dates[source]
+        parts.append("## History\n\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def write(request: dict[str, Any]) -> dict[str, Any]:
     user = _user(request)
     existing = _between(user, "article")
     body = existing[0].strip() if existing else ""
     summary = ""
-    for source, text in _material_sections(user):
+    sections = _material_sections(user)
+    dates = _dated_sections(user)
+    dated = [(s, t) for s, t in sections if s in dates]
+    if len(dated) > 1 and not existing:
+        body = _dated_body(dated, dates)
+        summary = _summary_line(max(dated, key=lambda st: dates[st[0]])[1])
+        sections = [(s, t) for s, t in sections if s not in dates]
+    for source, text in sections:
         lines = text.strip().splitlines()
         if lines and lines[0].startswith("Summary: "):
             summary = summary or lines[0][len("Summary: ") :]
