@@ -269,7 +269,10 @@ def status(ctx: Context, as_json: bool) -> None:
         for origin in stale["changed"][:10]:
             click.echo(f"    {origin}")
     if stale["missing"]:
-        click.echo(f"  missing on disk: {len(stale['missing'])}")
+        click.echo(
+            f"  missing on disk: {len(stale['missing'])}"
+            " (kb-ai compile --prune DIR, or kb-ai rm FILE, takes what they said out)"
+        )
     if stale["lag"]:
         click.echo(
             f"  lag: {len(stale['lag'])} source(s) extracted with another model or prompt "
