@@ -38,20 +38,30 @@ class LinkResolver:
 
     def __init__(self, articles: Iterable[tuple[str, str]]) -> None:
         self.by_key: dict[str, str] = {}
+        self._titles: list[tuple[str, str]] = []
+        self._by_title_slug: dict[str, str] | None = None  # built on the first miss
         for path, title in articles:
             slug = posixpath.basename(path)[:-3]
             typed = path.removeprefix("wiki/")[:-3]
-            for key in (path, typed, slug, title.casefold(), slugify(title)):
+            for key in (path, typed, slug, title.casefold()):
                 if key:
                     self.by_key.setdefault(key, path)
+            self._titles.append((path, title))
 
     def find(self, target: str) -> str | None:
         t = target.strip()
         norm = normalise_article_path(t) if t else ""
-        for key in (norm, norm.removeprefix("wiki/")[:-3], t.casefold(), slugify(t) if t else ""):
+        for key in (norm, norm.removeprefix("wiki/")[:-3], t.casefold()):
             if key and key in self.by_key:
                 return self.by_key[key]
-        return None
+        if not t:
+            return None
+        if self._by_title_slug is None:
+            self._by_title_slug = {}
+            for path, title in self._titles:
+                self._by_title_slug.setdefault(slugify(title), path)
+        slug = slugify(t)
+        return self.by_key.get(slug) or self._by_title_slug.get(slug)
 
 
 def body_links(body: str, base: str) -> list[Link]:
