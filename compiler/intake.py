@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 from compiler.result import CompileResult, Failure
+from compiler.sessions import increment
 from compiler.sources import Candidate, Source, file_checksum, read_source
 from kb_ai.errors import KbAiError
 from kb_ai.settings import Settings
@@ -55,6 +56,19 @@ def pending_files(
             continue
         if not force and is_current(known.get(cand.origin), checksum):
             result.skipped.append(cand.origin)
+            continue
+        try:  # an agent session is known by its session id, and compiles what is new
+            part = increment(
+                data, str(cand.path), {} if force else known, chunk_chars=settings.chunk_chars
+            )
+        except KbAiError as exc:
+            result.failed.append(Failure(cand.origin, str(exc)))
+            continue
+        if part is not None:
+            if part.source is None:
+                result.skipped.append(part.key)
+            else:
+                pending.append(part.source)
             continue
         read = partial(
             read_source,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from compiler.redact import redact
 from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
+from compiler.transcripts.chunks import pack_turns
 from kb_ai.errors import SourceError, UsageError
 
 # Extensions picked up when a directory is given. A file named explicitly is read
@@ -260,7 +261,7 @@ def read_source(
         text=text,
         checksum=checksum,
         size=len(data),
-        chunks=chunk_text(text, chunk_chars),
+        chunks=pack_turns(text, chunk_chars) if kind == "transcript" else chunk_text(text, chunk_chars),
         redactions=found + redacted,
     )
 
@@ -317,6 +318,6 @@ def source_from_text(
         text=clean,
         checksum=hashlib.sha256(data).hexdigest(),
         size=len(data),
-        chunks=chunk_text(clean, chunk_chars),
+        chunks=pack_turns(clean, chunk_chars) if kind == "transcript" else chunk_text(clean, chunk_chars),
         redactions=found + redacted,
     )

@@ -8,17 +8,22 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
 
+from compiler.captures import release_orphans, retry_due, take_spool
 from compiler.queue import TaskQueue
 from compiler.run import Compiler
+from compiler.sessions import increment, key_of_origin
 from compiler.sources import Source, source_from_text
 from kb_ai.errors import KbAiError
+from kb_ai.hooks import spool
+from kb_ai.hooks.run import STARTING
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
-from wiki import KnowledgeBase, open_state
+from wiki import KnowledgeBase, all_sources, open_state
 from wiki.lock import KbLock
 
 log = logging.getLogger(__name__)
@@ -53,10 +58,12 @@ class Worker:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.wake = asyncio.Event()
         self.stopping = False
+        self.spool_due: float | None = None  # when the spool's waiting sessions are due
 
     async def run_forever(self) -> None:
         with self._alive():
             while not self.stopping:
+                await asyncio.to_thread(self._retry_failed)
                 done = await self.run_once()
                 if not done:
                     self.wake.clear()
@@ -64,12 +71,37 @@ class Worker:
                         await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
 
     async def drain(self) -> int:
-        """Compile until the queue is empty; returns the number of tasks handled."""
+        """Compile until the queue and the spool are empty (waiting for a still-active
+        session to be quiet first); returns the number of tasks handled."""
         total = 0
-        with self._alive():
-            while not self.stopping and (done := await self.run_once()):
-                total += done
+        while not self.stopping:
+            with self._alive():
+                # once, not every batch: what fails in this drain waits for its backoff
+                await asyncio.to_thread(self._retry_failed)
+                while not self.stopping:
+                    done = await self.run_once()
+                    total += done
+                    if done:
+                        continue
+                    if self.spool_due is None:
+                        break
+                    await asyncio.sleep(min(max(self.spool_due - time.time(), 0.05), 60.0))
+            # a hook that saw this worker alive just before it let go started none
+            if not spool.pending(self.kb.state_dir):
+                break
         return total
+
+    def _take_spool(self) -> None:
+        """Agent captures from the spool into the queue."""
+        with closing(open_state(self.kb)) as conn:
+            self.spool_due = take_spool(self.kb, conn, self.settings).next_at
+
+    def _retry_failed(self) -> None:
+        """Failed captures whose backoff passed back into the queue, and tasks left
+        running by a worker process that died (killed, crashed) handed back at once."""
+        with closing(open_state(self.kb)) as conn:
+            retry_due(self.kb, conn, self.settings)
+            release_orphans(self.kb, conn)
 
     @contextlib.contextmanager
     def _alive(self) -> Iterator[None]:
@@ -77,6 +109,7 @@ class Worker:
         someone will compile what they queue."""
         lock = KbLock(self.kb.state_dir / "worker.lock")
         lock.acquire(shared=True)
+        (self.kb.state_dir / STARTING).unlink(missing_ok=True)  # started: hooks see the lock
         try:
             yield
         finally:
@@ -84,6 +117,7 @@ class Worker:
 
     async def run_once(self) -> int:
         """Claim and compile one batch; returns the number of tasks handled."""
+        await asyncio.to_thread(self._take_spool)
         with closing(open_state(self.kb)) as conn:
             tasks = TaskQueue(self.kb, conn).claim(
                 self.owner, limit=self.batch, lease_seconds=self.lease_seconds
@@ -107,10 +141,16 @@ class Worker:
         by_origin: dict[str, list[str]] = {}
         with closing(open_state(self.kb)) as conn:
             queue = TaskQueue(self.kb, conn)
+            known = all_sources(conn)
             for task in tasks:
                 try:
-                    text = queue.read_content(task["id"]).decode("utf-8")
-                    src = source_from_text(
+                    data = queue.read_content(task["id"])
+                    part = self._session_part(task, data, known)
+                    if part is not None and part.source is None:
+                        queue.finish(task["id"], result={"skipped": part.reason})
+                        continue
+                    text = data.decode("utf-8")
+                    src = part.source if part is not None else source_from_text(
                         task_origin(task),
                         task["title"] or task["filename"],
                         text,
@@ -159,6 +199,19 @@ class Worker:
             for origin, task_ids in by_origin.items():
                 for task_id in task_ids:
                     queue.finish(task_id, error=failed.get(origin), result=summary)
+
+    def _session_part(self, task: dict[str, Any], data: bytes, known: dict) -> Any:
+        """The part of an agent session to compile now (None: the task is no session)."""
+        if len(data) > max(self.settings.max_transcript_bytes, self.settings.max_source_bytes):
+            return None  # refused with the size limit's own message below
+        key = key_of_origin(task.get("origin") or "")
+        return increment(
+            data,
+            task["filename"] or task["title"],
+            known,
+            chunk_chars=self.settings.chunk_chars,
+            fallback_id=key.rsplit(":", 1)[-1] if key else None,
+        )
 
     async def _renew(self, ids: list[str]) -> None:
         while True:

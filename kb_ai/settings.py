@@ -91,6 +91,17 @@ class Settings:
         "Agent transcripts (JSONL, .traj) up to this size are accepted even when larger than "
         "max_source_bytes: most of their bytes are tool output that normalising drops.",
     )
+    session_quiet_seconds: float = _setting(
+        60.0,
+        "An agent session that is still going (Codex's Stop after each turn) is compiled once "
+        "it has been quiet this long, so it compiles at most once per quiet period.",
+    )
+    capture_retry_seconds: float = _setting(
+        60.0, "Seconds before a failed session capture is compiled again; doubles each time."
+    )
+    capture_max_attempts: int = _setting(
+        8, "Attempts at compiling a captured session before it waits for `kb-ai hooks retry`."
+    )
     chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
     catalog_budget_chars: int = _setting(
         12_000, "Characters of catalog shown to the classify stage (ranked slice)."

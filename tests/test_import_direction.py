@@ -22,6 +22,8 @@ UPPER = ("wiki", "compiler", "retrieval", "web", "bench", "tests")
 RULES = {
     "kb_ai.cli": (("bench", "tests"), ()),
     "kb_ai.__main__": (UPPER, ()),
+    # the agent hook's entry point: the light runtime, and the CLI's prompt hint
+    "kb_ai.hooks.__main__": (UPPER, ()),
     "kb_ai": (("kb_ai.cli", *UPPER), ()),
     "kb_ai.llm": (("kb_ai.cli", *UPPER), ()),
     "wiki": (("kb_ai", "compiler", "retrieval", "web", "bench", "tests"), ("kb_ai.errors",)),

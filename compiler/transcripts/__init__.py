@@ -10,6 +10,7 @@ secrets and ``<private>`` spans removed.
 Formats (each module's docstring says what it relies on):
 
     claude-code     Claude Code session JSONL
+    claude-code-terminal  a Claude Code session copied from the terminal (plain text)
     codex           Codex CLI rollout JSONL
     swe-agent       SWE-agent .traj JSON
     chat-json       a JSON list of {role, content} messages
@@ -23,12 +24,19 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-from compiler.transcripts import chat, claude_code, codex, swe_agent
+from compiler.transcripts import chat, claude_code, claude_terminal, codex, swe_agent
 from compiler.transcripts._model import AGENT_NAMES, ToolCall, Transcript, Turn
 
 __all__ = ["FORMATS", "TranscriptError", "ToolCall", "Transcript", "Turn", "detect", "parse"]
 
-FORMATS = ("claude-code", "codex", "swe-agent", "chat-json", "chat-markdown")
+FORMATS = (
+    "claude-code",
+    "claude-code-terminal",
+    "codex",
+    "swe-agent",
+    "chat-json",
+    "chat-markdown",
+)
 HEAD_BYTES = 64 * 1024  # what discovery reads of a file to recognise it
 _JSONL_PROBE = 20  # complete lines looked at to recognise a JSONL format
 
@@ -52,6 +60,8 @@ def detect(data: bytes | str, name: str = "") -> str | None:
     suffix = PurePath(name).suffix.lower()
     if suffix in (".json", ".jsonl", ".traj"):
         return None
+    if claude_terminal.looks_like(text[:HEAD_BYTES]):
+        return "claude-code-terminal"
     return "chat-markdown" if chat.looks_like_markdown(text[:HEAD_BYTES]) else None
 
 
@@ -105,6 +115,9 @@ def parse(data: bytes | str, name: str = "") -> Transcript:
     stem = PurePath(name).stem or "session"
     if fmt == "claude-code":
         tr = claude_code.parse(_records(text), name)
+    elif fmt == "claude-code-terminal":
+        tr = claude_terminal.parse(text, name)
+        tr.title = claude_terminal.title_of(tr)
     elif fmt == "codex":
         tr = codex.parse(_records(text), name)
     elif fmt == "swe-agent":

@@ -33,13 +33,14 @@ def _explicit_kb(ctx: click.Context) -> str | None:
 def hook(ctx: click.Context, name: str, agent: str) -> None:
     """Run an agent hook: reads the agent's hook event (JSON) on standard input.
 
-    Fails open: on any error it prints nothing and exits 0, within a second.
+    Fails open: on any error it prints nothing and exits 0. New installs run the same
+    hook as `kb-ai-hook` (python -m kb_ai.hooks), which starts much faster.
     """
-    from kb_ai.cli.agent_hooks.run import exit_after_deadline, run_hook
+    from kb_ai.cli.agent_hooks.prompt import prompt_hint
+    from kb_ai.hooks.run import run_hook
 
-    exit_after_deadline()
     stdin_text = sys.stdin.read() if not sys.stdin.isatty() else ""
-    out = run_hook(name, stdin_text, agent=agent, kb_dir=_explicit_kb(ctx))
+    out = run_hook(name, stdin_text, agent=agent, kb_dir=_explicit_kb(ctx), prompt=prompt_hint)
     if out:
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
     sys.stdout.flush()
@@ -61,7 +62,14 @@ def _scope(project: str | None, global_: bool) -> Path | None:
 
 
 def agent_and_scope(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--agent, and where: --project DIR (default: the current directory) or --global."""
+    """--agent, and where: --project DIR (default: the current directory) or --global,
+    and --shared for the project's team file."""
+    fn = click.option(
+        "--shared",
+        is_flag=True,
+        help="The project's team settings (.claude/settings.json, committed), with commands "
+        "found on PATH; default: your own .claude/settings.local.json.",
+    )(fn)
     fn = click.option(
         "--global", "global_", is_flag=True, help="The user's own settings, for every project."
     )(fn)
@@ -80,67 +88,59 @@ def agent_and_scope(fn: Callable[..., Any]) -> Callable[..., Any]:
     is_flag=True,
     help="Also add a one-line hint (page count, no wiki text) to each prompt.",
 )
+@click.option(
+    "--mcp", is_flag=True, help="Also register the kb-ai MCP server (the `ask` tool) with the agent."
+)
+@click.option("--no-check", is_flag=True, help="Do not call the model to check it answers.")
 @click.pass_context
 @translate_errors
 def hooks_install(
-    ctx: click.Context, agent: str, project: str | None, global_: bool, prompt_hint: bool
+    ctx: click.Context,
+    agent: str,
+    project: str | None,
+    global_: bool,
+    shared: bool,
+    prompt_hint: bool,
+    mcp: bool,
+    no_check: bool,
 ) -> None:
-    """Add kb-ai's hooks to the agent's settings, keeping everything already there."""
-    from kb_ai.cli.agent_hooks.install import install, settings_path
-    from kb_ai.cli.agent_hooks.locate import MARKER, find_kb, is_kb
+    """Add kb-ai's hooks to the agent's settings, keeping everything already there, and
+    check that the knowledge base's model answers (captured sessions need it)."""
+    from kb_ai.cli.agent_hooks.setup import install_hooks
 
-    scope = _scope(project, global_)
     explicit = _explicit_kb(ctx)
-    kb = Path(explicit).resolve() if explicit else None
-    if kb is not None and not is_kb(kb):
-        raise UsageError(
-            f"{kb} is not a kb-ai knowledge base", hint=f"create it with: kb-ai --kb {kb} init"
-        )
-    if scope is not None:
-        if kb is not None:
-            if not is_kb(scope) and find_kb(scope) != kb:
-                target = os.path.relpath(kb, scope) if kb.is_relative_to(scope) else str(kb)
-                (scope / MARKER).write_text(
-                    f'# The kb-ai knowledge base of this project\nkb = "{target}"\n',
-                    encoding="utf-8",
-                )
-                click.echo(f"Wrote {scope / MARKER}: this project's sessions go to {kb}")
-        elif find_kb(scope) is None:
-            raise UsageError(
-                f"No knowledge base found for {scope}",
-                hint="name one: kb-ai --kb DIR hooks install ... (create it first with kb-ai --kb DIR init)",
-            )
-        path = settings_path(agent, scope)
-        added = install(agent, path, prompt_hint=prompt_hint)
-    else:
-        path = settings_path(agent, None)
-        added = install(agent, path, prompt_hint=prompt_hint, kb=kb)
-        if kb is None:
-            click.echo(
-                "Note: with no --kb, each session uses the KB found from its directory (.kb-ai marker) or KB_AI_DIR."
-            )
-    if added:
-        click.echo(f"Installed kb-ai hooks in {path}: {', '.join(added)}")
-    else:
-        click.echo(f"kb-ai hooks were already installed in {path}")
-    if agent == "codex":
-        click.echo(
-            "Codex asks you to review and trust new hooks before they run (see /hooks in Codex)."
-        )
+    install_hooks(
+        agent,
+        _scope(project, global_),
+        Path(explicit).resolve() if explicit else None,
+        echo=click.echo,
+        shared=shared,
+        prompt_hint=prompt_hint,
+        mcp=mcp,
+        check=not no_check,
+    )
 
 
 @hooks.command("uninstall")
 @agent_and_scope
 @translate_errors
-def hooks_uninstall(agent: str, project: str | None, global_: bool) -> None:
-    """Remove kb-ai's hooks from the agent's settings; nothing else is touched."""
-    from kb_ai.cli.agent_hooks.install import settings_path, uninstall
+def hooks_uninstall(agent: str, project: str | None, global_: bool, shared: bool) -> None:
+    """Remove kb-ai's hooks (and its MCP server entry) from the agent's settings."""
+    from kb_ai.cli.agent_hooks.setup import uninstall_hooks
 
-    path = settings_path(agent, _scope(project, global_))
-    removed = uninstall(path)
-    click.echo(
-        f"Removed {removed} kb-ai hook(s) from {path}" if removed else f"No kb-ai hooks in {path}"
-    )
+    uninstall_hooks(agent, _scope(project, global_), echo=click.echo, shared=shared)
+
+
+def _status_kb(ctx: click.Context, scope: Path) -> Path | None:
+    from kb_ai.hooks.locate import find_kb, is_kb
+
+    explicit = _explicit_kb(ctx)
+    if explicit:
+        kb = Path(explicit).resolve()
+        if not is_kb(kb):
+            raise UsageError(f"{kb} is not a kb-ai knowledge base")
+        return kb
+    return find_kb(scope)
 
 
 @hooks.command("status")
@@ -149,33 +149,61 @@ def hooks_uninstall(agent: str, project: str | None, global_: bool) -> None:
     type=click.Path(file_okay=False),
     help="The project (default: the current directory).",
 )
+@click.pass_context
 @translate_errors
-def hooks_status(project: str | None) -> None:
-    """Where kb-ai's hooks are installed, which KB this project's sessions go to, and the queue."""
-    from contextlib import closing
-
-    from compiler.queue import TaskQueue
+def hooks_status(ctx: click.Context, project: str | None) -> None:
+    """Where kb-ai's hooks are installed, which KB this project's sessions go to, and what
+    became of its captured sessions (waiting, compiled, failed with the reason)."""
     from kb_ai.cli.agent_hooks.install import AGENTS, installed_events, settings_path
-    from kb_ai.cli.agent_hooks.locate import find_kb
-    from wiki import KnowledgeBase, open_state
+    from kb_ai.cli.agent_hooks.status import capture_status
 
     scope = Path(project or ".").resolve()
     for agent in AGENTS:
-        for label, base in (("project", scope), ("global", None)):
-            path = settings_path(agent, base)
+        places = [("project", settings_path(agent, scope)), ("global", settings_path(agent, None))]
+        if agent == "claude-code":
+            places.insert(1, ("shared", settings_path(agent, scope, shared=True)))
+        for label, path in places:
             events = installed_events(path)
             state = ", ".join(events) if events else "not installed"
             click.echo(f"{agent:12} {label:8} {path}: {state}")
-    kb = find_kb(scope)
+    kb = _status_kb(ctx, scope)
     if kb is None:
         click.echo(
             f"Knowledge base for {scope}: none found (kb-ai --kb DIR hooks install --project {scope})"
         )
         return
+    click.echo(f"Knowledge base: {kb}")
+    for line in capture_status(kb).lines():
+        click.echo(line)
+
+
+@hooks.command("retry")
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False),
+    help="The project (default: the current directory).",
+)
+@click.pass_context
+@translate_errors
+def hooks_retry(ctx: click.Context, project: str | None) -> None:
+    """Queue every failed session capture again now, and start a worker to compile them."""
+    from contextlib import closing
+
+    from compiler.captures import retry_all
+    from kb_ai.hooks.run import start_worker
+    from wiki import KnowledgeBase, open_state
+
+    kb = _status_kb(ctx, Path(project or ".").resolve())
+    if kb is None:
+        raise UsageError("No knowledge base found here", hint="name it: kb-ai --kb DIR hooks retry")
     with closing(open_state(KnowledgeBase.open(kb))) as conn:
-        counts = TaskQueue(KnowledgeBase.open(kb), conn).counts()
-    click.echo(f"Knowledge base for {scope}: {kb}")
-    click.echo("Queue: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+        tasks, captures = retry_all(KnowledgeBase.open(kb), conn)
+    if not tasks and not captures:
+        click.echo("No failed captures to retry")
+        return
+    click.echo(f"Queued again: {tasks} session(s) that failed to compile, {captures} capture(s) that could not be read")
+    start_worker(kb)
+    click.echo("A worker is compiling them (kb-ai hooks status to follow)")
 
 
 @main.command()

@@ -3,6 +3,7 @@ chat fixtures, recognised by content and normalised into a readable, much shorte
 
 import asyncio
 import json
+import math
 import re
 from pathlib import Path
 
@@ -560,3 +561,129 @@ def test_a_real_session_compiles_to_an_article_and_no_secret_is_stored_or_sent(
     assert "sudo: a password is required" in extraction  # a pitfall: the error and the next step
     article = read_article(kb, result.created[0])
     assert "Never use sudo from the agent" in article.body
+
+
+# -- Claude Code terminal captures (plain text) ------------------------------------------
+
+TERMINAL = DATA / "claude_code_terminal"
+
+
+def terminal_capture(first_request: str, version: str = "1.0.120") -> str:
+    """The newer export shape (PROVENANCE.txt): a version banner and ● blocks."""
+    return (
+        f"╭─── Claude Code v{version} ────────────────────────────╮\n"
+        "│                 Welcome back!                        │\n"
+        "│   cwd: /home/dev/shop                                │\n"
+        "╰──────────────────────────────────────────────────────╯\n"
+        "\n"
+        f"> {first_request}\n"
+        "\n"
+        "● I'll run the failing test first.\n"
+        "\n"
+        "● Bash(pytest tests/test_cart.py -x)\n"
+        "  ⎿  Error: FAILED tests/test_cart.py::test_total - AssertionError\n"
+        "     assert 9.99 == 10.0\n"
+        "\n"
+        "✻ Thinking…\n"
+        "\n"
+        "  Probably float rounding in the cart total.\n"
+        "\n"
+        "● Read(src/cart.py)\n"
+        "  ⎿  Read 40 lines (ctrl+r to expand)\n"
+        "\n"
+        "● The total sums floats; money must be kept in integer cents. I changed it and \n"
+        "  the test passes now.\n"
+        "\n"
+        "> thanks, remember: prices are always integer cents\n"
+        "\n"
+        "● Noted: prices are integer cents everywhere.\n"
+        "\n"
+        "╭──────────────────────────────────────────────────────╮\n"
+        "│ >                                                    │\n"
+        "╰──────────────────────────────────────────────────────╯\n"
+    )
+
+
+def test_a_newer_terminal_export_reads_like_the_jsonl_and_is_titled_by_its_request():
+    text = terminal_capture("The cart total test fails, fix it")
+    assert detect(text, "export.txt") == "claude-code-terminal"
+    tr = parse(text, "export.txt")
+    assert tr.title == "The cart total test fails, fix it"
+    assert tr.user_requests() == [
+        "The cart total test fails, fix it",
+        "thanks, remember: prices are always integer cents",
+    ]
+    md = tr.to_text()
+    assert "→ Bash: pytest tests/test_cart.py -x" in md and "assert 9.99 == 10.0" in md
+    assert "I changed it and the test passes now." in md  # a terminal wrap undone
+    assert "float rounding" not in md  # thinking is dropped
+    assert "Welcome back" not in md and "cwd:" not in md  # the banner is no conversation
+    other = parse(terminal_capture("Add a coupon field"), "export.txt")
+    assert other.title != tr.title  # same version, same banner: different names
+
+
+def test_an_export_compiles_as_a_transcript_whatever_its_file_is_called(tmp_path):
+    path = tmp_path / "2026-03-01-session.txt"
+    path.write_text(terminal_capture("The cart total test fails, fix it"))
+    src = read_source(Candidate(path, str(path)), max_bytes=10**6, chunk_chars=10_000)
+    assert src.kind == "transcript" and src.title == "The cart total test fails, fix it"
+
+
+@pytest.mark.parametrize("name", ["day-003.md", "day-005.md"])
+def test_real_terminal_captures_parse_into_their_requests_and_tool_calls(name):
+    path = TERMINAL / name
+    if not path.is_file():
+        pytest.skip(MISSING)
+    text = path.read_text(encoding="utf-8")
+    assert detect(text, name) == "claude-code-terminal"
+    tr = parse(text, name)
+    prompts = [ln[2:] for ln in text.splitlines() if ln.startswith("> ") and ln[2:].strip()]
+    first = prompts[0]
+    assert tr.title.rstrip("…").split()[:5] == first.split()[:5]
+    requests = tr.user_requests()
+    assert len(requests) >= len(prompts) // 2
+    assert squash(first[:60]) in squash(requests[0])
+    md = tr.to_text()
+    assert "→ Bash: " in md and "Welcome to Claude Code" not in md
+    assert len(md) < len(text)
+
+
+def test_a_gemini_cli_capture_is_not_taken_for_claude_code():
+    path = TERMINAL / "day-014.md"
+    if not path.is_file():
+        pytest.skip(MISSING)
+    assert detect(path.read_text(encoding="utf-8"), path.name) != "claude-code-terminal"
+
+
+def long_sessions() -> list[tuple[str, str]]:
+    out = []
+    folder = DATA / "claude_code"
+    paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    for path in [*paths, TERMINAL / "day-005.md"]:
+        if path.is_file():
+            text = parse(path.read_bytes(), path.name).to_text()
+            if len(text) > 20_000:
+                out.append((path.name, text))
+    return out
+
+
+@pytest.mark.parametrize("budget", [4_000, 8_000, 24_000])
+def test_a_long_session_needs_about_size_over_budget_chunks_of_whole_turns(budget):
+    from compiler.sources import chunk_text
+    from compiler.transcripts.chunks import pack_turns
+
+    sessions = long_sessions()
+    if not sessions:
+        pytest.skip(MISSING)
+    for name, text in sessions:
+        chunks = pack_turns(text, budget)
+        assert all(len(c) <= budget for c in chunks), name
+        assert len(chunks) <= math.ceil(len(text) / budget * 1.1), (name, len(chunks))
+        assert all(c.startswith(("#", "## User", "## Assistant")) for c in chunks), name
+        turns = re.findall(r"^## (?:User|Assistant)$", text, re.M)
+        assert sum(len(re.findall(r"^## (?:User|Assistant)$", c, re.M)) for c in chunks) == len(
+            turns
+        )
+    assert any(
+        len(chunk_text(text, 8_000)) > math.ceil(len(text) / 8_000 * 1.1) for _, text in sessions
+    )  # what the notes' chunker made of them

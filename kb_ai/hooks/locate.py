@@ -14,7 +14,6 @@ repository, so every worktree of one repository shares one KB. Last comes
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,6 +26,8 @@ def is_kb(path: Path) -> bool:
 
 def read_marker(path: Path) -> Path | None:
     """The KB a marker file names, or None if it names none."""
+    import tomllib  # only when there is a marker: the hook's start stays short
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

@@ -1,0 +1,42 @@
+"""The agent hook's process (``python -m kb_ai.hooks NAME ...``, the ``kb-ai-hook``
+script): read the event, answer, exit 0, always. An entry point, like kb_ai/__main__.py:
+it imports the light runtime (kb_ai/hooks/run.py) and, for the prompt hook only, the
+wiki search above it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from kb_ai.hooks.run import MAX_STDIN_BYTES, USAGE, parse_args, run_hook
+
+
+def _prompt_hint(root: Path, event: Mapping[str, object]) -> str:
+    from kb_ai.cli.agent_hooks.prompt import prompt_hint  # the CLI's imports: prompt only
+
+    return prompt_hint(root, event)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parsed = parse_args(sys.argv[1:] if argv is None else argv)
+    if parsed is None:
+        sys.stderr.write(USAGE + "\n")
+        sys.stderr.flush()
+        os._exit(0)  # a wrong command line must not block the agent either
+    name, agent, kb = parsed
+    try:
+        data = b"" if sys.stdin.isatty() else sys.stdin.buffer.read(MAX_STDIN_BYTES)
+    except (OSError, ValueError):
+        data = b""
+    text = data.decode("utf-8", errors="replace")
+    out = run_hook(name, text, agent=agent, kb_dir=kb, prompt=_prompt_hint)
+    if out:
+        sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # nothing left to wait for: no interpreter teardown may delay the agent
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The capture spool: where an agent hook leaves a session for the worker, durably.
+
+A record is one small JSON file (session id, transcript path, agent, cwd, event, time).
+The hook writes it to ``spool/tmp/``, fsyncs it once and renames it into ``spool/new/``
+(a rename is atomic, so a reader never sees half a record). A worker claims a record by
+renaming it into ``spool/cur/`` under a name carrying its process id: only one rename
+can win, and a record whose claimer died is handed back to ``new/``. The record is
+deleted only after the capture table in state.db says it was taken (same transaction
+as the queue insert), so a crash at any point loses nothing and a record counts once.
+
+This module is imported by the hook itself: standard library only, nothing slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+SPOOL_DIR = "spool"
+NEW, CUR, TMP, BAD, SEEN = "new", "cur", "tmp", "bad", "seen"
+MAX_RECORD_BYTES = 64 * 1024
+# events after which a session goes on: its capture waits until the session is quiet
+CLAIM_SECONDS = 600  # a claimed record is taken into the queue in well under a second
+ONGOING_EVENTS = frozenset({"Stop", "PreCompact", "SubagentStop"})
+
+
+def spool_dir(state_dir: Path) -> Path:
+    return state_dir / SPOOL_DIR
+
+
+def _field(event: dict[str, object], key: str, limit: int = 4096) -> str:
+    value = event.get(key)
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def make_record(event: dict[str, object], agent: str, cwd: str) -> dict[str, object]:
+    """The record of a hook event (only the fields the worker needs, each bounded)."""
+    return {
+        "v": 1,
+        "session_id": _field(event, "session_id", 200),
+        "transcript_path": _field(event, "transcript_path"),
+        "agent": agent,
+        "cwd": cwd[:4096],
+        "event": _field(event, "hook_event_name", 100),
+        "time": time.time(),
+    }
+
+
+def append(state_dir: Path, record: dict[str, object]) -> Path:
+    """Write one record durably (one fsync); returns its path in ``new/``."""
+    base = spool_dir(state_dir)
+    name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}.json"
+    tmp, new = base / TMP / name, base / NEW / name
+    data = json.dumps(record, ensure_ascii=False).encode("utf-8")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileNotFoundError:
+        for sub in (TMP, NEW, CUR):
+            os.makedirs(base / sub, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, new)
+    return new
+
+
+def _seen_path(state_dir: Path, record: dict[str, object]) -> Path:
+    name = f"{record.get('agent')}-{record.get('session_id')}"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:200]
+    return spool_dir(state_dir) / SEEN / safe
+
+
+def _stamp(record: dict[str, object]) -> str | None:
+    """The transcript's size and modification time (it only grows), or None."""
+    try:
+        st = os.stat(str(record.get("transcript_path") or ""))
+    except OSError:
+        return None
+    return f"{st.st_size} {st.st_mtime_ns}"
+
+
+def unchanged_since_spooled(state_dir: Path, record: dict[str, object]) -> bool:
+    """Whether this session's transcript is as it was when it was last spooled."""
+    stamp = _stamp(record)
+    if stamp is None or not record.get("session_id"):
+        return False
+    try:
+        return _seen_path(state_dir, record).read_text(encoding="utf-8") == stamp
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def remember_spooled(state_dir: Path, record: dict[str, object]) -> None:
+    """Note the transcript's stamp (no fsync: were it lost, the next event spools again)."""
+    stamp = _stamp(record)
+    if stamp is None or not record.get("session_id"):
+        return
+    path = _seen_path(state_dir, record)
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(stamp, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def record_id(path: Path) -> str:
+    """A record's id: its file name in ``new/`` (without a claimer's suffix)."""
+    return path.name.split(".json", 1)[0]
+
+
+def pending(state_dir: Path) -> list[Path]:
+    """Records waiting in ``new/``, oldest first."""
+    try:
+        return sorted((spool_dir(state_dir) / NEW).glob("*.json"))
+    except OSError:
+        return []
+
+
+def record_time(path: Path) -> float:
+    """When a record was written (from its name: no need to open it)."""
+    try:
+        return int(path.name.split("-", 1)[0]) / 1e9
+    except ValueError:
+        return 0.0
+
+
+def claim(state_dir: Path, path: Path) -> Path | None:
+    """Take a record from ``new/`` for this process; None when another process took it."""
+    target = spool_dir(state_dir) / CUR / f"{path.name}.{os.getpid()}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return None
+    os.utime(target)  # the claim's time: a claim left this long is taken back
+    return target
+
+
+def read(path: Path) -> dict[str, object] | None:
+    """The record in a file, or None when it is not one (it is moved to ``bad/``)."""
+    try:
+        data = path.read_bytes()[:MAX_RECORD_BYTES]
+        record = json.loads(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("session_id"), str):
+        return record
+    bad = path.parent.parent / BAD
+    bad.mkdir(exist_ok=True)
+    try:
+        os.rename(path, bad / path.name)
+    except OSError:
+        pass
+    return None
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reclaim(state_dir: Path) -> int:
+    """Hand back to ``new/`` the records claimed by processes that are gone."""
+    base = spool_dir(state_dir)
+    n = 0
+    try:
+        claimed = list((base / CUR).iterdir())
+    except OSError:
+        return 0
+    for path in claimed:
+        stem, _, owner = path.name.rpartition(".")
+        if not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        try:
+            stale = time.time() - path.stat().st_mtime > CLAIM_SECONDS
+        except OSError:
+            continue
+        if process_alive(int(owner)) and not stale:
+            continue
+        try:
+            os.rename(path, base / NEW / stem)
+            n += 1
+        except OSError:
+            continue
+    return n
+
+
+def bad_records(state_dir: Path) -> list[Path]:
+    try:
+        return sorted((spool_dir(state_dir) / BAD).iterdir())
+    except OSError:
+        return []
