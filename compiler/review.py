@@ -105,9 +105,8 @@ def hold_for_review(kb: KnowledgeBase, run_id: int | str, commit: str, sources: 
             p for p in git(kb, "diff", "--name-only", base, full, "--", *_KEPT).splitlines() if p
         ]
         git(kb, "branch", "-f", branch, full)
-        git(kb, "reset", "-q", "--hard", base)
+        _undo_on_main(kb, base, full, set(settings_files))
         if settings_files:  # the KB's own settings (categories frozen...) are not held back
-            git(kb, "checkout", full, "--", *settings_files)
             commit_paths(
                 kb, f"Settings of compile run {run} (its wiki changes wait on {branch})",
                 settings_files,
@@ -129,6 +128,23 @@ def hold_for_review(kb: KnowledgeBase, run_id: int | str, commit: str, sources: 
                     ),
                 )
     return branch
+
+
+def _undo_on_main(kb: KnowledgeBase, base: str, run: str, keep: set[str]) -> None:
+    """Main back at ``base``: only the files the run changed are put back (nothing else
+    in the directory is touched); ``keep`` stays as the run left it."""
+    git(kb, "reset", "-q", base)  # HEAD and index; the files are still the run's
+    listed = git(kb, "diff", "--name-status", "--no-renames", "-z", base, run).split("\0")
+    pairs = [(listed[i], listed[i + 1]) for i in range(0, len(listed) - 1, 2)]
+    restore = [path for status, path in pairs if status != "A" and path not in keep]
+    for start in range(0, len(restore), 200):
+        git(kb, "checkout", base, "--", *restore[start : start + 200])
+    for status, path in pairs:
+        if status == "A" and path not in keep:
+            file = kb.resolve(path, under="")
+            file.unlink(missing_ok=True)
+            if file.parent != kb.root and file.parent.is_dir() and not any(file.parent.iterdir()):
+                file.parent.rmdir()
 
 
 def list_reviews(kb: KnowledgeBase, *, pending_only: bool = True) -> list[Review]:

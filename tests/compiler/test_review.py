@@ -107,3 +107,16 @@ def test_review_true_in_kb_ai_toml_holds_every_run(kb, fake_model, tmp_path):
 def test_an_unknown_run_says_how_to_list_them(kb):
     result = run(kb, "review", "show", "42")
     assert result.exit_code == 2 and "review list" in result.output
+
+
+def test_holding_a_run_leaves_the_users_other_files_alone(kb, fake_model, tmp_path):
+    readme = kb.root / "README.md"
+    readme.write_text("Our wiki.\n")
+    git(kb, "add", "README.md")
+    git(kb, "commit", "-q", "-m", "a readme of our own")
+    readme.write_text("Our wiki, being edited.\n")
+    (kb.root / "scratch.txt").write_text("not kb-ai's")
+    compile_note(kb, tmp_path, "cache.md", "# Cache\n\nWe chose Redis.\n", "--review")
+    assert readme.read_text() == "Our wiki, being edited.\n"
+    assert (kb.root / "scratch.txt").read_text() == "not kb-ai's"
+    assert CACHE not in list_articles(kb) and not (kb.root / "raw" / "cache.md").exists()
