@@ -25,6 +25,10 @@ from compiler.write import Material
 from kb_ai.errors import KbAiError
 from wiki import Article, KnowledgeBase, read_extraction, read_raw
 
+#: A short article is written from all its sources while their material stays within
+#: this many times the patch threshold (12,000 characters by default: 48,000).
+MATERIAL_FACTOR = 4
+
 
 @dataclass(frozen=True)
 class Rewrite:
@@ -63,8 +67,12 @@ def plan_rewrite(
     material: list[Material],
     dropped: set[str],
     patch_threshold: int,
-) -> Rewrite:
-    """The material of every source ``existing`` keeps, and how it is to be written."""
+) -> Rewrite | None:
+    """The material of every source ``existing`` keeps, and how it is to be written.
+
+    None when nothing was revised or dropped and the whole material would be larger
+    than ``MATERIAL_FACTOR`` times the patch threshold (a hub article fed by many
+    sources): the new material is then merged into the article as it is."""
     given = {m.source for m in material}
     full = [m for m in material if m.source not in dropped]
     for source in existing.sources:
@@ -73,6 +81,9 @@ def plan_rewrite(
         stored = stored_source(kb, source)
         if stored is not None:
             full.append(stored)
+    forced = bool(dropped) or any(m.revised for m in material)
+    if not forced and sum(len(m.text) for m in full) > MATERIAL_FACTOR * patch_threshold:
+        return None
     target = Target(existing.path, existing.title, existing.type, exists=True)
     if len(existing.body) > patch_threshold:
         kept = [s for s in existing.sources if s not in dropped]

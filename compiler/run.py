@@ -299,6 +299,7 @@ class Compiler:
                     dropped,
                     self.settings.patch_threshold_chars,
                 )
+            if rewrite is not None:
                 if not rewrite.material:  # no source left: the article goes
                     await run_io(delete_article, self.kb, path)
                     self.deleted.append(path)

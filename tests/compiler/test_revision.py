@@ -82,3 +82,20 @@ def test_a_section_patch_may_remove_a_section():
     )
     assert "Redis" not in patched and "## Cache" not in patched
     assert patched.startswith("Intro.") and "Priya.\n\nAnd Marcus." in patched
+
+
+def test_a_hub_article_with_more_material_than_the_budget_is_merged_not_rewritten(
+    kb, fake_model, tmp_path, monkeypatch
+):
+    from compiler import recompose
+
+    monkeypatch.setattr(recompose, "MATERIAL_FACTOR", 0)  # every article counts as a hub
+    notes = notes_dir(tmp_path)
+    (notes / "a.md").write_text("# Cache\n\nWe chose Redis for sessions. The TTL is 30 minutes.\n")
+    compile_folder(kb, notes)
+    (notes / "b.md").write_text("# Cache\n\nThe cache runs on three replicas in Frankfurt.\n")
+    compile_folder(kb, notes)
+    prompt = fake_model.requests[-1]["messages"][-1]["content"]
+    assert "<article>" in prompt and "raw/cache.md" not in prompt.split("</article>")[-1]
+    body = read_article(kb, CACHE).body
+    assert "30 minutes" in body and "Frankfurt" in body
