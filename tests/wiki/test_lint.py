@@ -75,6 +75,9 @@ def plant_defects(kb):
     write_raw(kb, RawSource("orphan-note", "Orphan", "/x/orphan.md", "note", "0" * 64, "", "Text."))
     (kb.wiki_dir / "topic" / "broken.md").write_text("---\ntitle: [unclosed\n---\n\nBody.\n")
     (kb.wiki_dir / "topic" / "thin.md").write_text("---\ntitle: Thin\ntype: topic\n---\n\nBody.\n")
+    (kb.wiki_dir / "topic" / "latin1.md").write_bytes(
+        "---\ntitle: Caf\xe9\n---\n".encode("latin-1")
+    )
 
 
 def test_a_clean_compiled_wiki_passes_without_a_model_call(compiled, fake_model):
@@ -102,6 +105,7 @@ def test_lint_finds_each_planted_defect_and_fix_repairs_the_mechanical_ones(comp
         ("unused-source", "raw/orphan-note.md"),
         ("frontmatter", "wiki/topic/broken.md"),
         ("frontmatter", "wiki/topic/thin.md"),
+        ("frontmatter", "wiki/topic/latin1.md"),
         ("tables", ".kb-ai/state.db"),
     }
     assert expected <= found, expected - found
