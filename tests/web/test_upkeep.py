@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import compile_notes
 from tests.web.conftest import make_client
 from wiki import list_articles, read_article, write_article
@@ -11,6 +13,13 @@ NOTES = {
     "billing.md": "# Billing\n\nInvoices are sent on the first working day of each month.\n",
 }
 BILLING = "wiki/concept/billing.md"
+SAME_ORIGIN = {"origin": "http://127.0.0.1"}
+
+
+def form_token(html: str) -> dict[str, str]:
+    """The page form's CSRF field, as a browser would send it back."""
+    match = re.search(r'name="csrf" value="([^"]*)"', html)
+    return {"csrf": match.group(1) if match else ""}
 
 
 def test_the_delete_button_removes_a_source_and_its_lone_article(
@@ -20,15 +29,18 @@ def test_the_delete_button_removes_a_source_and_its_lone_article(
     with make_client(settings, model) as client:
         page = client.get("/sources/raw/billing.md")
         assert 'action="/remove/raw/billing.md"' in page.text
-        refused = client.post("/remove/raw/billing.md", headers={"origin": "http://evil.example"})
+        token = form_token(page.text)
+        refused = client.post(
+            "/remove/raw/billing.md", data=token, headers={"origin": "http://evil.example"}
+        )
         assert refused.status_code == 403 and BILLING in list_articles(kb)
         done = client.post(
-            "/remove/raw/billing.md", headers={"origin": "http://127.0.0.1"}, follow_redirects=False
+            "/remove/raw/billing.md", data=token, headers=SAME_ORIGIN, follow_redirects=False
         )
         assert done.status_code == 303 and "removed=raw/billing.md" in done.headers["location"]
         assert BILLING not in list_articles(kb)
         assert not (kb.root / "raw" / "billing.md").exists()
-        missing = client.post("/remove/raw/nothing.md", headers={"origin": "http://127.0.0.1"})
+        missing = client.post("/remove/raw/nothing.md", data=token, headers=SAME_ORIGIN)
         assert missing.status_code in (400, 404)
 
 
@@ -58,15 +70,14 @@ def test_the_review_page_approves_only_same_origin_posts(kb, fake_model, tmp_pat
         page = client.get("/review")
         assert page.status_code == 200 and "TTL is 30 minutes" in page.text
         run = page.text.split('data-run="', 1)[1].split('"', 1)[0]
-        refused = client.post(f"/review/{run}/approve", headers={"origin": "http://evil.example"})
+        token = form_token(page.text)
+        refused = client.post(
+            f"/review/{run}/approve", data=token, headers={"origin": "http://evil.example"}
+        )
         assert refused.status_code == 403 and "wiki/concept/cache.md" not in list_articles(kb)
         done = client.post(
-            f"/review/{run}/approve", headers={"origin": "http://127.0.0.1"}, follow_redirects=False
+            f"/review/{run}/approve", data=token, headers=SAME_ORIGIN, follow_redirects=False
         )
         assert done.status_code == 303 and "wiki/concept/cache.md" in list_articles(kb)
-        assert (
-            client.post(
-                f"/review/{run}/approve", headers={"origin": "http://127.0.0.1"}
-            ).status_code
-            == 400
-        )
+        again = client.post(f"/review/{run}/approve", data=token, headers=SAME_ORIGIN)
+        assert again.status_code == 400  # approved already
