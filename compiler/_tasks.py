@@ -11,10 +11,12 @@ from typing import Any
 
 from kb_ai.errors import KbAiError
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
 
 class Interruptible:
-    """Runs coroutines side by side; Ctrl-C (or interrupt()) cancels what is in flight,
-    and what finished stays finished."""
+    """Runs coroutines side by side; Ctrl-C, SIGTERM or interrupt() cancels what is in
+    flight, and what finished stays finished."""
 
     def __init__(self) -> None:
         self.interrupted = False
@@ -58,14 +60,17 @@ class Interruptible:
         self.remove_handler()  # a second Ctrl-C stops at once
 
     def install_handler(self) -> None:
+        """Ctrl-C, and SIGTERM (what `docker stop` and service managers send), interrupt."""
         if threading.current_thread() is threading.main_thread():
-            with suppress(NotImplementedError, RuntimeError):
-                asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self.interrupt)
+            for sig in STOP_SIGNALS:
+                with suppress(NotImplementedError, RuntimeError):
+                    asyncio.get_running_loop().add_signal_handler(sig, self.interrupt)
 
     def remove_handler(self) -> None:
         if threading.current_thread() is threading.main_thread():
-            with suppress(NotImplementedError, RuntimeError):
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            for sig in STOP_SIGNALS:
+                with suppress(NotImplementedError, RuntimeError):
+                    asyncio.get_running_loop().remove_signal_handler(sig)
 
 
 async def run_io(fn: Callable[..., Any], *args: Any) -> Any:

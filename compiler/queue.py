@@ -1,10 +1,13 @@
 """The compile queue: submissions wait on disk and in SQLite until a worker compiles them.
 
 A submission is spooled to ``.kb-ai/inbox/`` and recorded in the ``tasks`` table before
-the caller is told it was accepted, so nothing submitted is lost. A worker claims tasks
-with a lease; a worker that dies leaves its lease to expire, and the next worker picks
-the task up again. Duplicate content is recognised by its hash. Failed tasks keep their
-error and can be retried.
+the caller is told it was accepted, so nothing submitted is lost; the spooled copy is
+deleted once the task is compiled (or deleted), and its title is redacted like a
+source's text. A worker claims tasks with a lease, and holds a lock file named after
+itself (``.kb-ai/leases/``) while it lives. A worker that dies leaves a lease behind:
+the next worker takes the task at once when the owner's lock file is free (the kernel
+released it with the dead process), else when the lease expires. Duplicate content is
+recognised by its hash. Failed tasks keep their error and can be retried.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from compiler.redact import redact
 from kb_ai.errors import NotFoundError, UsageError
-from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes
+from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, one_line
+from wiki.lock import KbLock
 
 MIGRATIONS = (
     "CREATE TABLE tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, filename TEXT NOT NULL,"
@@ -48,6 +53,27 @@ COLUMNS = (
     "updated_at",
     "origin",
 )
+
+
+def owner_lock_path(kb: KnowledgeBase, owner: str) -> Path:
+    """The lock file a live worker named ``owner`` holds (see :func:`hold_owner`)."""
+    digest = hashlib.sha256(owner.encode()).hexdigest()[:24]
+    return kb.state_dir / "leases" / f"{digest}.lock"
+
+
+def hold_owner(kb: KnowledgeBase, owner: str) -> KbLock:
+    """Take ``owner``'s lock file, to hold for as long as the worker lives: a running task
+    whose owner's lock file is there but free was left by a process that died."""
+    lock = KbLock(owner_lock_path(kb, owner))
+    if not lock.acquire(blocking=False):
+        raise UsageError(f"Another worker already runs as {owner!r}")
+    return lock
+
+
+def release_owner(kb: KnowledgeBase, owner: str, lock: KbLock) -> None:
+    """Remove and release ``owner``'s lock file (the worker is stopping)."""
+    owner_lock_path(kb, owner).unlink(missing_ok=True)
+    lock.release()
 
 
 def _now() -> datetime:
@@ -117,7 +143,7 @@ class TaskQueue:
         task_id = uuid.uuid4().hex[:16]
         atomic_write_bytes(self.spool_path(task_id), content)
         now = _stamp(_now())
-        clean_title = " ".join(title.split())[:200]
+        clean_title = one_line(redact(title)[0])[:200]
         with self.conn:
             self.conn.execute(
                 "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin)"
@@ -125,7 +151,7 @@ class TaskQueue:
                 (
                     task_id,
                     clean_title,
-                    filename[:200],
+                    one_line(redact(filename)[0])[:200],
                     kind,
                     checksum,
                     len(content),
@@ -139,15 +165,20 @@ class TaskQueue:
     def claim(
         self, owner: str, *, limit: int = 1, lease_seconds: float = 300.0
     ) -> list[dict[str, Any]]:
-        """Lease up to ``limit`` tasks: queued ones, and running ones whose lease expired."""
+        """Lease up to ``limit`` tasks: queued ones, running ones whose lease expired, and
+        running ones whose owner is dead (see :meth:`hold`)."""
         now = _now()
         expires = _stamp(now + timedelta(seconds=lease_seconds))
+        dead = self._dead_owners(owner)
+        marks = ",".join("?" * len(dead))
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             rows = self.conn.execute(
                 "SELECT id FROM tasks WHERE state = 'queued'"
-                " OR (state = 'running' AND lease_expires < ?) ORDER BY created_at, id LIMIT ?",
-                (_stamp(now), limit),
+                " OR (state = 'running' AND lease_expires < ?)"
+                f" OR (state = 'running' AND lease_owner IN ({marks}))"
+                " ORDER BY created_at, id LIMIT ?",
+                (_stamp(now), *dead, limit),
             ).fetchall()
             ids = [r[0] for r in rows]
             for task_id in ids:
@@ -161,6 +192,28 @@ class TaskQueue:
             self.conn.execute("ROLLBACK")
             raise
         return [self.get(i) for i in ids]
+
+    def _dead_owners(self, me: str) -> list[str]:
+        """Owners of live leases whose lock file is there but held by no one: dead."""
+        owners = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT lease_owner FROM tasks WHERE state = 'running'"
+                " AND lease_owner IS NOT NULL AND lease_owner != ?",
+                (me,),
+            )
+        ]
+        dead = []
+        for owner in owners:
+            path = owner_lock_path(self.kb, owner)
+            if not path.exists():  # an owner that never held one: wait for its lease
+                continue
+            lock = KbLock(path)
+            if lock.acquire(blocking=False):
+                dead.append(owner)
+                path.unlink(missing_ok=True)
+                lock.release()
+        return dead
 
     def renew(self, task_ids: list[str], owner: str, *, lease_seconds: float = 300.0) -> None:
         expires = _stamp(_now() + timedelta(seconds=lease_seconds))
@@ -179,6 +232,8 @@ class TaskQueue:
             )
 
     def finish(self, task_id: str, *, error: str | None = None, result: dict | None = None) -> None:
+        """Record the outcome. A compiled task's spooled copy is deleted (its text is in
+        raw/ now, redacted); a failed one keeps it, to be retried."""
         state = "failed" if error else "done"
         with self.conn:
             self.conn.execute(
@@ -192,6 +247,8 @@ class TaskQueue:
                     task_id,
                 ),
             )
+        if state == "done":
+            self.spool_path(task_id).unlink(missing_ok=True)
 
     def release(self, task_ids: list[str], owner: str) -> None:
         """Hand tasks back to the queue untouched (the worker is stopping)."""

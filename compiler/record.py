@@ -21,6 +21,7 @@ from wiki import (
     write_indexes,
 )
 from wiki.indexing import refresh_search_index
+from wiki.state import RUN_RECORDED
 
 #: state.db meta key: the fingerprint of the indexes the last run wrote (see current_catalog).
 INDEX_FINGERPRINT = "index_fingerprint"
@@ -43,6 +44,9 @@ def record_sources(
         for i in indexes:
             articles_of.setdefault(i, []).append(path)
     with closing(open_state(kb)) as conn:
+        # One transaction: the sources' state and the mark that the run's articles are
+        # theirs land together, or neither does (see compiler.recovery).
+        conn.execute("BEGIN IMMEDIATE")
         for i, w in enumerate(work):
             paths = articles_of.get(i, [])
             error = w.error or next((article_errors[p] for p in paths if p in article_errors), None)
@@ -66,6 +70,8 @@ def record_sources(
                 # what it feeds now: an article it fed before and not now has lost it
                 articles=sorted(set(paths)) if error is None else w.previous_articles,
             )
+        set_meta(conn, RUN_RECORDED, "1")
+        conn.commit()
 
 
 def write_run_indexes(

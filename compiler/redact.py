@@ -7,9 +7,12 @@ Two things are removed from every source's text before it goes anywhere:
 - likely secrets, replaced by ``[REDACTED]``: provider keys recognised by their prefix
   and shape (OpenAI, Anthropic, GitHub, AWS, Slack, Google, Stripe, Hugging Face, npm),
   JWTs, ``Authorization:`` / ``Bearer`` credentials, PEM private key blocks, the
-  password of ``scheme://user:password@host``, and literal values assigned to names
-  like ``password``, ``api_key``, ``secret`` or ``token`` (also across a type
-  annotation: ``password: str = "..."``).
+  password of ``scheme://user:password@host`` and of ``curl -u user:password``, literal
+  values assigned to names like ``password``, ``api_key``, ``secret`` or ``token`` (also
+  across a type annotation: ``password: str = "..."``; a plain word too when
+  ``password: word`` is a line of its own), a password stated in prose ("the password
+  for the db is X", when X looks like one or is quoted), and a 40-character AWS secret
+  access key within 200 characters of an access key id or the word AWS.
 
 The patterns aim at few false positives: ordinary prose, git SHAs, UUIDs, base64 in code
 and code that merely *names* a secret (``password = getpass()``,
@@ -87,6 +90,21 @@ _ASSIGN_BARE = re.compile(
     r"([^\s\"'`,;()\[\]{}<>]{4,200})",
     re.I,
 )
+# curl -u user:password / --user user:password (the user name is kept)
+_CURL_USER = re.compile(
+    r"(\bcurl\b[^\n|;&]*?\s(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:)([^\s\"']{4,})"
+)
+# An AWS secret access key: 40 characters of base64, recognised by its shape and by its
+# neighbourhood (an access key id or the word AWS near it; alone it is any base64).
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_CONTEXT = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|(?<![a-z])aws", re.I)
+_AWS_NEAR = 200  # characters either side
+# A password stated in prose: "the password is X", "the password for the db was `X`"
+_PROSE_PASSWORD = re.compile(
+    r"(\b(?:password|passphrase|passwd|pwd)\b[^.\n\"'`]{0,40}?\s(?:is|was|=)\s+(?:now\s+)?"
+    r"([\"'`]?))([^\s\"'`]{4,200}?)(\2)(?=[.,;:!?)]*(?:\s|$))",
+    re.I,
+)
 _FLAG = re.compile(
     r"(--(?:password|passwd|token|api-key|apikey|secret|client-secret)[ =])"
     r"([^\s\"'`-][^\s\"'`]{3,})",
@@ -117,6 +135,7 @@ def redact(text: str) -> tuple[str, int]:
 
     text = sub(_PRIVATE_SPAN, lambda m: PRIVATE, text)
     text = sub(_PEM, lambda m: REDACTED, text)
+    text = sub(_AWS_SECRET, _aws_secret, text)  # before the key ids it looks for go
     text = sub(_TOKENS, _token, text)
     text = sub(_SLACK_WEBHOOK, lambda m: m.group(1) + REDACTED, text)
     text = sub(_AUTH_HEADER, _keep_prefix, text)
@@ -126,6 +145,8 @@ def redact(text: str) -> tuple[str, int]:
     text = sub(_ASSIGN_ANNOTATED, _quoted, text)
     text = sub(_ASSIGN_BARE, _bare, text)
     text = sub(_FLAG, _keep_prefix, text)
+    text = sub(_CURL_USER, _keep_prefix, text)
+    text = sub(_PROSE_PASSWORD, _prose, text)
     return text, count
 
 
@@ -162,7 +183,45 @@ def _bare(m: re.Match[str]) -> str:
     if re.match(r"\[|[ \t]*=(?!=)", m.string[m.end() :]):
         return m.group(0)  # a type annotation ("TOKEN: Final[str] = ..."), not a value
     env_style = name.isupper() or name.startswith(("-", "."))
-    literal = bool(re.search(r"[0-9!@#%^&*+/=~]", value))
-    if not (env_style or literal):
+    literal = bool(re.search(r"[0-9!@#%^&*+/=~]", value)) or _mixed_case(value)
+    if not (env_style or literal or _config_entry(m)):
         return m.group(0)  # a plain word: "token: the next one", password=password
     return f"{name}{op}{REDACTED}"
+
+
+def _mixed_case(value: str) -> bool:
+    """A capital after a small letter inside a word ("YamlPasszzgEOz"), not a Name."""
+    return len(value) >= 8 and re.search(r"[a-z][A-Z]", value) is not None
+
+
+_ENTRY_PREFIX = re.compile(r"[ \t]*(?:- |export )?[\"']?")
+
+
+def _config_entry(m: re.Match[str]) -> bool:
+    """``password: word`` as a whole line (YAML, INI, .env): a value however plain, when
+    the name is one a password goes by (``token: next`` there may be a setting)."""
+    text = m.string
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    rest = text[m.end() : m.end() + 1]
+    return (
+        rest in ("", "\n", "\r")
+        and _ENTRY_PREFIX.fullmatch(text, line_start, m.start()) is not None
+        and re.search(r"pass(?:word|wd|phrase)|pwd|secret", m.group(1), re.I) is not None
+    )
+
+
+def _aws_secret(m: re.Match[str]) -> str:
+    value = m.group(0)
+    shaped = all(re.search(c, value) for c in ("[a-z]", "[A-Z]", "[0-9]"))
+    near = m.string[max(0, m.start() - _AWS_NEAR) : m.end() + _AWS_NEAR]
+    return REDACTED if shaped and _AWS_CONTEXT.search(near) else value
+
+
+def _prose(m: re.Match[str]) -> str:
+    value, quoted = m.group(3), bool(m.group(2))
+    if _PLACEHOLDER.match(value):
+        return m.group(0)
+    secret_like = bool(re.search(r"[0-9!@#$%^&*+/=~_]", value)) or _mixed_case(value)
+    if not (quoted or secret_like):
+        return m.group(0)  # "the password is stored in the vault"
+    return f"{m.group(1)}{REDACTED}{m.group(4)}"

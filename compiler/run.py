@@ -33,6 +33,7 @@ from compiler.record import (
     update_search,
     write_run_indexes,
 )
+from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review
 from compiler.sources import Source, discover
@@ -143,7 +144,7 @@ class Compiler:
         force: bool,
     ) -> CompileResult:
         run_started = datetime.now(UTC)
-        if pending:
+        if pending or unfinished_run(self.kb):
             lock = KbLock(self.kb.state_dir / "compile.lock")
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
@@ -155,7 +156,10 @@ class Compiler:
                 pending = still_pending(pending, known, result, force=force)
             self._tasks.install_handler()
             try:
-                await self._run_pipeline(pending, result, known)
+                # A run killed before its commit left articles: settled before anything.
+                result.commit = await run_io(reconcile, self.kb)
+                if pending:
+                    await self._run_pipeline(pending, result, known)
             finally:
                 self._tasks.remove_handler()
                 lock.release()
@@ -319,7 +323,8 @@ class Compiler:
             article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
-                written[path] = store_article(self.kb, article)
+                with journaled(self.kb, path):
+                    written[path] = store_article(self.kb, article)
 
             await run_io(store)
             stager.add(path)
@@ -484,6 +489,7 @@ class Compiler:
         search = asyncio.ensure_future(run_io(update_search, self.kb, written)) if written else None
         try:
             result.commit = await run_io(commit_all, self.kb, commit_message(result))
+            await run_io(finish_journal, self.kb)
         finally:
             if search is not None:
                 await search

@@ -6,6 +6,7 @@ SourceError with a message that says what to do; the run reports it and goes on.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
@@ -74,7 +75,8 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[s
 
     Returns (candidates in a stable order, problems as (path, message)). A directory
     contributes its text files (hidden files and directories skipped); a file given by
-    name is always a candidate.
+    name is always a candidate, a link too. Inside a directory, links are followed only
+    while they stay in it: one leading out is reported, not read.
     """
     found: dict[str, Candidate] = {}
     problems: list[tuple[str, str]] = []
@@ -84,7 +86,7 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[s
             problems.append((str(raw), f"{raw}: no such file or directory"))
             continue
         if p.is_dir():
-            files = sorted(_walk(p))
+            files = sorted(_walk(p, problems))
             if not files:
                 exts = ", ".join(sorted(TEXT_EXTENSIONS)[:6])
                 problems.append(
@@ -101,20 +103,29 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[s
     return list(found.values()), problems
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path, problems: list[tuple[str, str]]) -> Iterator[Path]:
+    """The source files under ``root``. Linked folders are not entered (os.walk), and a
+    linked file whose target is outside ``root`` goes to ``problems`` unread."""
+    top = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
-            if name.startswith("."):
-                continue
             path = Path(dirpath) / name
             suffix = path.suffix.lower()
-            if not path.is_file():
-                continue
-            if suffix in TEXT_EXTENSIONS or (
-                suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path)
-            ):
+            if name.startswith(".") or suffix not in _FILE_SUFFIXES or not path.is_file():
+                continue  # a broken link or a loop is not a file either
+            if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(top):
+                problems.append((str(path), _outside_link(path, root)))
+            elif suffix in TEXT_EXTENSIONS or _is_transcript(path):
                 yield path
+
+
+def _outside_link(path: Path, root: Path) -> str:
+    target = os.path.realpath(path)
+    return (
+        f"{path}: a link to {target}, outside {root}: not followed (links out of a folder "
+        "are skipped; name the file itself on the command line to compile it)"
+    )
 
 
 def _is_transcript(path: Path) -> bool:
@@ -157,17 +168,18 @@ def file_checksum(
 
 
 def decode_text(data: bytes, name: str) -> str:
-    """UTF-8 text with normalised line ends, or a SourceError saying why not."""
+    """Text with normalised line ends, or a SourceError saying why not. UTF-8, or UTF-16
+    with a byte order mark or recognised by its NUL bytes (what Windows tools write)."""
     if not data.strip():
         raise SourceError(f"{name}: the file is empty")
-    head = data[:8192]
-    if b"\x00" in head:
+    encoding = _utf16(data) or "utf-8"
+    if encoding == "utf-8" and b"\x00" in data[:8192]:
         raise SourceError(f"{name}: looks like a binary file", hint="only text files compile")
     try:
-        text = data.decode("utf-8")
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise SourceError(
-            f"{name}: not valid UTF-8 (byte {exc.start})",
+            f"{name}: not valid {encoding.upper()[:6]} (byte {exc.start})",
             hint="convert it first, e.g. iconv -f latin1 -t utf-8",
         ) from exc
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
@@ -177,6 +189,23 @@ def decode_text(data: bytes, name: str) -> str:
     if not text.strip():
         raise SourceError(f"{name}: the file is empty")
     return text
+
+
+def _utf16(data: bytes) -> str | None:
+    """The UTF-16 codec ``data`` is in, or None: a byte order mark says so; without one,
+    text of mostly ASCII characters has NUL in every other byte (high bytes of UTF-16LE,
+    low bytes of UTF-16BE), and nowhere else."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"  # the codec reads the mark and drops it
+    head = data[:4096]
+    pairs = len(head) // 2
+    if pairs < 2 or len(data) % 2:
+        return None
+    even, odd = head[0 : 2 * pairs : 2], head[1 : 2 * pairs : 2]
+    for zeros, other, codec in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if zeros.count(0) >= 0.6 * pairs and other.count(0) == 0:
+            return codec
+    return None
 
 
 def guess_title(text: str, fallback: str) -> str:

@@ -9,12 +9,13 @@ import logging
 import os
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from typing import Any
 
 from compiler.captures import release_orphans, retry_due, take_spool
-from compiler.queue import TaskQueue
+from compiler.queue import TaskQueue, hold_owner, release_owner
 from compiler.run import Compiler
 from compiler.sessions import increment, key_of_origin
 from compiler.sources import Source, source_from_text
@@ -55,10 +56,11 @@ class Worker:
         self.batch = batch
         self.poll_seconds = poll_seconds
         self.lease_seconds = lease_seconds
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.wake = asyncio.Event()
         self.stopping = False
         self.spool_due: float | None = None  # when the spool's waiting sessions are due
+        self._compiler: Compiler | None = None  # the compile under way, if any
 
     async def run_forever(self) -> None:
         with self._alive():
@@ -106,12 +108,17 @@ class Worker:
     @contextlib.contextmanager
     def _alive(self) -> Iterator[None]:
         """Hold the KB's worker lock (shared) while running, so agent hooks can tell that
-        someone will compile what they queue."""
+        someone will compile what they queue, and this worker's own lock, so that if it
+        dies the next worker takes its tasks at once (see queue.hold_owner)."""
         lock = KbLock(self.kb.state_dir / "worker.lock")
         lock.acquire(shared=True)
         (self.kb.state_dir / STARTING).unlink(missing_ok=True)  # started: hooks see the lock
         try:
-            yield
+            mine = hold_owner(self.kb, self.owner)
+            try:
+                yield
+            finally:
+                release_owner(self.kb, self.owner, mine)
         finally:
             lock.release()
 
@@ -188,6 +195,9 @@ class Worker:
                     TaskQueue(self.kb, conn).set_stage(ids, data["name"])
 
         compiler = Compiler(self.kb, self.settings, llm_factory=self.llm_factory, progress=progress)
+        self._compiler = compiler
+        if self.stopping:
+            compiler.interrupt()
         try:
             result = await compiler.compile_sources(sources)
         except KbAiError as exc:  # e.g. no model configured: every task of the batch says why
@@ -196,11 +206,16 @@ class Worker:
                 for task_id in ids:
                     queue.finish(task_id, error=str(exc))
             return
+        finally:
+            self._compiler = None
         failed = {f.source: f.error for f in result.failed}
         summary = {"created": result.created, "updated": result.updated, "commit": result.commit}
         with closing(open_state(self.kb)) as conn:
             queue = TaskQueue(self.kb, conn)
             for origin, task_ids in by_origin.items():
+                if result.interrupted and origin in failed:  # stopped, not failed: next time
+                    queue.release(task_ids, self.owner)
+                    continue
                 for task_id in task_ids:
                     queue.finish(task_id, error=failed.get(origin), result=summary)
 
@@ -224,5 +239,9 @@ class Worker:
                 TaskQueue(self.kb, conn).renew(ids, self.owner, lease_seconds=self.lease_seconds)
 
     def stop(self) -> None:
+        """Stop as Ctrl-C stops `kb-ai compile`: a compile under way cancels its model calls,
+        keeps and commits what it finished, and hands the rest back to the queue."""
         self.stopping = True
         self.wake.set()
+        if self._compiler is not None:
+            self._compiler.interrupt()

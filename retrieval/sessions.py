@@ -10,7 +10,7 @@ from typing import Any
 
 from kb_ai.errors import NotFoundError, UsageError
 from retrieval.ask import Turn
-from wiki import apply_migrations
+from wiki import apply_migrations, one_line
 
 MIGRATIONS = (
     "CREATE TABLE chat_sessions (id TEXT PRIMARY KEY, title TEXT NOT NULL, created_at TEXT NOT NULL,"
@@ -38,7 +38,7 @@ class ChatStore:
     def create(self, title: str = "New chat") -> dict[str, Any]:
         sid = uuid.uuid4().hex[:16]
         now = _now()
-        clean = " ".join(title.split())[:TITLE_MAX] or "New chat"
+        clean = one_line(title)[:TITLE_MAX] or "New chat"
         with self.conn:
             self.conn.execute(
                 "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
@@ -96,7 +96,7 @@ class ChatStore:
             self.conn.execute("UPDATE chat_sessions SET updated_at = ? WHERE id = ?", (now, sid))
 
     def rename(self, sid: str, title: str) -> dict[str, Any]:
-        clean = " ".join(title.split())[:TITLE_MAX]
+        clean = one_line(title)[:TITLE_MAX]
         if not clean:
             raise UsageError("A session title cannot be empty")
         with self.conn:

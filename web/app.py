@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
-from web import api, pages, upkeep
+from web import api, csrf, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.pool import WorkerPool
@@ -48,7 +48,8 @@ def create_app(
 ) -> Starlette:
     """The Starlette app over the knowledge base at ``settings.kb_dir``.
 
-    ``token``: required on every request when set (see web/auth.py).
+    ``token``: required on every request when set (see web/auth.py; writes also need
+    to come from the server's own pages or a script).
     ``extra_routes``: more routes behind the same guard (`kb-ai serve` mounts the MCP
     server at /mcp this way); ``extra_lifespans``: what those routes run while the app does.
     """
@@ -92,11 +93,13 @@ def create_app(
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     routes += extra_routes
+    csrf_token = csrf.load_secret(kb.state_dir)
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, token=token)],
+        middleware=[Middleware(GuardMiddleware, token=token, csrf_token=csrf_token)],
         exception_handlers={KbAiError: on_kb_error, HTTPException: on_http_error},
         lifespan=lifespan,
     )
     app.state.services = svc
+    app.state.csrf = csrf_token
     return app

@@ -7,7 +7,14 @@
   constant time.
 - Without a token (loopback only), the Host header must name loopback, so a web page
   elsewhere cannot reach the server by DNS rebinding.
-- A state-changing request from another origin is refused (no cross-site form posts).
+- A state-changing request (any method but GET, HEAD, OPTIONS) must come from kb-ai's
+  own pages or from a script. A request that shows it comes from a browser (an
+  ``Origin`` or ``Sec-Fetch-Site`` header, or a form-type body sent with cookies) must be
+  same-origin (``Origin: null`` is foreign) and carry the page's CSRF token (web/csrf.py):
+  the ``X-KB-AI-CSRF`` header on the API, the ``csrf`` field on the page forms, which
+  check it themselves. A request with none of those is a script's (curl, the CLI) and
+  passes; so does one with the right bearer token. The page forms always need their
+  field: scripts use /api.
 - Every response carries a Content-Security-Policy that allows only the server's own
   script and styles: rendered Markdown is sanitised, and this is the second lock.
 """
@@ -18,14 +25,23 @@ import hmac
 import html
 import ipaddress
 import json
+import secrets
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from web import csrf
+
 COOKIE = "kb_ai_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The body types a page on another site can send without asking first (CORS "simple").
+FORM_TYPES = frozenset(
+    {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
+)
+SCRIPT_PATHS = ("/api/", "/mcp", "/healthz")  # everything else that writes is a page form
+FOREIGN = "Refused: requests that change data must come from kb-ai's own pages"
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -57,9 +73,12 @@ def _host_name(host_header: str) -> str:
 class GuardMiddleware:
     """Token, host and origin checks, and security headers, for every HTTP request."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, csrf_token: str | None = None) -> None:
+        """``csrf_token``: the token of the pages (web/csrf.py); without one, none is valid
+        and browsers cannot write (an app with no pages)."""
         self.app = app
         self.token = token.encode() if token else None
+        self.csrf_token = csrf_token or secrets.token_urlsafe(32)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -93,16 +112,36 @@ class GuardMiddleware:
         host = headers.get("host", "")
         if self.token is None and host and not is_loopback(_host_name(host)):
             return 403, f"Host {host!r} is not this server's loopback address"
-        origin = headers.get("origin")
-        unsafe = scope["method"] not in SAFE_METHODS
-        if unsafe and origin and origin != "null" and urlsplit(origin).netloc != host:
-            return 403, "Cross-origin requests that change data are refused"
         if self.token is not None and not self._authorised(scope, headers):
             return (
                 401,
                 "A token is required: open the page with ?token=<KB_AI_TOKEN>, or send Authorization: Bearer <token>",
             )
+        if scope["method"] not in SAFE_METHODS and not self._bearer(headers):
+            return self._refuse_foreign(scope["path"], headers)
         return None
+
+    def _refuse_foreign(self, path: str, headers: dict[str, str]) -> tuple[int, str] | None:
+        """A write from a browser that is not one of our pages (see the module docstring)."""
+        origin, site = headers.get("origin"), headers.get("sec-fetch-site")
+        if site is not None and site != "same-origin":
+            return 403, f"{FOREIGN} (this one came from a {site} page)"
+        if origin is not None and urlsplit(origin).netloc != headers.get("host", ""):
+            return 403, f"{FOREIGN} (this one came from {origin!r})"
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        browser = origin is not None or site is not None
+        browser = browser or ("cookie" in headers and ctype in FORM_TYPES)
+        if browser and path.startswith(SCRIPT_PATHS):
+            if not csrf.matches(headers.get(csrf.HEADER), self.csrf_token):
+                return 403, csrf.REFUSED
+        return None
+
+    def _bearer(self, headers: dict[str, str]) -> bool:
+        """Whether the request carries the right bearer token (never a browser's doing)."""
+        auth = headers.get("authorization", "")
+        if self.token is None or not auth.lower().startswith("bearer "):
+            return False
+        return hmac.compare_digest(auth[7:].strip().encode(), self.token)
 
     def _authorised(self, scope: Scope, headers: dict[str, str]) -> bool:
         assert self.token is not None

@@ -20,6 +20,7 @@ from wiki import (
     list_articles,
     load_catalog,
     read_article,
+    read_articles,
     read_raw,
     show_diff,
 )
@@ -55,12 +56,10 @@ def catalog(kb: KnowledgeBase) -> list[CatalogEntry]:
     out = []
     for path in on_disk:
         entry = known.get(path)
-        if entry is None:  # added by hand since the last compile
-            try:
-                entry = entry_for(read_article(kb, path))
-            except (NotFoundError, ValueError):
-                continue
-        out.append(entry)
+        if entry is None:  # added by hand since the last compile; unreadable: left out
+            entry = next((entry_for(a) for a in read_articles(kb, [path])), None)
+        if entry is not None:
+            out.append(entry)
     return out
 
 

@@ -13,7 +13,7 @@ from starlette.routing import Route
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
 from retrieval import ChatStore
-from web import content
+from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
 from web.render import render_markdown
@@ -60,7 +60,9 @@ async def submit(request: Request) -> Response:
     if request.method == "GET":
         return render(request, "submit.html", limits=svc.limits, nav="submit")
     try:
-        accepted, rejected = await read_submission(request, svc.limits)
+        accepted, rejected = await read_submission(
+            request, svc.limits, check_form=lambda form: csrf.check_form(request, form)
+        )
     except KbAiError as exc:
         return render(
             request, "submit.html", status_for(exc), limits=svc.limits, error=str(exc),
@@ -92,6 +94,7 @@ async def task_action(request: Request) -> Response:
     task_id, action = request.path_params["task_id"], request.path_params["action"]
     if action not in ("retry", "delete"):
         raise NotFoundError(f"No action {action!r}")
+    csrf.check_form(request, await limit_body(request, JSON_MAX_BYTES).form())
 
     def act() -> None:
         with svc.db() as conn:
@@ -130,6 +133,7 @@ async def session_action(request: Request) -> Response:
     svc = services(request)
     sid, action = request.path_params["session_id"], request.path_params["action"]
     form = await limit_body(request, JSON_MAX_BYTES).form()
+    csrf.check_form(request, form)
     title = form.get("title")
 
     def act() -> None:

@@ -2,9 +2,9 @@
 
 Compiling does blocking work (SQLite, files, git subprocesses) between model calls, so
 the workers run on their own event loop in one background thread, and a long compile
-never stalls a page or a chat stream. A worker that is stopped hands its leased tasks
-back to the queue; one that dies leaves a lease that expires, and the next server
-compiles those tasks again (compiler/queue.py).
+never stalls a page or a chat stream. A worker that is stopped commits what it finished
+and hands its other leased tasks back to the queue; one that dies leaves leases that the
+next server takes over at once (compiler/queue.py).
 """
 
 from __future__ import annotations
@@ -61,9 +61,11 @@ class WorkerPool:
             with contextlib.suppress(RuntimeError):  # the loop just stopped
                 self._loop.call_soon_threadsafe(self._wake_all)
 
-    def stop(self, grace: float = 2.0) -> None:
-        """Let compiles in progress finish for ``grace`` seconds, then cancel them; their
-        tasks go back to the queue."""
+    def stop(self, grace: float = 20.0) -> None:
+        """Stop as Ctrl-C stops `kb-ai compile` (the server's SIGINT and SIGTERM end here):
+        a compile in progress cancels its model calls, commits what it finished and hands
+        the rest of its tasks back to the queue. One that has not ended after ``grace``
+        seconds is cancelled outright."""
         if self._loop is None or not self._thread.is_alive():
             return
         with contextlib.suppress(RuntimeError):

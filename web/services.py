@@ -31,7 +31,14 @@ class Limits:
 
     @property
     def max_body_bytes(self) -> int:
+        """A multipart submission: every file at its limit, and the form around them."""
         return self.max_files * self.max_file_bytes + 1_000_000
+
+    @property
+    def max_json_bytes(self) -> int:
+        """A JSON submission: one text at its limit, escaped (``\\u00e9`` is 6 bytes for
+        2), and the object around it."""
+        return 3 * self.max_file_bytes + 65_536
 
 
 @dataclass

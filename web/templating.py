@@ -5,14 +5,35 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import jinja2
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.templating import Jinja2Templates
 
 from kb_ai.models import model_notice
+from web import csrf
 from web.services import services
+from wiki import visible_text
 
-templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+def _visible(value: object) -> object:
+    """Every value a template prints, without invisible controls (a second lock: titles
+    are cleaned where they are read, see wiki.one_line)."""
+    if isinstance(value, Markup):
+        return Markup(visible_text(str(value)))  # safe already; deleting characters adds no markup
+    return visible_text(value) if isinstance(value, str) else value
+
+
+# Every page carries the CSRF token its forms and scripts send back (web/csrf.py).
+templates = Jinja2Templates(
+    env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=jinja2.select_autoescape(),
+        finalize=_visible,
+    ),
+    context_processors=[lambda request: {"csrf_token": csrf.token_of(request)}],
+)
 
 
 def render(request: Request, name: str, status: int = 200, **context: object) -> Response:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.types import Message
 
@@ -42,27 +43,37 @@ def display_name(name: str | None) -> str:
 
 
 async def read_submission(
-    request: Request, limits: Limits
+    request: Request,
+    limits: Limits,
+    *,
+    check_form: Callable[[FormData], None] | None = None,
 ) -> tuple[list[Submission], list[dict[str, str]]]:
-    """(accepted, rejected); raises when the request itself is unusable."""
-    request = limit_body(request, limits.max_body_bytes)
+    """(accepted, rejected); raises when the request itself is unusable. The body is
+    refused (413) as soon as it passes its limit, before the rest is read.
+
+    ``check_form``: called with the parsed form before anything in it is used; given,
+    only a form is taken (a page's form, whose CSRF field it checks)."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype == "application/json":
-        return [_from_json(await _json_body(request), limits)], []
+    if ctype == "application/json" and check_form is None:
+        hint = "split the text into smaller documents"
+        body = await limit_body(request, limits.max_json_bytes, hint).body()
+        return [_from_json(parse_json(body), limits)], []
     if ctype in ("multipart/form-data", "application/x-www-form-urlencoded"):
-        return await _from_form(request, limits)
+        return await _from_form(limit_body(request, limits.max_body_bytes), limits, check_form)
+    if check_form is not None:
+        raise UnsupportedError("This page takes its form", hint="scripts send JSON to /api/submit")
     raise UnsupportedError(
         f"Cannot read a {ctype or 'body without a content type'}",
         hint='send JSON {"title", "content"} or multipart/form-data with "files"',
     )
 
 
-def limit_body(request: Request, max_bytes: int) -> Request:
-    """The request, refusing a body over ``max_bytes`` (declared or as it streams in)."""
-    too_large = TooLargeError(
-        f"The request is over the {max_bytes:,}-byte limit",
-        hint="send fewer or smaller files at once",
-    )
+def limit_body(
+    request: Request, max_bytes: int, hint: str = "send fewer or smaller files at once"
+) -> Request:
+    """The request, refusing a body over ``max_bytes`` (declared, or as it streams in:
+    nothing past the limit is read)."""
+    too_large = TooLargeError(f"The request is over the {max_bytes:,}-byte limit", hint=hint)
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise too_large
@@ -82,20 +93,22 @@ def limit_body(request: Request, max_bytes: int) -> Request:
 async def json_object(request: Request, *, example: str = "") -> dict[str, Any]:
     """The JSON object of a small request body (a question, a title; an empty body is
     ``{}``); a clear UsageError otherwise, showing ``example`` of what to send."""
-    try:
-        body = json.loads(await limit_body(request, JSON_MAX_BYTES).body() or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"The body is not valid JSON: {exc}") from exc
+    body = parse_json(await limit_body(request, JSON_MAX_BYTES).body() or b"{}")
     if not isinstance(body, dict):
         raise UsageError("Send a JSON object" + (f": {example}" if example else ""))
     return body
 
 
-async def _json_body(request: Request) -> Any:
+def parse_json(body: bytes) -> Any:
+    """The JSON value of a request body; a UsageError (400) for anything else, nesting
+    too deep for the parser included."""
     try:
-        return json.loads(await request.body())
+        return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"The body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise UsageError("The body is JSON nested too deeply to read",
+                         hint="send a flat object") from exc  # fmt: skip
 
 
 def _from_json(body: Any, limits: Limits) -> Submission:
@@ -123,13 +136,15 @@ def _pasted(title: str, content: str, kind: str, limits: Limits) -> Submission:
 
 
 async def _from_form(
-    request: Request, limits: Limits
+    request: Request, limits: Limits, check_form: Callable[[FormData], None] | None
 ) -> tuple[list[Submission], list[dict[str, str]]]:
     async with request.form(
         max_files=limits.max_files,
         max_fields=limits.max_fields,
         max_part_size=limits.max_file_bytes,
     ) as form:
+        if check_form is not None:
+            check_form(form)
         files = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
         content = form.get("content")
         title = form.get("title")

@@ -10,7 +10,10 @@ from wiki.articles import (
     delete_article,
     derive_keys,
     list_articles,
+    one_line,
     read_article,
+    read_articles,
+    visible_text,
     write_article,
 )
 from wiki.catalog import (
@@ -76,6 +79,8 @@ __all__ = [
     "list_articles",
     "list_raw",
     "normalise_article_path",
+    "one_line",
+    "read_articles",
     "load_catalog",
     "open_state",
     "parse_master_index",
@@ -90,6 +95,7 @@ __all__ = [
     "source_articles",
     "unique_slug",
     "upsert_source",
+    "visible_text",
     "write_article",
     "write_extraction",
     "write_indexes",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from kb_ai.errors import NotFoundError, UsageError
+from kb_ai.errors import KbAiError, NotFoundError, UsageError
 from wiki._frontmatter import dump_document, load_document
 from wiki.files import atomic_write_text
 from wiki.slugs import is_slug
@@ -16,7 +17,14 @@ from wiki.slugs import is_slug
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
+log = logging.getLogger(__name__)
 SUMMARY_MAX = 200
+# Never part of a title or any other one-line value: C0 and C1 controls (NUL among them)
+# and the bidirectional controls that can make text read differently than it is stored
+# ("report\u202egpj.exe"). Line breaks and tabs become spaces in one_line.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 @dataclass
@@ -50,15 +58,15 @@ def article_from(rel: str, meta: dict[str, Any], body: str) -> Article:
     parts = rel.split("/")
     return Article(
         path=rel,
-        title=_one_line(meta.get("title"))
+        title=one_line(meta.get("title"))
         or _first_heading(body)
         or parts[-1].removesuffix(".md").replace("-", " "),
-        type=_one_line(meta.get("type")) or (parts[1] if len(parts) > 2 else ""),
-        summary=_one_line(meta.get("summary")),
+        type=one_line(meta.get("type")) or (parts[1] if len(parts) > 2 else ""),
+        summary=one_line(meta.get("summary")),
         tags=_str_list(meta.get("tags")),
         sources=_str_list(meta.get("sources")),
-        created=_one_line(meta.get("created")),
-        updated=_one_line(meta.get("updated")),
+        created=one_line(meta.get("created")),
+        updated=one_line(meta.get("updated")),
         body=body,
         keys=_str_list(meta.get("keys")),
     )
@@ -83,7 +91,7 @@ def write_article(kb: KnowledgeBase, article: Article) -> Article:
     written = replace(
         article,
         path=rel,
-        title=_one_line(article.title),
+        title=one_line(article.title),
         summary=cut_summary(article.summary),
         tags=_dedupe(article.tags),
         keys=_dedupe(article.keys),
@@ -120,16 +128,56 @@ def article_mtimes(kb: KnowledgeBase) -> dict[str, int]:
     return {rel: entry.stat().st_mtime_ns for rel, entry in _article_files(kb)}
 
 
+def read_articles(
+    kb: KnowledgeBase,
+    rels: Iterable[str],
+    read: Callable[[KnowledgeBase, str], Article] | None = None,
+) -> Iterator[Article]:
+    """The articles at ``rels`` that can be read (with ``read``, by default
+    :func:`read_article`); one that cannot (not UTF-8, broken frontmatter, no permission)
+    is skipped with a warning, so it never takes the whole wiki down with it."""
+    for rel in rels:
+        try:
+            yield (read or read_article)(kb, rel)
+        except (OSError, ValueError, KbAiError) as exc:
+            log.warning("skipped %s: it cannot be read (%s)", rel, exc)
+
+
 def _article_files(kb: KnowledgeBase) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """What an article file is: ``wiki/<type>/<name>.md``, hidden names left out."""
+    """What an article file is: a plain file ``wiki/<type>/<name>.md``, hidden names left
+    out. Symbolic links (to a folder or a file) are skipped with a warning and never read:
+    one could lead anywhere on the machine."""
     try:
-        folders = [d for d in os.scandir(kb.wiki_dir) if d.is_dir() and not d.name.startswith(".")]
+        with os.scandir(kb.wiki_dir) as it:
+            folders = [d for d in it if _plain_entry(d, "wiki/", folder=True)]
     except (FileNotFoundError, NotADirectoryError):
         return
     for folder in folders:
-        for entry in os.scandir(folder.path):
-            if entry.name.endswith(".md") and not entry.name.startswith(".") and entry.is_file():
-                yield f"wiki/{folder.name}/{entry.name}", entry
+        try:
+            with os.scandir(folder.path) as it:
+                entries = list(it)
+        except OSError as exc:
+            log.warning("skipped wiki/%s/: it cannot be read (%s)", folder.name, exc)
+            continue
+        for entry in entries:
+            where = f"wiki/{folder.name}/"
+            if entry.name.endswith(".md") and _plain_entry(entry, where, folder=False):
+                yield f"{where}{entry.name}", entry
+
+
+def _plain_entry(entry: os.DirEntry[str], where: str, *, folder: bool) -> bool:
+    """Whether ``entry`` is a visible plain folder (or file), not a link to one."""
+    if entry.name.startswith("."):
+        return False
+    if entry.is_symlink():
+        log.warning("skipped %s%s: it is a symbolic link (articles must be plain files)",
+                    where, entry.name)  # fmt: skip
+        return False
+    try:
+        is_plain = entry.is_dir if folder else entry.is_file
+        return is_plain(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def delete_article(kb: KnowledgeBase, rel: str) -> bool:
@@ -150,7 +198,7 @@ def article_body_text(kb: KnowledgeBase, rel: str) -> str:
 
 def cut_summary(summary: str, limit: int = SUMMARY_MAX) -> str:
     """``summary`` on one line and at most ``limit`` characters (cut ends with "…")."""
-    text = _one_line(summary)
+    text = one_line(summary)
     if len(text) <= limit:
         return text
     cut = text[: limit - 1]
@@ -216,31 +264,40 @@ def _plain(cell: str) -> str:
 def _first_heading(body: str) -> str:
     for line in body.split("\n"):
         if line.startswith("# "):
-            return _one_line(line[2:])
+            return one_line(line[2:])
     return ""
 
 
 def _iso(value: object) -> str:
     """A date or datetime as its ISO string; anything else as a one-line string."""
     isoformat = getattr(value, "isoformat", None)
-    return isoformat() if callable(isoformat) else _one_line(value)
+    return isoformat() if callable(isoformat) else one_line(value)
 
 
-def _one_line(value: object) -> str:
-    return "" if value is None else " ".join(str(value).split())
+def visible_text(text: str) -> str:
+    """``text`` without control characters (tab and line breaks kept) and without the
+    bidirectional controls."""
+    return _INVISIBLE.sub("", text)
+
+
+def one_line(value: object) -> str:
+    """``value`` as one line of text: whitespace runs become one space, and control and
+    bidirectional-override characters are dropped (they never belong in a title)."""
+    return "" if value is None else " ".join(visible_text(str(value)).split())
+
 
 
 def _str_list(value: object) -> list[str]:
     if value is None or value == "":
         return []
     items = value if isinstance(value, list) else str(value).split(",")
-    return _dedupe(_one_line(item) for item in items if not isinstance(item, (dict, list)))
+    return _dedupe(one_line(item) for item in items if not isinstance(item, (dict, list)))
 
 
 def _dedupe(items: Any) -> list[str]:
     out: list[str] = []
     for item in items:
-        item = _one_line(item)
+        item = one_line(item)
         if item and item not in out:
             out.append(item)
     return out

@@ -16,7 +16,14 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wiki.articles import Article, article_mtimes, derive_keys, list_articles, read_article
+from wiki.articles import (
+    Article,
+    article_mtimes,
+    derive_keys,
+    list_articles,
+    read_article,
+    read_articles,
+)
 from wiki.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -135,8 +142,10 @@ def load_catalog(kb: KnowledgeBase, *, keep_lines: bool = False) -> list[Catalog
 
 
 def build_catalog(kb: KnowledgeBase) -> list[CatalogEntry]:
-    """The catalog read from the articles themselves, sorted by path."""
-    return [entry_for(read_article(kb, rel)) for rel in list_articles(kb)]
+    """The catalog read from the articles themselves, sorted by path (unreadable ones
+    left out, with a warning)."""
+    articles = read_articles(kb, list_articles(kb), read_article)
+    return [entry_for(article) for article in articles]
 
 
 def current_catalog(kb: KnowledgeBase, fingerprint: str | None) -> list[CatalogEntry]:
@@ -173,7 +182,10 @@ def refresh_catalog(
         if entry is None:
             entry = known.get(rel)
             if entry is None or mtimes[rel] >= since_ns:
-                entry = entry_for(read_article(kb, rel))
+                read = next(read_articles(kb, [rel], read_article), None)
+                if read is None:  # unreadable: left out, with a warning
+                    continue
+                entry = entry_for(read)
         out.append(entry)
     return out
 

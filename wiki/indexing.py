@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 
-from wiki.articles import Article, list_articles, read_article
+from wiki.articles import Article, list_articles, read_article, read_articles
 from wiki.catalog import entry_for, format_entry
 from wiki.layout import KnowledgeBase
 from wiki.search import SearchDoc, SearchIndex
@@ -66,11 +66,11 @@ def refresh_search_index(
     apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
     indexed = {row[0] for row in conn.execute("SELECT path FROM catalog_lines")}
     if index.count() != len(indexed) or indexed - on_disk or on_disk - indexed - set(changed):
-        docs = [given.get(p) or read_article(kb, p) for p in sorted(on_disk)]
+        docs = _read(kb, sorted(on_disk), given)
         index.sync(search_doc(a) for a in docs)
         _store_lines(conn, docs, replace_all=True)
     else:
-        docs = [given.get(p) or read_article(kb, p) for p in changed]
+        docs = _read(kb, changed, given)
         index.upsert(search_doc(a) for a in docs)
         _store_lines(conn, docs, replace_all=False)
     return index
@@ -90,6 +90,14 @@ def rebuild_tables(conn: sqlite3.Connection, articles: Sequence[Article]) -> Non
     """Make the search index and the catalog lines hold exactly ``articles``."""
     SearchIndex(conn).sync(search_doc(a) for a in articles)
     _store_lines(conn, articles, replace_all=True)
+
+
+def _read(kb: KnowledgeBase, paths: list[str], given: Mapping[str, Article]) -> list[Article]:
+    """The articles at ``paths``, from ``given`` where there; unreadable ones left out."""
+    out: list[Article] = []
+    for p in paths:
+        out.extend([given[p]] if p in given else read_articles(kb, [p], read_article))
+    return out
 
 
 def index_is_current(conn: sqlite3.Connection, articles: int) -> bool:

@@ -36,7 +36,17 @@ WIKI_MIGRATIONS = (
         commit_sha TEXT
     )""",
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
+    # The articles the compile run under way has written (see journal_article): what a
+    # run killed before its commit left in the work tree, to reconcile before the next.
+    """CREATE TABLE run_articles (
+        path TEXT PRIMARY KEY,
+        previous TEXT,  -- the file's text before the run wrote it; NULL: there was none
+        written TEXT  -- sha256 of what the run wrote; NULL: killed before it was known
+    )""",
 )
+
+#: meta key: set when the run under way has recorded its sources (its articles are kept).
+RUN_RECORDED = "run_recorded"
 
 
 def open_state(kb: KnowledgeBase) -> sqlite3.Connection:
@@ -191,6 +201,31 @@ def set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
         " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def journal_article(
+    conn: sqlite3.Connection, path: str, previous: str | None, written: str | None = None
+) -> None:
+    """Note that the run under way writes the article ``path``: first with the text it
+    had (``previous``), then again with the sha256 of what was ``written``."""
+    _write(
+        conn,
+        "INSERT INTO run_articles (path, previous, written) VALUES (?, ?, ?)"
+        " ON CONFLICT(path) DO UPDATE SET written = excluded.written",
+        (path, previous, written),
+    )
+
+
+def journaled_articles(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """The articles an unfinished run wrote (none once a run has finished)."""
+    return list(conn.execute("SELECT * FROM run_articles ORDER BY path"))
+
+
+def clear_journal(conn: sqlite3.Connection) -> None:
+    """Forget the run's articles: it committed them, or they were rolled back."""
+    with conn:
+        conn.execute("DELETE FROM run_articles")
+        conn.execute("DELETE FROM meta WHERE key = ?", (RUN_RECORDED,))
 
 
 def _write(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:

@@ -2,8 +2,12 @@
 compiled by the next one, duplicates are recognised, failures keep their reason."""
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +47,41 @@ def test_a_lease_that_expires_is_claimed_again(queue):
     time.sleep(0.1)
     second = queue.claim("worker-b")
     assert [t["id"] for t in second] == [task["id"]] and second[0]["attempts"] == 2
+
+
+HOLDER = """
+import sys, time
+from contextlib import closing
+from compiler.queue import TaskQueue, hold_owner
+from wiki import KnowledgeBase, open_state
+kb = KnowledgeBase.open(sys.argv[1])
+hold_owner(kb, "server-1")
+with closing(open_state(kb)) as conn:
+    TaskQueue(kb, conn).claim("server-1", lease_seconds=600)
+print("claimed", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_dead_servers_tasks_are_taken_at_once_a_live_ones_are_not(kb, queue):
+    """A server that crashed (kill -9) leaves a lease of ten minutes: the next worker takes
+    its task at once. While the server lives, its lease is respected."""
+    task, _ = queue.submit("Release train", NOTE)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(kb.root)], env=env,
+                              stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        assert holder.stdout.readline() == b"claimed\n"
+        assert queue.get(task["id"])["state"] == "running"
+        assert queue.claim("server-2", lease_seconds=600) == []  # alive: its lease stands
+    finally:
+        holder.kill()
+        holder.wait(10)
+        holder.stdout.close()
+    [taken] = queue.claim("server-2", lease_seconds=600)
+    assert taken["id"] == task["id"] and taken["attempts"] == 2
+    assert taken["lease_owner"] == "server-2"
 
 
 def test_retry_and_delete(queue):

@@ -151,3 +151,54 @@ def test_every_source_is_redacted_before_anything_else_sees_it(tmp_path):
         "hook:1", "", "# Hook\n\npassword=Sup3rS3cret\n", chunk_chars=1000, max_bytes=10_000
     )
     assert "Sup3rS3cret" not in handed.text and handed.redactions == 1
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4XaMPLEk"  # 40 characters, shaped like one
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("db:\n  user: app\n  password: YamlPasszzgEOz\n", "YamlPasszzgEOz"),
+        ("password: plainletters\n", "plainletters"),
+        ("the admin password: CorrectHorseStaple today", "CorrectHorseStaple"),
+        ("curl -u deploy:CurlUserPassword https://ci.example.com/api", "CurlUserPassword"),
+        ('curl -s --user "deploy:CurlUserPass" https://ci.example.com', "CurlUserPass"),
+        (f"AKIAZ7Q4X9T2B6M1P3LW\n{AWS_SECRET}\n", AWS_SECRET),
+        (f"the aws keys are in the note: {AWS_SECRET}", AWS_SECRET),
+        ("the password is hunter2letters.", "hunter2letters"),
+        ("The password for the db is Tr0ub4dor3, ask Ops.", "Tr0ub4dor3"),
+        ("the wifi password was `swordfish` all along", "swordfish"),
+    ],
+    ids=[
+        "yaml-letters-only",
+        "yaml-plain-word",
+        "mixed-case-mid-line",
+        "curl-u",
+        "curl-user-quoted",
+        "aws-secret-by-key-id",
+        "aws-secret-by-mention",
+        "prose-is",
+        "prose-for-the-db",
+        "prose-quoted",
+    ],
+)
+def test_forms_an_outside_test_found_are_redacted(text, gone):
+    clean, n = redact(text)
+    assert gone not in clean and "[REDACTED]" in clean and n >= 1
+
+
+NOT_SECRETS = """\
+The password is stored in the vault and the password was rotated last week.
+A password is at least 12 characters; the secret: keep it short.
+docker run -u 1000:1000 app, then curl -u is not needed here.
+commit 3f2a9c1e5b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a fixed the aws region lookup.
+The laws of Ireland and the Statute Book: 9b7a6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b.
+token: next
+password: ${DB_PASSWORD}
+password: <your password here>
+"""
+
+
+def test_prose_about_passwords_and_hashes_near_aws_are_left_alone():
+    assert redact(NOT_SECRETS) == (NOT_SECRETS, 0)

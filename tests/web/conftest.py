@@ -1,4 +1,5 @@
 import json
+import re
 import time
 
 import pytest
@@ -81,3 +82,9 @@ def sse(response):
             event = line.split(":", 1)[1].strip()
         elif line.startswith("data:"):
             yield event, json.loads(line.split(":", 1)[1])
+
+
+def csrf_token(client):
+    """The CSRF token every page carries (what the page's forms and kb.js send back)."""
+    page = client.get("/submit").text
+    return re.search(r'<meta name="kb-ai-csrf" content="([^"]+)">', page).group(1)

@@ -25,9 +25,9 @@ def test_a_pasted_note_is_queued_then_compiled_into_an_article(client, kb):
     assert r.status_code == 202
     task = r.json()["tasks"][0]
     assert task["title"] == "Nightly backups" and not task["duplicate"]
-    assert (kb.state_dir / "inbox" / f"{task['id']}.txt").read_bytes() == NOTE["content"].encode()
     done = wait_for(client, task["id"])
     assert done["state"] == "done", done["error"]
+    assert list((kb.state_dir / "inbox").iterdir()) == []  # compiled: the copy is gone
     assert done["result"]["created"] == ["wiki/concept/nightly-backups.md"]
     tree = client.get("/api/wiki").json()
     assert tree["count"] == 1
@@ -67,7 +67,12 @@ def test_bad_submissions_are_refused_with_one_error_shape(client):
     assert client.get("/api/tasks").json()["tasks"] == []
 
 
-def test_uploads_queue_the_text_files_and_refuse_binary_ones_by_name(client, kb):
+def test_uploads_queue_the_text_files_and_refuse_binary_ones_by_name(settings, model, kb):
+    with make_client(settings, model, start_worker=False) as client:
+        uploads_are_checked(client, kb)
+
+
+def uploads_are_checked(client, kb):
     files = [
         (
             "files",
@@ -120,6 +125,40 @@ def test_unknown_tasks_and_wrong_actions(client):
     assert_error(client.post(f"/api/tasks/{task['id']}/retry"), 400, "only failed tasks")
     assert client.delete(f"/api/tasks/{task['id']}").json() == {"ok": True, "deleted": task["id"]}
     assert client.get("/api/tasks").json()["tasks"] == []
+
+
+SECRET = "sk-proj-Zq3vX9mB2nL7kT4wR8yH1cF6"
+
+
+def test_a_secret_in_a_title_never_reaches_the_state_the_api_or_the_status_page(client, kb):
+    """Titles are redacted like sources; the submitted copy is deleted once compiled."""
+    typed = client.post("/api/submit", json={"title": f"Deploy key {SECRET}", **{
+        "content": "# Deploys\n\nDeploys run from the release branch every Friday.\n"}})
+    heading = f"# Rotate {SECRET}\n\nKeys are rotated every ninety days.\n".encode()
+    uploaded = client.post("/api/submit", files={"files": ("keys.md", heading, "text/markdown")})
+    tasks = [r.json()["tasks"][0] for r in (typed, uploaded)]
+    assert [t["title"] for t in tasks] == ["Deploy key [REDACTED]", "Rotate [REDACTED]"]
+    for task in tasks:
+        assert wait_for(client, task["id"])["state"] == "done"
+    assert SECRET not in client.get("/api/tasks").text
+    assert SECRET not in client.get("/status").text
+    for path in kb.state_dir.rglob("*"):
+        assert not path.is_file() or SECRET.encode() not in path.read_bytes(), path
+    assert list((kb.state_dir / "inbox").iterdir()) == []
+
+
+def test_a_deleted_task_takes_its_copy_along_and_a_failed_one_keeps_it(settings, model, kb):
+    inbox = kb.state_dir / "inbox"
+    with make_client(settings, model, start_worker=False) as client:
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        assert (inbox / f"{task['id']}.txt").read_bytes() == NOTE["content"].encode()
+        assert client.delete(f"/api/tasks/{task['id']}").status_code == 200
+        assert list(inbox.iterdir()) == []
+    model.handler = lambda *a: LLMTimeoutError("fake/model did not answer within 180 s")
+    with make_client(settings, model) as client:
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        assert wait_for(client, task["id"])["state"] == "failed"
+        assert [p.name for p in inbox.iterdir()] == [f"{task['id']}.txt"]  # to retry
 
 
 def test_a_model_that_is_down_fails_tasks_with_the_reason_and_retry_compiles_them(client, model):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.web.conftest import make_client
+from tests.web.conftest import NOTE, csrf_token, make_client, wait_for
 
 TOKEN = "s3cret-token-0123456789"
 
@@ -51,8 +51,103 @@ def test_cross_origin_writes_are_refused(client):
                     headers={"origin": "http://evil.example"})  # fmt: skip
     assert r.status_code == 403
     assert client.get("/api/tasks").json()["tasks"] == []
-    same = client.post("/api/sessions", json={"title": "t"}, headers={"origin": "http://127.0.0.1"})
+    own = {"origin": "http://127.0.0.1", "sec-fetch-site": "same-origin"}
+    same = client.post("/api/sessions", json={"title": "t"},
+                       headers={**own, "x-kb-ai-csrf": csrf_token(client)})  # fmt: skip
     assert same.status_code == 201
+
+
+# What a page on another site can make a browser send without asking (no preflight).
+FOREIGN = [
+    {"origin": "null"},  # a form in a sandboxed iframe, a data: URL
+    {"origin": "http://evil.example"},
+    {"origin": "http://127.0.0.1:9"},  # another server on this machine
+    {"sec-fetch-site": "cross-site"},
+    {"sec-fetch-site": "same-site"},
+    {"cookie": "theme=dark"},  # no Origin at all, but a form body with the browser's cookies
+]
+UPLOAD = {"files": ("note.md", b"# Planted\n\nWritten by another site.\n", "text/markdown")}
+
+
+def test_a_page_on_another_site_cannot_submit(client):
+    """The issue's reproduction: `curl -H 'Origin: null' -F files=@note.md .../api/submit`
+    was accepted and compiled. Nothing a foreign page can send is queued."""
+    for headers in FOREIGN:
+        r = client.post("/api/submit", files=UPLOAD, headers=headers)
+        assert r.status_code == 403, headers
+        assert r.json()["ok"] is False and "kb-ai's own pages" in r.json()["error"]
+        r = client.post("/submit", files=UPLOAD, data={"csrf": "guessed"}, headers=headers)
+        assert r.status_code == 403, headers
+    assert client.get("/api/tasks").json()["tasks"] == []
+
+
+def test_every_write_needs_our_pages_or_a_script(client):
+    """Each route that changes something, asked by a foreign page: refused, and nothing
+    changed. A new route that writes must join this list (the first assertion)."""
+    task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+    wait_for(client, task["id"])
+    sid = client.post("/api/sessions", json={"title": "Kept"}).json()["session"]["id"]
+    writes = [
+        ("POST", "/api/submit"), ("DELETE", f"/api/tasks/{task['id']}"),
+        ("POST", f"/api/tasks/{task['id']}/retry"), ("POST", "/api/ask"),
+        ("POST", "/api/sessions"), ("PATCH", f"/api/sessions/{sid}"),
+        ("DELETE", f"/api/sessions/{sid}"), ("POST", "/submit"),
+        ("POST", f"/status/{task['id']}/delete"), ("POST", f"/status/{task['id']}/retry"),
+        ("POST", f"/chat/{sid}/rename"), ("POST", f"/chat/{sid}/delete"),
+    ]  # fmt: skip
+    unsafe = {
+        route.path
+        for route in client.app.routes
+        if getattr(route, "methods", None) and set(route.methods) - {"GET", "HEAD", "OPTIONS"}
+    }
+    listed = {p.replace(task["id"], "{task_id}").replace(sid, "{session_id}") for _, p in writes}
+    listed |= {"/status/{task_id}/{action}", "/chat/{session_id}/{action}"}
+    assert unsafe <= listed, unsafe - listed
+    for method, path in writes:
+        for headers in FOREIGN[:4]:
+            r = client.request(method, path, headers=headers, data={"title": "Gone"})
+            assert r.status_code == 403, (method, path, headers)
+    assert client.get(f"/api/tasks/{task['id']}").json()["task"]["state"] == "done"
+    assert client.get(f"/api/sessions/{sid}").json()["session"]["title"] == "Kept"
+    assert len(client.get("/api/sessions").json()["sessions"]) == 1
+
+
+def test_page_forms_need_the_token_the_page_carries(client):
+    """Even without an Origin (an old browser), a form post needs the page's token."""
+    sid = client.post("/api/sessions", json={"title": "Kept"}).json()["session"]["id"]
+    for data in ({}, {"csrf": "guessed"}):
+        r = client.post(f"/chat/{sid}/delete", data=data, headers={"accept": "text/html"})
+        assert r.status_code == 403 and "reload the page" in r.text
+    assert client.get(f"/api/sessions/{sid}").status_code == 200
+    page = client.get(f"/chat/{sid}").text
+    assert f'name="csrf" value="{csrf_token(client)}"' in page
+    r = client.post(f"/chat/{sid}/delete", data={"csrf": csrf_token(client)},
+                    headers={"origin": "http://127.0.0.1"}, follow_redirects=False)  # fmt: skip
+    assert r.status_code == 303 and client.get(f"/api/sessions/{sid}").status_code == 404
+
+
+def test_the_api_from_our_own_pages_needs_the_token_header(client):
+    own = {"origin": "http://127.0.0.1", "sec-fetch-site": "same-origin"}
+    r = client.post("/api/submit", files=UPLOAD, headers=own)
+    assert r.status_code == 403 and "CSRF" in r.json()["error"]
+    r = client.post("/api/submit", files=UPLOAD,
+                    headers={**own, "x-kb-ai-csrf": csrf_token(client)})  # fmt: skip
+    assert r.status_code == 202
+
+
+def test_scripts_keep_working(client, settings, model):
+    """curl and the CLI send no Origin: JSON and multipart both pass; with a token set,
+    the bearer header is the proof, whatever else the request carries."""
+    assert client.post("/api/submit", json=NOTE).status_code == 202
+    assert client.post("/api/submit", files=UPLOAD).status_code == 202
+    with make_client(settings, model, token=TOKEN, start_worker=False) as guarded:
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        assert guarded.post("/api/sessions", json={"title": "t"}, headers=bearer).status_code == 201
+        r = guarded.post("/api/sessions", json={"title": "t"}, headers={**bearer, "origin": "null"})
+        assert r.status_code == 201
+        guarded.get(f"/wiki?token={TOKEN}")  # a browser: the cookie, not the header
+        r = guarded.post("/api/sessions", json={"title": "t"}, headers={"origin": "null"})
+        assert r.status_code == 403
 
 
 def test_pages_forbid_inline_script(client):

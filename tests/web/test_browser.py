@@ -6,7 +6,10 @@ import os
 import re
 import shutil
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from tests.fakes.kb_responder import respond
@@ -139,3 +142,64 @@ def test_drop_files_and_keyboard_navigation(page):
     page.set_viewport_size({"width": 390, "height": 800})  # a phone: nothing wider than it
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390
+
+
+class _Attacker(BaseHTTPRequestHandler):
+    """Another site: one page whose form posts a note into the kb-ai server."""
+
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        target = self.server.target
+        body = (
+            "<!doctype html><title>Win a prize</title>"
+            f'<form id="f" method="post" action="{target}/api/submit" enctype="multipart/form-data">'
+            '<input name="title" value="Planted"><textarea name="content">Planted by another'
+            " site.</textarea><button>Claim</button></form>"
+            f'<iframe sandbox="allow-forms allow-scripts" srcdoc="<form method=post '
+            f"action={target}/submit enctype=multipart/form-data><input name=title "
+            'value=Sandboxed><textarea name=content>Sandboxed plant.</textarea>'
+            '<button>Go</button></form>"></iframe>'
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def attacker(server):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
+    httpd.target = server.url
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_page_on_another_site_cannot_write_into_the_wiki(page, server, attacker):
+    page.goto(attacker)
+    with page.expect_response(lambda r: r.url == f"{server.url}/api/submit") as answer:
+        page.get_by_role("button", name="Claim").click()
+    assert answer.value.status == 403
+    page.goto(attacker)  # a sandboxed frame: the browser sends "Origin: null"
+    with page.expect_response(lambda r: r.url == f"{server.url}/submit") as answer:
+        page.frame_locator("iframe").get_by_role("button", name="Go").click()
+    assert answer.value.request.header_value("origin") == "null"
+    assert answer.value.status == 403
+    titles = [t["title"] for t in httpx.get(f"{server.url}/api/tasks").json()["tasks"]]
+    assert "Planted" not in titles and "Sandboxed" not in titles
+
+
+def test_status_buttons_work_from_our_own_page(page, server):
+    note = {"title": "Delete me", "content": "# Delete me\n\nA note to delete from Status.\n"}
+    task = httpx.post(f"{server.url}/api/submit", json=note).json()["tasks"][0]
+    page.goto("/status")
+    row = page.locator(f"#tasks tr[data-id='{task['id']}']")
+    expect(row.locator(".pill")).to_have_text("done", timeout=20_000)
+    row.get_by_role("button", name="Delete").click()
+    expect(row).to_have_count(0)
+    assert httpx.get(f"{server.url}/api/tasks/{task['id']}").status_code == 404

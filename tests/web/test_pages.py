@@ -1,5 +1,6 @@
 """The server-rendered pages, including what a submitted document can and cannot do."""
 
+from tests.web.conftest import csrf_token, sse, wait_for
 from wiki import Article, commit_all, write_article
 
 EVIL = """# Evil
@@ -27,10 +28,11 @@ def test_a_new_kb_shows_clear_empty_states(client):
 
 
 def test_the_submit_form_works_without_javascript(client):
-    r = client.post("/submit", data={"title": "Backups", "content": "Backups run at 02:00."},
-                    follow_redirects=False)  # fmt: skip
+    token = csrf_token(client)
+    r = client.post("/submit", data={"title": "Backups", "content": "Backups run at 02:00.",
+                                     "csrf": token}, follow_redirects=False)  # fmt: skip
     assert r.status_code == 303 and r.headers["location"].startswith("/status?queued=1")
-    r = client.post("/submit", data={"title": "Empty", "content": " "})
+    r = client.post("/submit", data={"title": "Empty", "content": " ", "csrf": token})
     assert r.status_code == 400 and "Nothing to submit" in r.text
 
 
@@ -70,10 +72,12 @@ def test_status_and_chat_pages_show_tasks_and_sessions(compiled):
     sid = compiled.post("/api/sessions", json={"title": "Backups"}).json()["session"]["id"]
     page = compiled.get(f"/chat/{sid}").text
     assert "Backups" in page and "Rename" in page
-    r = compiled.post(f"/chat/{sid}/rename", data={"title": "Retention"}, follow_redirects=False)
+    token = csrf_token(compiled)
+    r = compiled.post(f"/chat/{sid}/rename", data={"title": "Retention", "csrf": token},
+                      follow_redirects=False)  # fmt: skip
     assert r.status_code == 303
     assert compiled.get(f"/api/sessions/{sid}").json()["session"]["title"] == "Retention"
-    compiled.post(f"/chat/{sid}/delete", follow_redirects=False)
+    compiled.post(f"/chat/{sid}/delete", data={"csrf": token}, follow_redirects=False)
     assert compiled.get(f"/chat/{sid}", headers={"accept": "text/html"}).status_code == 404
 
 
@@ -91,3 +95,49 @@ def test_the_chat_page_says_when_the_tiny_embedded_model_answers(kb, settings):
         assert "small embedded model" not in client.get("/wiki").text
     with TestClient(create_app(settings, start_worker=False), base_url=LOOPBACK) as client:
         assert "small embedded model" not in client.get("/chat").text
+
+
+def test_a_symlinked_or_unreadable_article_is_skipped_not_fatal(compiled, kb, tmp_path):
+    """One bad file in wiki/ used to fail /wiki, /chat and every compile; a link leading
+    out of wiki/ must never be read."""
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\ntitle: Outside secret\n---\n\nroot:x:0:0:root\n")
+    concept = kb.root / "wiki" / "concept"
+    (concept / "leak.md").symlink_to(outside)
+    (concept / "alias.md").symlink_to(concept / "nightly-backups.md")
+    (concept / "broken.md").write_bytes(b"---\ntitle: [unclosed\n---\n\n\xff\xfe")
+    (kb.root / "wiki" / "elsewhere").symlink_to(tmp_path)  # a whole type folder, linked out
+    for page in ("/wiki", "/chat"):
+        r = compiled.get(page)
+        assert r.status_code == 200 and "Outside secret" not in r.text, page
+    tree = compiled.get("/api/wiki").json()
+    assert [a["path"] for t in tree["types"] for a in t["articles"]] == [
+        "wiki/concept/nightly-backups.md"
+    ]
+    note = {"title": "On call", "content": "# On call\n\nThe rota changes every Monday.\n"}
+    task = compiled.post("/api/submit", json=note).json()["tasks"][0]
+    done = wait_for(compiled, task["id"])
+    assert done["state"] == "done", done["error"]
+    with compiled.stream("POST", "/api/ask", json={"question": "When are backups run?"}) as r:
+        events = dict(sse(r))
+    assert "done" in events and "root:x" not in events["done"]["answer"]
+
+
+BIDI = "Invoice\u202egnp.exe\x00\u2066x\u2069"
+
+
+def test_nul_and_bidi_controls_in_titles_never_reach_the_html(client, kb):
+    client.post("/api/submit", json={"title": BIDI, "content": "Invoices are paid on the 5th."})
+    sid = client.post("/api/sessions", json={"title": BIDI}).json()["session"]["id"]
+    concept = kb.root / "wiki" / "concept"
+    concept.mkdir(parents=True)
+    (concept / "invoice.md").write_text(  # by hand: YAML escapes for the controls
+        '---\ntitle: "Invoice\\u202Egnp.exe\\0"\ntype: concept\nsummary: "s\\u202E"\n---\n\nBody.\n'
+    )
+    pages = ["/status", "/wiki", "/wiki/concept/invoice.md", f"/chat/{sid}", "/chat",
+             "/api/tasks", "/api/wiki", f"/api/sessions/{sid}"]  # fmt: skip
+    for page in pages:
+        text = client.get(page).text
+        assert "Invoice" in text, page
+        for char in ("\u202e", "\x00", "\u2066", "\u2069", "\\u202e", "\\u0000"):
+            assert char not in text, (page, char)

@@ -6,7 +6,9 @@ from wiki import (
     article_body_text,
     delete_article,
     derive_keys,
+    build_catalog,
     list_articles,
+    one_line,
     read_article,
     write_article,
 )
@@ -178,3 +180,24 @@ def test_the_fast_header_reader_agrees_with_yaml_or_leaves_it_to_yaml():
             fast += 1
             assert got == expected, header
     assert fast >= 5  # what kb-ai writes takes the fast path
+
+
+def test_links_in_wiki_are_never_listed_nor_read_and_unreadable_articles_are_skipped(
+    kb, tmp_path, caplog
+):
+    write_article(kb, _article())
+    outside = tmp_path / "passwd.md"
+    outside.write_text("---\ntitle: Outside\n---\n\nroot:x:0:0\n")
+    (kb.root / "wiki" / "process" / "leak.md").symlink_to(outside)
+    (kb.root / "wiki" / "linked").symlink_to(tmp_path)
+    (kb.root / "wiki" / "process" / "broken.md").write_bytes(b"---\ntitle: [x\n---\n\xff")
+    assert list_articles(kb) == ["wiki/process/broken.md", "wiki/process/release-checklist.md"]
+    assert [e.path for e in build_catalog(kb)] == ["wiki/process/release-checklist.md"]
+    warnings = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "wiki/process/leak.md: it is a symbolic link" in warnings
+    assert "wiki/linked: it is a symbolic link" in warnings
+    assert "wiki/process/broken.md: it cannot be read" in warnings
+
+
+def test_one_line_drops_controls_and_bidi_overrides():
+    assert one_line("Invoice\u202egnp.exe\x00 \t\n  due\u2066!\u2069") == "Invoicegnp.exe due!"

@@ -16,6 +16,14 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// The page's CSRF token: every request that changes something shows it, so the server
+// knows the request came from its own pages (a page on another site cannot read it).
+const CSRF = () => ($('meta[name="kb-ai-csrf"]') || {}).content || "";
+
+function apiFetch(url, options = {}) {
+  return fetch(url, { ...options, headers: { ...(options.headers || {}), "X-KB-AI-CSRF": CSRF() } });
+}
+
 async function jsonOrError(response) {
   let body = null;
   try { body = await response.json(); } catch (e) { /* not JSON */ }
@@ -64,7 +72,7 @@ function initSubmit() {
     const button = $("button[type=submit]", form);
     button.disabled = true;
     try {
-      const r = await fetch("/api/submit", { method: "POST", body, headers });
+      const r = await apiFetch("/api/submit", { method: "POST", body, headers });
       const data = await r.json().catch(() => ({ ok: false, error: `HTTP ${r.status}` }));
       if (!data.ok) { show(false, data.error, data.rejected || []); return; }
       const fresh = data.tasks.filter((t) => !t.duplicate).length;
@@ -132,7 +140,7 @@ function taskRow(t) {
   const when = el("td", {}, el("time", { datetime: t.created_at, text: t.created_at.slice(0, 16).replace("T", " ") }));
   const actions = el("td", { class: "actions" });
   const action = (name, label, cls) => el("form", { method: "post", action: `/status/${t.id}/${name}` },
-    el("button", { class: cls, text: label }));
+    el("input", { type: "hidden", name: "csrf", value: CSRF() }), el("button", { class: cls, text: label }));
   if (t.state === "failed") actions.append(action("retry", "Retry"));
   if (t.state !== "running") actions.append(action("delete", "Delete", "quiet"));
   return el("tr", { "data-id": t.id, "data-state": t.state }, doc, state, when, actions);
@@ -145,7 +153,7 @@ function initStatus() {
     ev.preventDefault();
     const form = ev.target;
     const [, , id, action] = new URL(form.action).pathname.split("/");
-    const r = await fetch(action === "retry" ? `/api/tasks/${id}/retry` : `/api/tasks/${id}`,
+    const r = await apiFetch(action === "retry" ? `/api/tasks/${id}/retry` : `/api/tasks/${id}`,
       { method: action === "retry" ? "POST" : "DELETE" });
     try { await jsonOrError(r); } catch (e) { live.textContent = e.message; }
   });
@@ -203,7 +211,7 @@ function initChat() {
     messages.append(item);
     item.scrollIntoView({ block: "nearest" });
     try {
-      const r = await fetch("/api/ask", {
+      const r = await apiFetch("/api/ask", {
         method: "POST", headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ question, session: chat.dataset.session || null }),
       });

@@ -1,0 +1,119 @@
+"""Recovery: what a compile run killed outright (kill -9, a power cut) left behind.
+
+A run notes each article in state.db before and after writing it (the journal), and
+that it has recorded its sources; the journal is cleared once the run has committed.
+The next run, holding the compile lock, finds a journal only when its run died, and
+settles it before doing anything else, so the work tree and state.db agree again:
+
+- sources not recorded yet: the articles the run wrote are rolled back (each to its
+  text before the run, or removed if it was new), and its sources compile again (their
+  extractions are reused). An article changed since the run wrote it is left as it is.
+- sources recorded: the articles are kept; the indexes are rebuilt and all is committed.
+
+Never both: a source's articles are either its recorded ones or those before the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+
+from compiler.record import INDEX_FINGERPRINT
+from kb_ai.errors import KbAiError
+from wiki import (
+    KnowledgeBase,
+    append_log,
+    atomic_write_text,
+    build_catalog,
+    commit_all,
+    get_meta,
+    open_state,
+    read_article,
+    set_meta,
+    sha256_bytes,
+    write_indexes,
+)
+from wiki.indexing import refresh_search_index
+from wiki.lock import KbLock
+from wiki.state import RUN_RECORDED, clear_journal, journal_article, journaled_articles
+
+@contextmanager
+def journaled(kb: KnowledgeBase, rel: str) -> Iterator[None]:
+    """Around writing the article ``rel``: note its text before, and the hash after."""
+    path = kb.root / rel
+    previous = path.read_text(encoding="utf-8") if path.is_file() else None
+    with closing(open_state(kb)) as conn:
+        journal_article(conn, rel, previous)
+        yield
+        journal_article(conn, rel, previous, sha256_bytes(path.read_bytes()))
+
+
+def finish_journal(kb: KnowledgeBase) -> None:
+    """The run has committed: nothing is left to reconcile."""
+    with closing(open_state(kb)) as conn:
+        clear_journal(conn)
+
+
+def unfinished_run(kb: KnowledgeBase) -> bool:
+    """Whether a run died with articles written and not committed: a journal is there,
+    and no run holds the compile lock (a live run's journal is its own business)."""
+    with closing(open_state(kb)) as conn:
+        if not journaled_articles(conn) and get_meta(conn, RUN_RECORDED) is None:
+            return False
+    probe = KbLock(kb.state_dir / "compile.lock")
+    if not probe.acquire(blocking=False):
+        return False
+    probe.release()
+    return True
+
+
+def reconcile(kb: KnowledgeBase) -> str | None:
+    """Settle what a killed run left (call holding the compile lock); returns the sha of
+    a commit made to keep its recorded work, or None."""
+    with closing(open_state(kb)) as conn:
+        rows = journaled_articles(conn)
+        recorded = get_meta(conn, RUN_RECORDED) is not None
+    if not rows and not recorded:
+        return None
+    commit = _keep(kb, [r["path"] for r in rows]) if recorded else _roll_back(kb, rows)
+    finish_journal(kb)
+    return commit
+
+
+def _roll_back(kb: KnowledgeBase, rows: list) -> None:
+    undone, kept = [], []
+    for row in rows:
+        path = kb.root / row["path"]
+        current = path.read_bytes() if path.is_file() else None
+        previous = row["previous"]
+        if current is None or (previous is not None and current == previous.encode("utf-8")):
+            continue  # never written, or already as it was
+        if row["written"] is not None and sha256_bytes(current) != row["written"]:
+            kept.append(row["path"])  # someone changed it since: theirs to keep
+            continue
+        if previous is None:
+            path.unlink()
+        else:
+            atomic_write_text(path, previous)
+        undone.append(row["path"])
+    lines = [f"rolled back {p}: written by a run that stopped before recording it" for p in undone]
+    lines += [f"kept {p}: changed by hand after a stopped run wrote it" for p in kept]
+    if lines:
+        append_log(kb, "recover", lines)
+
+
+def _keep(kb: KnowledgeBase, paths: list[str]) -> str | None:
+    fingerprint = write_indexes(kb, build_catalog(kb))
+    present = {p: read_article(kb, p) for p in paths if (kb.root / p).is_file()}
+    with closing(open_state(kb)) as conn:
+        set_meta(conn, INDEX_FINGERPRINT, fingerprint)
+        refresh_search_index(kb, conn, sorted(present), present)
+    lines = [f"kept {p}: recorded by a run that stopped before its commit" for p in present]
+    append_log(kb, "recover", lines or ["committed what a stopped run recorded"])
+    try:
+        return commit_all(kb, "compile: commit what a stopped run recorded")
+    except KbAiError as exc:
+        raise KbAiError(
+            f"could not commit what a stopped compile left: {exc}",
+            hint="fix what git reports, then run kb-ai compile again",
+        ) from exc
