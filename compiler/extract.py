@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.documents.markers import span
+from compiler.documents.sections import outline
 from compiler.schemas import EXTRACTION_SCHEMA, TRANSCRIPT_EXTRACTION_SCHEMA
 from compiler.sources import Source
 from kb_ai.errors import LLMOutputError
@@ -216,6 +218,16 @@ def _key(item: Any) -> Any:
     return item
 
 
+def locate(ex: Extraction, where: str) -> Extraction:
+    """Each fact of a document's piece tagged with where it came from
+    ("p. 12", "slides 3-4"), from the piece's markers, not from the model: the writer
+    keeps them, and an answer can name the page."""
+    if where:
+        tag = f" ({where})"
+        ex.facts = [f if f.endswith(tag) else f + tag for f in ex.facts]
+    return ex
+
+
 def extract_prompt(kind: str) -> tuple[str, dict[str, Any]]:
     """The prompt and reply schema of the extract stage for a kind of source."""
     if kind == "transcript":
@@ -240,7 +252,7 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         reply = await llm.complete(
             messages, stage="extract", schema=schema, schema_name="extraction"
         )
-        return Extraction.from_data(reply.data)
+        return locate(Extraction.from_data(reply.data), span(chunk))
 
     parts = await asyncio.gather(*(one(i, c) for i, c in enumerate(source.chunks)))
     if item_count(parts) > MERGE_INLINE_ITEMS:  # a large source: other calls go on meanwhile
@@ -251,4 +263,8 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         raise LLMOutputError("the model extracted nothing from this source")
     if not result.title:
         result.title = source.title
+    if source.kind == "document":  # a long document's article keeps its outline
+        items = outline(source.text)
+        if items:
+            result.enumerations.insert(0, {"name": f"Outline of {source.title}", "items": items})
     return result

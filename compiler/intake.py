@@ -4,11 +4,21 @@ run, so the first source goes to the model while the next ones are read."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
+from compiler.documents import (
+    ArchiveLimits,
+    ConvertOptions,
+    fetch_policy,
+    fetch_url,
+    is_url,
+    read_member,
+)
 from compiler.result import CompileResult, Failure
 from compiler.sessions import increment
 from compiler.sources import Candidate, Source, file_checksum, read_source
@@ -46,11 +56,12 @@ def pending_files(
     pending: list[Pending] = []
     for cand in candidates:
         try:
-            checksum, data = file_checksum(
-                cand.path,
-                settings.max_source_bytes,
-                max_transcript_bytes=settings.max_transcript_bytes,
-            )
+            if is_url(cand.origin):
+                fetched = fetch_url(cand.origin, fetch_policy(settings))
+                cand = Candidate(Path(fetched.filename), cand.origin)
+                checksum, data = hashlib.sha256(fetched.data).hexdigest(), fetched.data
+            else:
+                checksum, data = candidate_bytes(cand, settings)
         except KbAiError as exc:
             result.failed.append(Failure(cand.origin, str(exc)))
             continue
@@ -77,9 +88,36 @@ def pending_files(
             chunk_chars=settings.chunk_chars,
             data=data,
             checksum=checksum,
+            convert=ConvertOptions(
+                max_sheet_rows=settings.max_sheet_rows,
+                url=cand.origin if is_url(cand.origin) else "",
+            ),
         )
         pending.append(Unread(cand.origin, checksum, read))
     return pending
+
+
+def archive_limits(settings: Settings) -> ArchiveLimits:
+    return ArchiveLimits(
+        max_members=settings.max_archive_members,
+        max_total_bytes=settings.max_archive_bytes,
+        max_ratio=settings.max_archive_ratio,
+        max_member_bytes=settings.max_document_bytes,
+    )
+
+
+def candidate_bytes(cand: Candidate, settings: Settings) -> tuple[str, bytes]:
+    """(sha256, bytes) of a candidate: a file, or a member of a zip archive."""
+    checksum, data = file_checksum(
+        cand.path,
+        settings.max_source_bytes,
+        max_transcript_bytes=settings.max_transcript_bytes,
+        max_document_bytes=settings.max_document_bytes,
+    )
+    if not cand.member:
+        return checksum, data
+    member = read_member(data, str(cand.path), cand.member, archive_limits(settings))
+    return hashlib.sha256(member).hexdigest(), member
 
 
 def still_pending(

@@ -22,7 +22,7 @@ from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.dating import source_date
 from compiler.extract import Extraction, extract_source
-from compiler.intake import Pending, pending_files, still_pending
+from compiler.intake import Pending, archive_limits, pending_files, still_pending
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import needs_rewrite, plan_rewrite
 from compiler.record import (
@@ -114,7 +114,7 @@ class Compiler:
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
         started = time.monotonic()
-        candidates, problems = discover(paths)
+        candidates, problems = discover(paths, archive_limits(self.settings))
         result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
@@ -384,6 +384,8 @@ class Compiler:
                     checksum=src.checksum,
                     ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     text=src.text,
+                    original=src.original,
+                    original_suffix=src.original_suffix,
                 ),
             )
         )

@@ -14,10 +14,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compiler.documents import (
+    ArchiveLimits,
+    ConvertOptions,
+    archive_members,
+    format_of,
+    is_url,
+    prepare_document,
+    supported_summary,
+    wanted_in_folder,
+)
 from compiler.redact import redact
 from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
 from compiler.transcripts.chunks import pack_turns
-from kb_ai.errors import SourceError, UsageError
+from kb_ai.errors import DocumentError, SourceError, UsageError
 
 # Extensions picked up when a directory is given. A file named explicitly is read
 # whatever its extension, as long as it is text.
@@ -44,6 +54,7 @@ TRANSCRIPT_EXTENSIONS = frozenset({".jsonl", ".json", ".traj"})
 
 _FILE_SUFFIXES = TEXT_EXTENSIONS | TRANSCRIPT_EXTENSIONS
 
+_BINARY_HINT = "kb-ai reads text files and the documents kb-ai compile --help lists"
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _RST_TITLE = re.compile(r"^(?:([=\-~^*#+])\1{2,}\n)?(\S[^\n]*)\n([=\-~^*#+])\3{2,}\s*$", re.M)
 
@@ -60,6 +71,8 @@ class Source:
     size: int = 0
     chunks: list[str] = field(default_factory=list)
     redactions: int = 0  # secrets and <private> spans removed from text
+    original: bytes = b""  # a converted document's own bytes, kept beside it in raw/
+    original_suffix: str = ""  # its extension (".pdf")
 
 
 @dataclass(frozen=True)
@@ -68,9 +81,12 @@ class Candidate:
 
     path: Path
     origin: str
+    member: str = ""  # a file inside the archive at ``path`` (compiler/documents)
 
 
-def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[str, str]]]:
+def discover(
+    paths: Iterable[str | Path], archive_limits: ArchiveLimits | None = None
+) -> tuple[list[Candidate], list[tuple[str, str]]]:
     """Expand the given files and directories into candidates.
 
     Returns (candidates in a stable order, problems as (path, message)). A directory
@@ -81,6 +97,9 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[s
     found: dict[str, Candidate] = {}
     problems: list[tuple[str, str]] = []
     for raw in paths:
+        if is_url(str(raw)):  # fetched when the run hashes its sources (compiler/intake)
+            found.setdefault(str(raw), Candidate(Path("url"), str(raw)))
+            continue
         p = Path(raw).expanduser()
         if not p.exists():
             problems.append((str(raw), f"{raw}: no such file or directory"))
@@ -94,13 +113,31 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Candidate], list[tuple[s
                 )
             for f in files:
                 origin = str(f.resolve())
-                found.setdefault(origin, Candidate(f, origin))
+                if f.suffix.lower() == ".zip":
+                    _add_archive(f, found, problems, archive_limits or ArchiveLimits())
+                else:
+                    found.setdefault(origin, Candidate(f, origin))
         elif p.is_file():
             origin = str(p.resolve())
-            found.setdefault(origin, Candidate(p, origin))
+            if p.suffix.lower() == ".zip":
+                _add_archive(p, found, problems, archive_limits or ArchiveLimits())
+            else:
+                found.setdefault(origin, Candidate(p, origin))
         else:
             problems.append((str(raw), f"{raw}: not a regular file"))
     return list(found.values()), problems
+
+
+def _add_archive(
+    path: Path, found: dict[str, Candidate], problems: list[tuple[str, str]], limits: ArchiveLimits
+) -> None:
+    """Each member of a zip archive worth compiling, as a candidate of its own."""
+    try:
+        for member in archive_members(path, limits, TEXT_EXTENSIONS):
+            origin = f"{path.resolve()}#{member}"
+            found.setdefault(origin, Candidate(path, origin, member))
+    except SourceError as exc:
+        problems.append((str(path), str(exc)))
 
 
 def _walk(root: Path, problems: list[tuple[str, str]]) -> Iterator[Path]:
@@ -112,11 +149,17 @@ def _walk(root: Path, problems: list[tuple[str, str]]) -> Iterator[Path]:
         for name in filenames:
             path = Path(dirpath) / name
             suffix = path.suffix.lower()
-            if name.startswith(".") or suffix not in _FILE_SUFFIXES or not path.is_file():
+            if name.startswith(".") or not path.is_file():
                 continue  # a broken link or a loop is not a file either
+            if not (
+                suffix in TEXT_EXTENSIONS
+                or wanted_in_folder(path)
+                or (suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path))
+            ):
+                continue
             if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(top):
                 problems.append((str(path), _outside_link(path, root)))
-            elif suffix in TEXT_EXTENSIONS or _is_transcript(path):
+            else:
                 yield path
 
 
@@ -139,7 +182,11 @@ def _is_transcript(path: Path) -> bool:
 
 
 def file_checksum(
-    path: Path, max_bytes: int, *, max_transcript_bytes: int | None = None
+    path: Path,
+    max_bytes: int,
+    *,
+    max_transcript_bytes: int | None = None,
+    max_document_bytes: int | None = None,
 ) -> tuple[str, bytes]:
     """(sha256, bytes) of a file, refusing files over max_bytes before reading them.
 
@@ -155,6 +202,8 @@ def file_checksum(
         limit, setting = max_bytes, "max_source_bytes"
         if (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
             limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
+        elif format_of(path.name):
+            limit, setting = max(max_document_bytes or 0, max_bytes), "max_document_bytes"
         if size > limit:
             raise SourceError(
                 f"{path}: {size:,} bytes is over the {limit:,}-byte limit",
@@ -174,7 +223,7 @@ def decode_text(data: bytes, name: str) -> str:
         raise SourceError(f"{name}: the file is empty")
     encoding = _utf16(data) or "utf-8"
     if encoding == "utf-8" and b"\x00" in data[:8192]:
-        raise SourceError(f"{name}: looks like a binary file", hint="only text files compile")
+        raise SourceError(f"{name}: looks like a binary file", hint=_BINARY_HINT)
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -185,7 +234,7 @@ def decode_text(data: bytes, name: str) -> str:
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\t\f\v")
     if controls > 0.05 * min(len(text), 8192):
-        raise SourceError(f"{name}: looks like a binary file", hint="only text files compile")
+        raise SourceError(f"{name}: looks like a binary file", hint=_BINARY_HINT)
     if not text.strip():
         raise SourceError(f"{name}: the file is empty")
     return text
@@ -265,6 +314,7 @@ def read_source(
     data: bytes | None = None,
     checksum: str | None = None,
     max_transcript_bytes: int | None = None,
+    convert: ConvertOptions | None = None,
 ) -> Source:
     """Read one candidate into a normalised Source (raises SourceError).
 
@@ -276,12 +326,16 @@ def read_source(
         checksum, data = file_checksum(
             candidate.path, max_bytes, max_transcript_bytes=max_transcript_bytes
         )
-    name = str(candidate.path)
-    text = decode_text(data, name)
-    kind = KIND_BY_EXTENSION.get(candidate.path.suffix.lower(), "document")
+    name = candidate.member or str(candidate.path)
+    if format_of(name):  # a document: converted (compiler/documents)
+        return source_from_document(
+            candidate.origin, name, data, chunk_chars=chunk_chars, options=convert
+        )
+    text = _decode_known(data, name)
+    kind = KIND_BY_EXTENSION.get(Path(name).suffix.lower(), "document")
     title = ""
     text, kind, title, found = _as_transcript(text, name, kind)
-    title = title or guess_title(text, candidate.path.stem)
+    title = title or guess_title(text, Path(name).stem)
     text, redacted = redact(text)
     return Source(
         origin=candidate.origin,
@@ -295,6 +349,46 @@ def read_source(
         else chunk_text(text, chunk_chars),
         redactions=found + redacted,
     )
+
+
+def source_from_document(
+    origin: str,
+    name: str,
+    data: bytes,
+    *,
+    chunk_chars: int,
+    options: ConvertOptions | None = None,
+) -> Source:
+    """The Source of the document ``name`` (a PDF, a deck, ...): converted text with its
+    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError)."""
+    doc = prepare_document(name, data, chunk_chars=chunk_chars, options=options)
+    return Source(
+        origin=origin,
+        title=doc.title or redact(guess_title(doc.title_text(), Path(name).stem))[0],
+        kind="document",
+        text=doc.text,
+        checksum=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        chunks=doc.chunks,
+        redactions=doc.redactions,
+        original=data,
+        original_suffix=Path(name).suffix.lower(),
+    )
+
+
+def _decode_known(data: bytes, name: str) -> str:
+    """decode_text, saying "unknown type" for a binary file under an extension kb-ai does
+    not read (random bytes, an image), rather than "not text"."""
+    try:
+        return decode_text(data, name)
+    except SourceError as exc:
+        if not data.strip() or Path(name).suffix.lower() in _FILE_SUFFIXES:
+            raise
+        raise DocumentError(
+            f"{name}: kb-ai does not know this file type",
+            cause="unsupported",
+            hint=f"it reads text files and {supported_summary()}",
+        ) from exc
 
 
 def _as_transcript(text: str, name: str, kind: str) -> tuple[str, str, str, int]:

@@ -30,7 +30,11 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
         if row["status"] != "ok":
             failed.append({"source": origin, "error": row["error"] or "unknown error"})
         path = Path(origin)
-        if path.is_absolute():
+        archive = Path(origin.split("#", 1)[0])
+        if "#" in origin and archive.suffix.lower() == ".zip":  # a member: its archive
+            if not archive.is_file():  # (a member's change shows when the zip is compiled)
+                missing.append(origin)
+        elif path.is_absolute():
             if not path.is_file():
                 missing.append(origin)
             elif _sha256(path) != row["checksum"]:

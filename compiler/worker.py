@@ -15,6 +15,8 @@ from contextlib import closing
 from typing import Any
 
 from compiler.captures import release_orphans, retry_due, take_spool
+from compiler.documents import format_of
+from compiler.documents.submitted import submitted_sources
 from compiler.queue import TaskQueue, hold_owner, release_owner
 from compiler.run import Compiler
 from compiler.sessions import increment, key_of_origin
@@ -151,6 +153,19 @@ class Worker:
             known = all_sources(conn)
             for task in tasks:
                 try:
+                    if format_of(task["filename"]):  # a document (compiler/documents)
+                        found = await asyncio.to_thread(  # conversion takes a while
+                            submitted_sources,
+                            task_origin(task),
+                            task["filename"],
+                            queue.read_content(task["id"]),
+                            self.settings,
+                        )
+                        for src in found:
+                            if src.origin not in by_origin:
+                                sources.append(src)
+                            by_origin.setdefault(src.origin, []).append(task["id"])
+                        continue
                     data = queue.read_content(task["id"])
                     part = self._session_part(task, data, known)
                     if part is not None and part.source is None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from compiler.classify import Target
+from compiler.documents.citations import base_path, with_pages
 from compiler.schemas import ARTICLE_SCHEMA, PATCH_SCHEMA
 from kb_ai.errors import LLMOutputError
 from kb_ai.llm import LLM
@@ -165,8 +166,9 @@ async def compile_article(
         raise LLMOutputError(f"the model returned an empty article for {target.path}")
     sources = list(existing.sources) if existing else []
     for m in material:
-        if m.source not in sources:
+        if all(base_path(e) != m.source for e in sources):
             sources.append(m.source)
+    sources = with_pages(sources, {m.source: m.text for m in material}, body)
     tags = _clean_tags(data.get("tags")) or (list(existing.tags) if existing else [])
     return Article(
         path=existing.path if existing else target.path,

@@ -43,6 +43,18 @@ class SourceError(KbAiError):
     """One source cannot be compiled: missing, binary, empty, too large, not UTF-8."""
 
 
+class DocumentError(SourceError):
+    """A document (PDF, Word, slides, a sheet, a page, an archive) cannot be converted.
+
+    ``cause`` names why, for callers that act on it: encrypted, no_text, corrupt,
+    unsupported, too_large, refused (a URL kb-ai will not fetch), fetch (it failed).
+    """
+
+    def __init__(self, message: str, *, cause: str, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.cause = cause
+
+
 class NotFoundError(KbAiError):
     """An article, task or session that does not exist."""
 

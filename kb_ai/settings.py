@@ -103,6 +103,27 @@ class Settings:
         8, "Attempts at compiling a captured session before it waits for `kb-ai hooks retry`."
     )
     chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
+    # documents (compiler/documents): PDF, Office, sheets, pages, archives, URLs
+    max_document_bytes: int = _setting(
+        50_000_000, "Documents (PDF, Office, archives, fetched pages) up to this size are read."
+    )
+    max_sheet_rows: int = _setting(
+        5_000, "Rows kept of each spreadsheet sheet or CSV file; the source says what was cut."
+    )
+    max_archive_members: int = _setting(500, "Files a zip archive may hold.")
+    max_archive_bytes: int = _setting(
+        200_000_000, "Uncompressed bytes a zip archive may hold, all members together."
+    )
+    max_archive_ratio: int = _setting(
+        100, "Largest compression ratio of a zip member (a higher one is a zip bomb)."
+    )
+    fetch_timeout: float = _setting(20.0, "Seconds to fetch a URL, redirects included.")
+    fetch_max_redirects: int = _setting(5, "Redirects followed when fetching a URL.")
+    fetch_allow: tuple[str, ...] = _setting(
+        (),
+        "Hosts or networks (CIDR) that URLs may reach although they are loopback, private, "
+        "link-local or metadata addresses, e.g. ['127.0.0.1', 'wiki.internal'].",
+    )
     catalog_budget_chars: int = _setting(
         12_000, "Characters of catalog shown to the classify stage (ranked slice)."
     )

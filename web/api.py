@@ -16,7 +16,7 @@ from web import content
 from web.errors import error_json
 from web.services import Services, services
 from web.streams import ask_stream, task_stream
-from web.uploads import Submission, json_object, read_submission
+from web.uploads import Submission, fetch_submission, json_object, read_submission
 
 
 def ok(status: int = 200, **data: Any) -> JSONResponse:
@@ -39,13 +39,15 @@ async def healthz(request: Request) -> JSONResponse:
 
 def queue_submissions(svc: Services, items: list[Submission]) -> list[dict[str, Any]]:
     """Spool and record each submission; returns the tasks, duplicates marked."""
+    items = [fetch_submission(i, svc.settings) if i.url else i for i in items]
     out = []
     with svc.db() as conn:
         queue = TaskQueue(svc.kb, conn)
         for item in items:
             task, created = queue.submit(
-                item.title, item.content, filename=item.filename, kind=item.kind
-            )
+                item.title, item.content, filename=item.filename, kind=item.kind,
+                origin=item.url or None,
+            )  # fmt: skip
             out.append({**content.public_task(task), "duplicate": not created})
     svc.wake_workers()
     return out

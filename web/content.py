@@ -10,6 +10,7 @@ from typing import Any
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import NotFoundError, PathEscapeError
+from web.originals import render_marked
 from web.render import WikiLinks, article_url, diff_lines, render_markdown
 from wiki import (
     CatalogEntry,
@@ -80,12 +81,16 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
     article = read_article(kb, path)
     links = WikiLinks(catalog(kb))
     sources = []
-    for rel in article.sources:
-        item = {"path": rel, "title": rel, "url": None}
+    for entry in article.sources:
+        # a document's cited pages or slides (compiler/documents): raw/x.md#pages=3-5
+        rel, _, cite = entry.partition("#")
+        kind, _, numbers = cite.partition("=")
+        first = re.match(r"\d+", numbers) if kind in ("pages", "slides") else None
+        item = {"path": entry, "title": rel, "url": None}
         if rel.startswith("raw/"):
             try:
-                item["title"] = read_raw(kb, rel).title
-                item["url"] = "/sources/" + rel
+                item["title"] = read_raw(kb, rel).title + (f" ({kind} {numbers})" if first else "")
+                item["url"] = "/sources/" + rel + (f"#{kind[:-1]}-{first[0]}" if first else "")
             except (OSError, PathEscapeError, ValueError):
                 item["title"] = f"{rel} (gone)"
         sources.append(item)
@@ -119,8 +124,11 @@ def source_view(kb: KnowledgeBase, rel: str) -> dict[str, Any]:
     if not path.is_file() or not rel.endswith(".md"):
         raise NotFoundError(f"no source {rel}")
     src = read_raw(kb, rel)
+    links = WikiLinks(catalog(kb))
+    original = src.original_path if (kb.root / src.original_path).is_file() else ""
     return {
         "source": {"path": src.path, "title": src.title, "origin": src.origin,
-                   "kind": src.kind, "ingested_at": src.ingested_at, "text": src.text},
-        "html": render_markdown(src.text, base=src.path, links=WikiLinks(catalog(kb))),
+                   "kind": src.kind, "ingested_at": src.ingested_at, "text": src.text,
+                   "original": original},
+        "html": render_marked(src.text, lambda t: render_markdown(t, base=src.path, links=links)),
     }  # fmt: skip

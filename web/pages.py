@@ -10,16 +10,21 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from compiler.documents import DOCUMENT_EXTENSIONS, supported_types
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
 from retrieval import ChatStore
 from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
+from web.originals import original
 from web.render import render_markdown
 from web.services import services
 from web.templating import render
 from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
+
+# The Submit page's list of the document types kb-ai reads, and its file picker's filter.
+TYPES = {"lines": supported_types(), "accept": ",".join(sorted(DOCUMENT_EXTENSIONS))}
 
 
 def see(url: str) -> RedirectResponse:
@@ -58,20 +63,20 @@ async def source(request: Request) -> Response:
 async def submit(request: Request) -> Response:
     svc = services(request)
     if request.method == "GET":
-        return render(request, "submit.html", limits=svc.limits, nav="submit")
+        return render(request, "submit.html", types=TYPES, limits=svc.limits, nav="submit")
     try:
         accepted, rejected = await read_submission(
             request, svc.limits, check_form=lambda form: csrf.check_form(request, form)
         )
+        tasks = await svc.run(queue_submissions, svc, accepted) if accepted else []
     except KbAiError as exc:
         return render(
-            request, "submit.html", status_for(exc), limits=svc.limits, error=str(exc),
-            nav="submit",
+            request, "submit.html", status_for(exc), types=TYPES, limits=svc.limits,
+            error=str(exc), nav="submit",
         )  # fmt: skip
     if not accepted:
-        return render(request, "submit.html", 400, limits=svc.limits, rejected=rejected,
-                      nav="submit")  # fmt: skip
-    tasks = await svc.run(queue_submissions, svc, accepted)
+        return render(request, "submit.html", 400, types=TYPES, limits=svc.limits,
+                      rejected=rejected, nav="submit")  # fmt: skip
     return see(f"/status?queued={len(tasks)}&rejected={len(rejected)}")
 
 
@@ -156,6 +161,7 @@ def routes() -> list[Route]:
         Route("/wiki", wiki_index),
         Route("/wiki/{path:path}", article),
         Route("/sources/{path:path}", source),
+        Route("/originals/{path:path}", original),
         Route("/submit", submit, methods=["GET", "POST"]),
         Route("/status", status),
         Route("/status/{task_id}/{action}", task_action, methods=["POST"]),

@@ -18,8 +18,10 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.types import Message
 
+from compiler.documents import fetch_policy, fetch_url, format_of, is_url
 from compiler.sources import KIND_BY_EXTENSION, decode_text, guess_title
 from kb_ai.errors import SourceError, UsageError
+from kb_ai.settings import Settings
 from web.errors import TooLargeError, UnsupportedError
 from web.services import Limits
 
@@ -33,6 +35,7 @@ class Submission:
     content: bytes
     filename: str
     kind: str
+    url: str = ""  # a page or document to fetch (compiler/documents) when it is queued
 
 
 def display_name(name: str | None) -> str:
@@ -114,10 +117,22 @@ def parse_json(body: bytes) -> Any:
 def _from_json(body: Any, limits: Limits) -> Submission:
     if not isinstance(body, dict):
         raise UsageError('Send a JSON object: {"title": "...", "content": "..."}')
+    if body.get("url") is not None:
+        return _url(body.get("url"), body.get("title") or "")
     content, title, kind = body.get("content"), body.get("title") or "", body.get("kind") or "note"
     if not isinstance(content, str) or not isinstance(title, str):
         raise UsageError('"content" and "title" must be strings')
     return _pasted(title, content, kind, limits)
+
+
+def _url(url: Any, title: Any) -> Submission:
+    """A URL to fetch when queued (the server checks where it points, then fetches it)."""
+    if not isinstance(url, str) or not isinstance(title, str) or not is_url(url.strip()):
+        raise UsageError('"url" must be an http:// or https:// URL', hint='{"url": "https://..."}')
+    url = url.strip()
+    if len(url) > 2_000:
+        raise UsageError("The URL is longer than 2,000 characters")
+    return Submission(title.strip()[:200], b"", "", "document", url=url)
 
 
 def _pasted(title: str, content: str, kind: str, limits: Limits) -> Submission:
@@ -148,8 +163,11 @@ async def _from_form(
         files = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
         content = form.get("content")
         title = form.get("title")
+        url = form.get("url")
         accepted: list[Submission] = []
         rejected: list[dict[str, str]] = []
+        if isinstance(url, str) and url.strip():
+            accepted.append(_url(url, title if isinstance(title, str) else ""))
         if isinstance(content, str) and content.strip():
             accepted.append(
                 _pasted(title if isinstance(title, str) else "", content, "note", limits)
@@ -171,9 +189,21 @@ async def _from_file(upload: UploadFile, name: str, limits: Limits) -> Submissio
     if len(data) > limits.max_file_bytes:
         raise TooLargeError(f"{name}: over the {limits.max_file_bytes:,}-byte limit",
                             hint="split it, or raise max_source_bytes")  # fmt: skip
+    if format_of(name):  # a document: converted by the worker (compiler/documents)
+        if not data.strip():
+            raise SourceError(f"{name}: the file is empty")
+        return Submission(PurePosixPath(name).stem, data, name, "document")
     text = decode_text(data, name)
     suffix = PurePosixPath(name).suffix.lower()
     stem = PurePosixPath(name).stem
     return Submission(
         guess_title(text, stem), data, name, KIND_BY_EXTENSION.get(suffix, "document")
     )
+
+
+def fetch_submission(item: Submission, settings: Settings) -> Submission:
+    """A URL submission with what it points at, fetched under the server's address policy
+    (a refused or failed fetch raises DocumentError, naming why)."""
+    fetched = fetch_url(item.url, fetch_policy(settings))
+    title = item.title or PurePosixPath(fetched.filename).stem
+    return Submission(title, fetched.data, fetched.filename, "document", url=item.url)

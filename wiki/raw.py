@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kb_ai.errors import UsageError
 from wiki._frontmatter import dump_document, load_document
-from wiki.files import atomic_write_text
+from wiki.files import atomic_write_bytes, atomic_write_text
 from wiki.slugs import is_slug
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
 KINDS = ("note", "document", "transcript")
+# The extension of an original kept beside its converted text: short, lower-case, never .md.
+_ORIGINAL_SUFFIX = re.compile(r"\.(?!md$)[a-z0-9]{1,8}")
 
 
 @dataclass
@@ -27,6 +30,13 @@ class RawSource:
     checksum: str
     ingested_at: str
     text: str
+    original: bytes = b""  # a converted document's own bytes (a PDF, ...), kept beside it
+    original_suffix: str = ""
+
+    @property
+    def original_path(self) -> str:
+        """Where the original file is kept: "raw/<slug>.pdf" ("" for a text source)."""
+        return f"raw/{self.slug}{self.original_suffix}" if self.original_suffix else ""
 
     @property
     def path(self) -> str:
@@ -45,6 +55,9 @@ def write_raw(kb: KnowledgeBase, src: RawSource) -> str:
         "ingested_at": src.ingested_at,
     }
     rel = src.path
+    if src.original and _ORIGINAL_SUFFIX.fullmatch(src.original_suffix):
+        meta["original"] = src.original_path
+        atomic_write_bytes(kb.resolve(src.original_path, under="raw"), src.original)
     atomic_write_text(kb.resolve(rel, under="raw"), dump_document(meta, src.text))
     return rel
 
@@ -61,6 +74,7 @@ def read_raw(kb: KnowledgeBase, rel: str) -> RawSource:
         checksum=_text(meta.get("checksum")),
         ingested_at=_text(meta.get("ingested_at")),
         text=text,
+        original_suffix=_original_suffix(meta.get("original"), path.stem),
     )
 
 
@@ -69,6 +83,13 @@ def list_raw(kb: KnowledgeBase) -> list[str]:
     if not kb.raw_dir.is_dir():
         return []
     return sorted(f"raw/{p.name}" for p in kb.raw_dir.glob("*.md") if not p.name.startswith("."))
+
+
+def _original_suffix(value: object, slug: str) -> str:
+    """The suffix of a raw source's original file, when its frontmatter names a sane one."""
+    text = _text(value)
+    suffix = text.removeprefix(f"raw/{slug}")
+    return suffix if text.startswith(f"raw/{slug}.") and _ORIGINAL_SUFFIX.fullmatch(suffix) else ""
 
 
 def _text(value: object) -> str:

@@ -160,7 +160,14 @@ def compile(
     prune: bool,
     as_json: bool,
 ) -> None:
-    """Compile files and folders into wiki articles; one git commit per run.
+    """Compile files, folders and URLs into wiki articles; one git commit per run.
+
+    \b
+    Reads text files (Markdown, plain text, reStructuredText, ...), agent transcripts,
+    and documents: .pdf (page markers), .docx, .pptx (slide markers), .xlsx .xlsm .xls
+    (sheet markers), .csv .tsv (any encoding), .html .htm (main content), .epub,
+    .ipynb, .msg .eml, .rss .atom .xml (feeds), .zip (each member a source).
+    URLs (http, https) are fetched: public addresses only unless fetch_allow says so.
 
     Unchanged sources are skipped without a model call. Exit status: 0 when every
     source compiled or was unchanged, 1 when some failed, 2 for bad usage, 130 when
@@ -309,6 +316,7 @@ LAZY_COMMANDS = {
     "lint": "kb_ai.cli.lint",
     "rm": "kb_ai.cli.remove",
     "review": "kb_ai.cli.review",
+    "watch": "kb_ai.cli.watch",
 }
 
 

@@ -115,6 +115,10 @@ function initSubmit() {
     input.files = all.files;
     list();
   });
+  $("#url-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    send(ev.target, JSON.stringify({ url: ev.target.url.value }), { "Content-Type": "application/json" });
+  });
   $("#upload-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     if (!input.files.length) { show(false, "Choose or drop at least one file."); return; }

@@ -1,0 +1,82 @@
+"""Documents that arrive through the queue (the web upload, a URL submitted to the
+server): bytes and the name they came under, into the sources a compile run takes."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from compiler.documents.archive import ArchiveLimits, list_members, read_member
+from compiler.documents.convert import ConvertOptions
+from compiler.documents.fetch import is_url
+from compiler.documents.formats import DOCUMENT_EXTENSIONS, format_of
+from kb_ai.errors import DocumentError, SourceError
+
+if TYPE_CHECKING:
+    from compiler.sources import Source
+    from kb_ai.settings import Settings
+
+TEXT_MEMBERS = (".md", ".markdown", ".txt", ".rst")
+
+
+def submitted_sources(origin: str, filename: str, data: bytes, settings: Settings) -> list[Source]:
+    """The sources of one submitted document: one, or one per member of a zip archive
+    (members that cannot be read are left out; all of them failing is an error)."""
+    from compiler.sources import source_from_document
+
+    options = ConvertOptions(
+        max_sheet_rows=settings.max_sheet_rows, url=origin if is_url(origin) else ""
+    )
+    if format_of(filename) != "zip":
+        return [source_from_document(origin, filename, data, chunk_chars=settings.chunk_chars,
+                                     options=options)]  # fmt: skip
+    limits = ArchiveLimits(
+        max_members=settings.max_archive_members,
+        max_total_bytes=settings.max_archive_bytes,
+        max_ratio=settings.max_archive_ratio,
+        max_member_bytes=settings.max_document_bytes,
+    )
+    members = list_members(data, filename, limits, _wanted)
+    sources, errors = [], []
+    for member in members:
+        try:
+            sources.append(_member_source(f"{origin}#{member}", member, data, filename, limits,
+                                          options, settings))  # fmt: skip
+        except SourceError as exc:
+            errors.append(str(exc))
+    if not sources:
+        raise DocumentError(
+            f"{filename}: nothing in the archive could be read"
+            + (f" ({errors[0]})" if errors else ""),
+            cause="no_text",
+        )
+    return sources
+
+
+def _wanted(member: str) -> bool:
+    suffix = PurePosixPath(member).suffix.lower()
+    return suffix != ".zip" and (suffix in DOCUMENT_EXTENSIONS or suffix in TEXT_MEMBERS)
+
+
+def _member_source(
+    origin: str,
+    member: str,
+    archive: bytes,
+    filename: str,
+    limits: ArchiveLimits,
+    options: ConvertOptions,
+    settings: Settings,
+) -> Source:
+    from compiler.sources import source_from_document, source_from_text
+
+    data = read_member(archive, filename, member, limits)
+    if format_of(member):
+        return source_from_document(origin, member, data, chunk_chars=settings.chunk_chars,
+                                    options=options)  # fmt: skip
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{member}: not valid UTF-8") from exc
+    return source_from_text(origin, PurePosixPath(member).stem, text, kind="document",
+                            chunk_chars=settings.chunk_chars,
+                            max_bytes=settings.max_source_bytes)  # fmt: skip

@@ -1,0 +1,116 @@
+"""Documents through the web app: an uploaded PDF compiles with its pages marked, the
+source view shows them and links to the original; a URL is fetched by the server,
+which refuses addresses on its own network unless kb-ai.toml allows them."""
+
+import dataclasses
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.web.conftest import make_client, wait_for
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+PAGE = (
+    b"<html><head><title>On-call handbook</title></head><body><nav>Home | Jobs</nav><main>"
+    b"<h1>On-call handbook</h1><p>The on-call engineer answers pages within fifteen minutes "
+    b"and hands over every Monday at 10:00 in the platform channel.</p>"
+    b"<p>Escalate to the team lead after thirty minutes without progress.</p></main></body></html>"
+)
+
+
+class Page(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def page_url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/handbook.html"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_uploaded_pdf_compiles_and_its_source_shows_pages_and_the_original(client, kb):
+    pdf = (DATA / "REPAIR-2022-INV-001_multipage.pdf").read_bytes()
+    files = [("files", ("estimate.pdf", pdf, "application/pdf"))]
+    r = client.post("/api/submit", files=files)
+    assert r.status_code == 202, r.text
+    task = wait_for(client, r.json()["tasks"][0]["id"])
+    assert task["state"] == "done", task["error"]
+    raw = next((kb.root / "raw").glob("*.md"))
+    page = client.get(f"/sources/raw/{raw.name}").text
+    assert 'id="page-1"' in page and 'id="page-3"' in page
+    link = re.search(r'href="(/originals/raw/[^"]+\.pdf)"', page).group(1)
+    original = client.get(link)
+    assert original.status_code == 200 and original.content == pdf
+    assert original.headers["content-type"] == "application/pdf"
+    # the article cites the source down to its pages, and links to the first of them
+    article = client.get("/" + task["result"]["created"][0]).text
+    assert f'href="/sources/raw/{raw.name}#page-1"' in article and "(pages 1-3)" in article
+
+
+def test_a_bad_document_fails_its_task_with_the_cause(client):
+    files = [("files", ("locked.pdf", (DATA / "libreoffice-writer-password.pdf").read_bytes(),
+                        "application/pdf"))]  # fmt: skip
+    task = client.post("/api/submit", files=files).json()["tasks"][0]
+    failed = wait_for(client, task["id"])
+    assert failed["state"] == "failed" and "password-protected" in failed["error"]
+
+
+def test_the_submit_page_lists_the_types_and_has_a_url_field(client):
+    page = client.get("/submit").text
+    assert 'id="url"' in page and 'name="url"' in page
+    for label in ("PDF", "Word", "PowerPoint", "Excel", "zip"):
+        assert label in page
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:9/x", "http://10.0.0.1/", "http://169.254.169.254/latest/"]
+)
+def test_the_server_refuses_urls_on_its_own_network(client, url):
+    r = client.post("/api/submit", json={"url": url})
+    assert r.status_code == 400
+    assert "refused" in r.json()["error"] and "address" in r.json()["error"]
+    assert client.get("/api/tasks").json()["tasks"] == []
+
+
+def test_a_url_allowed_in_the_settings_is_fetched_and_compiled(settings, model, kb, page_url):
+    allowed = dataclasses.replace(settings, fetch_allow=("127.0.0.1",))
+    with make_client(allowed, model) as client:
+        r = client.post("/api/submit", json={"url": page_url})
+        assert r.status_code == 202, r.text
+        task = wait_for(client, r.json()["tasks"][0]["id"])
+        assert task["state"] == "done", task["error"]
+    raw = next((kb.root / "raw").glob("*.md")).read_text(encoding="utf-8")
+    assert f"origin: {page_url}" in raw
+    assert "fifteen minutes" in raw and "Home | Jobs" not in raw
+
+
+def test_an_uploaded_zip_compiles_each_readable_member_as_a_source(client, kb):
+    files = [("files", ("bundle.zip", (DATA / "test_files.zip").read_bytes(), "application/zip"))]
+    task = client.post("/api/submit", files=files).json()["tasks"][0]
+    done = wait_for(client, task["id"], timeout=60.0)
+    assert done["state"] == "done", done["error"]
+    origins = sorted(
+        line.split(": ", 1)[1]
+        for p in (kb.root / "raw").glob("*.md")
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.startswith("origin: ")
+    )
+    members = [o.rsplit("#", 1)[1] for o in origins]
+    # the image is not a document kb-ai reads; every other member is a source of its own
+    assert members == ["test.docx", "test.pptx", "test.xlsx", "test_blog.html",
+                       "test_serp.html", "test_wikipedia.html"]  # fmt: skip
