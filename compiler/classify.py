@@ -143,8 +143,16 @@ async def classify_source(
     ranker: CatalogRanker,
     categories: Sequence[str],
     budget_chars: int,
+    max_new: int = 2,
 ) -> list[Target]:
-    """Ask where the material goes; validate every path and type the model proposes."""
+    """Ask where the material goes; validate every path and type the model proposes.
+
+    Then the checks of issue 13: a new article whose title or keys match an existing one
+    updates that one; an "update" without a usable path goes to the best match or
+    becomes a new article; generic subjects ("TTL") are dropped when the source has a
+    better home; at most ``max_new`` new articles per source; a decision gets the
+    decision type.
+    """
     query = terms(
         " ".join(
             [
@@ -157,7 +165,6 @@ async def classify_source(
         )
     )
     shown = ranker.slice(query, budget_chars)
-    known = ranker.by_path
     messages = prompts.render(
         "classify",
         categories=list(categories),
@@ -167,30 +174,45 @@ async def classify_source(
         summary=extraction.summary,
         topics=extraction.topics,
         names=extraction.names(),
+        max_new=max_new,
     )
     schema = classification_schema(list(categories), [e.path for e in shown])
     reply = await llm.complete(
         messages, stage="classify", schema=schema, schema_name="classification"
     )
-    items = reply.data.get("articles") if isinstance(reply.data, dict) else None
-    if not isinstance(items, list) or not items:
-        raise LLMOutputError("classification named no article")
-    targets: dict[str, Target] = {}
-    for item in items[:4]:
-        if not isinstance(item, dict):
-            continue
-        target = _target(item, known, categories, extraction.title or source_title)
-        targets.setdefault(target.path, target)
-    if not targets:
-        raise LLMOutputError("classification named no usable article")
-    return list(targets.values())
+    with reply.checked():  # cached only if every path and type passed
+        items = reply.data.get("articles") if isinstance(reply.data, dict) else None
+        if not isinstance(items, list) or not items:
+            raise LLMOutputError("classification named no article")
+        targets: dict[str, Target] = {}
+        for item in items[:4]:
+            if not isinstance(item, dict):
+                continue
+            target = _target(item, ranker, shown, categories, extraction.title or source_title)
+            targets.setdefault(target.path, target)
+        if not targets:
+            raise LLMOutputError("classification named no usable article")
+    return settle_targets(
+        list(targets.values()),
+        extraction,
+        categories,
+        max_new=max_new,
+        fallback_title=extraction.title or source_title,
+    )
 
 
 def _target(
-    item: dict, known: dict[str, CatalogEntry], categories: Sequence[str], fallback_title: str
+    item: dict,
+    ranker: CatalogRanker,
+    shown: Sequence[CatalogEntry],
+    categories: Sequence[str],
+    fallback_title: str,
 ) -> Target:
+    known = ranker.by_path
     action = item.get("action")
     raw_path = item.get("path") if isinstance(item.get("path"), str) else ""
+    title = item.get("title") if isinstance(item.get("title"), str) else ""
+    title = title.strip()
     if raw_path.strip():
         path = normalise_article_path(raw_path)
         if path in known:
@@ -201,18 +223,94 @@ def _target(
         absolute = stripped.startswith(("/", "\\")) and not stripped.startswith("/wiki/")
         if absolute or ".." in parts or (action == "update" and parts[:1] != ("wiki",)):
             raise LLMOutputError(f"the model proposed a path outside wiki/: {raw_path!r}")
-        if action == "update":
-            raise LLMOutputError(
-                f"the model proposed a path that is not an article of this wiki: {raw_path!r}"
-            )
         # A new article's path comes from its title; what a model wrote there (small
         # models put the title itself) is not used, as long as it tried to go nowhere.
-    # An "update" that names no article is a new subject, as far as anyone can tell.
-    title = item.get("title") if isinstance(item.get("title"), str) else ""
-    title = title.strip() or fallback_title
+    if action == "update":
+        # An update that names no article of this wiki: the article it most likely
+        # meant (by its title, else the best-ranked one shown), or a new subject.
+        entry = matching_entry(title, ranker) if title else (shown[0] if shown else None)
+        if entry is not None:
+            return Target(entry.path, entry.title, entry.type, exists=True)
+    title = title or fallback_title
     kind = item.get("type") if item.get("type") in categories else categories[0]
     slug = slugify(title)
     same = next((e for p, e in known.items() if PurePosixPath(p).stem == slug), None)
+    same = same or matching_entry(title, ranker)
     if same is not None:  # one subject, one article, whatever type the model picked this time
         return Target(same.path, same.title, same.type, exists=True)
     return Target(f"wiki/{kind}/{slug}.md", title, kind, exists=False)
+
+
+def matching_entry(title: str, ranker: CatalogRanker) -> CatalogEntry | None:
+    """The existing article a proposed title names: one of its keys, or a title whose
+    words contain the proposal's or are contained in it ("Redis" and "Redis session
+    cache"); the closest such title wins."""
+    wanted = _title_words(title)
+    if not wanted:
+        return None
+    low = " ".join(title.lower().split())
+    candidates: set[int] = set()
+    for t in wanted:
+        candidates.update(ranker.index.get(t, ()))
+    best: tuple[float, str] | None = None
+    found = None
+    for i in candidates:
+        entry = ranker.entries[i]
+        have = _title_words(entry.title)
+        keyed = any(" ".join(k.lower().split()) == low for k in entry.keys)
+        if not (keyed or (have and (wanted <= have or have <= wanted))):
+            continue
+        score = 1.0 if keyed else len(wanted & have) / len(wanted | have)
+        rank = (-score, entry.path)
+        if best is None or rank < best:
+            best, found = rank, entry
+    return found
+
+
+def _title_words(title: str) -> set[str]:
+    """The words of a title that tell subjects apart (digits too: "Topic 1" is not "Topic 2")."""
+    return {w for w in _WORD.findall(title.lower()) if w not in _STOP}
+
+
+_DECISION_WORDS = re.compile(
+    r"\b(?:decid\w*|decision\w*|chose|chosen|choose|agreed|adopt\w*|we will)\b", re.I
+)
+
+
+def is_generic(title: str) -> bool:
+    """A title too general to be a subject of its own ("TTL", "Web Application")."""
+    words = terms(title)
+    return len(words) <= 2 and not any(ch.isdigit() for ch in title)
+
+
+def settle_targets(
+    targets: list[Target],
+    extraction: Extraction,
+    categories: Sequence[str],
+    *,
+    max_new: int,
+    fallback_title: str,
+) -> list[Target]:
+    """The targets after the checks: generic new subjects only without a better home, at
+    most ``max_new`` new articles, and the decision type for a decision."""
+    specific = [t for t in targets if t.exists or not is_generic(t.title)]
+    if specific:
+        kept = specific
+    else:  # only generic subjects: one article, under the source's own title if specific
+        first = targets[0]
+        if fallback_title and not is_generic(fallback_title):
+            slug = slugify(fallback_title)
+            first = Target(f"wiki/{first.type}/{slug}.md", fallback_title, first.type, False)
+        kept = [first]
+    new = [t for t in kept if not t.exists][: max(max_new, 1)]
+    kept = [t for t in kept if t.exists or t in new]
+    decided = extraction.decisions and _DECISION_WORDS.search(
+        f"{extraction.title} {extraction.summary}"
+    )
+    if decided and "decision" in categories and not any(t.type == "decision" for t in kept):
+        for i, t in enumerate(kept):
+            if not t.exists:
+                slug = PurePosixPath(t.path).stem
+                kept[i] = Target(f"wiki/decision/{slug}.md", t.title, "decision", False)
+                break
+    return kept

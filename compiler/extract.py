@@ -9,6 +9,7 @@ from typing import Any
 
 from compiler.documents.markers import span
 from compiler.documents.sections import outline
+from compiler.fidelity import check_extraction
 from compiler.schemas import EXTRACTION_SCHEMA, TRANSCRIPT_EXTRACTION_SCHEMA
 from compiler.sources import Source
 from kb_ai.errors import LLMOutputError
@@ -45,6 +46,8 @@ class Extraction:
     corrections: list[dict[str, str]] = field(default_factory=list)
     pitfalls: list[dict[str, str]] = field(default_factory=list)
     conventions: list[str] = field(default_factory=list)
+    # what kb-ai's checks against the source changed (compiler.fidelity); not material
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def from_data(cls, data: Any) -> Extraction:
@@ -61,6 +64,7 @@ class Extraction:
         ex.corrections = _records(data.get("corrections"), ("rule", "why"))
         ex.pitfalls = _records(data.get("pitfalls"), PITFALL_KEYS)
         ex.conventions = _strings(data.get("conventions"))
+        ex.notes = _strings(data.get("notes"))
         ex.enumerations = [
             {"name": _s(e.get("name")), "items": _strings(e.get("items"))}
             for e in data.get("enumerations") or []
@@ -77,6 +81,7 @@ class Extraction:
         data: dict[str, Any] = {"title": self.title, "summary": self.summary}
         for name in LIST_FIELDS:
             data[name] = [_plain(item) for item in getattr(self, name)]
+        data["notes"] = list(self.notes)  # what the checks against the source changed
         return data
 
     def names(self) -> list[str]:
@@ -239,6 +244,7 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
     """Extract every chunk of a source (concurrently; merged in chunk order)."""
     count = len(source.chunks)
     prompt, schema = extract_prompt(source.kind)
+    replies = []  # each cached once it passed its checks; all dropped if nothing was found
 
     async def one(index: int, chunk: str) -> Extraction:
         messages = prompts.render(
@@ -252,7 +258,9 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         reply = await llm.complete(
             messages, stage="extract", schema=schema, schema_name="extraction"
         )
-        return locate(Extraction.from_data(reply.data), span(chunk))
+        replies.append(reply)
+        with reply.checked():
+            return locate(Extraction.from_data(reply.data), span(chunk))
 
     parts = await asyncio.gather(*(one(i, c) for i, c in enumerate(source.chunks)))
     if item_count(parts) > MERGE_INLINE_ITEMS:  # a large source: other calls go on meanwhile
@@ -260,6 +268,8 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
     else:
         result = merge_extractions(parts)
     if result.is_empty():
+        for reply in replies:
+            reply.reject()
         raise LLMOutputError("the model extracted nothing from this source")
     if not result.title:
         result.title = source.title
@@ -267,4 +277,4 @@ async def extract_source(llm: LLM, prompts: PromptLibrary, source: Source) -> Ex
         items = outline(source.text)
         if items:
             result.enumerations.insert(0, {"name": f"Outline of {source.title}", "items": items})
-    return result
+    return check_extraction(result, source.text, chunks=count, restore=source.kind != "transcript")

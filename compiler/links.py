@@ -41,6 +41,7 @@ class LinkTargets:
 
     by_key: Mapping[str, tuple[str, str]]
     longest_cjk: int = 0
+    first_words: frozenset[str] = frozenset()  # a title can only start at one of these
 
     @classmethod
     def of(cls, articles: Iterable[tuple[str, str]]) -> LinkTargets:
@@ -60,7 +61,8 @@ class LinkTargets:
             by_key.setdefault(key, (path, target))
             if CJK_RUN.fullmatch(key):
                 longest = max(longest, len(key))
-        return cls(by_key, min(longest, _MAX_CJK))
+        firsts = frozenset(key.split(" ", 1)[0] for key in by_key if not CJK_RUN.fullmatch(key))
+        return cls(by_key, min(longest, _MAX_CJK), firsts)
 
 
 def link_mentions(body: str, targets: LinkTargets, self_path: str, limit: int = MAX_LINKS) -> str:
@@ -101,7 +103,8 @@ def _link_text(text: str, targets: LinkTargets, linked: set[str], limit: int) ->
     i = 0
     while i < len(words):
         found = None
-        for n in range(min(_MAX_WORDS, len(words) - i), 0, -1):
+        starts = words[i].group().casefold() in targets.first_words
+        for n in range(min(_MAX_WORDS, len(words) - i) if starts else 0, 0, -1):
             first, last = words[i], words[i + n - 1]
             between = [text[words[j].end() : words[j + 1].start()] for j in range(i, i + n - 1)]
             if any(not _JOINER.fullmatch(gap) for gap in between):

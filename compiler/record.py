@@ -103,6 +103,7 @@ def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> N
     lines += [f"created {p}" for p in result.created]
     lines += [f"updated {p}" for p in result.updated]
     lines += [f"failed {f.source}: {f.error}" for f in result.failed]
+    lines += [f"checked {c}" for c in result.checks]
     if result.redactions:
         lines.append(f"redacted {result.redactions} secret(s) or private span(s) before storing")
     if interrupted:

@@ -284,6 +284,8 @@ class Compiler:
             + [(path, target.title) for path, (target, _, _) in plan.items()]
         )
 
+        notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
+
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
             # every other call in flight.
@@ -317,6 +319,7 @@ class Compiler:
                 material,
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
+                notes=notes.setdefault(path, []),
             )
             if rewrite is not None:
                 article = rewrite.finish(article)
@@ -334,6 +337,7 @@ class Compiler:
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
         article_errors: dict[str, str] = {}
         for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
+            result.checks += [f"{path}: {note}" for note in notes.get(path, [])]
             if path in self.deleted:
                 continue
             if path in written:
@@ -427,6 +431,7 @@ class Compiler:
             ranker=ranker,
             categories=categories,
             budget_chars=self.settings.catalog_budget_chars,
+            max_new=self.settings.max_new_articles_per_source,
         )
 
     def _read_previous_extraction(self, slug: str) -> ExtractionRecord | None:

@@ -10,11 +10,21 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from compiler.checks import (
+    REFUSE_ABOVE,
+    REMOVE_WITHOUT_RETRY,
+    ArticleRefusedError,
+    accept_summary,
+    evidence_for,
+    review_body,
+    summary_from_body,
+)
 from compiler.classify import Target
 from compiler.documents.citations import base_path, with_pages
 from compiler.schemas import ARTICLE_SCHEMA, PATCH_SCHEMA
 from kb_ai.errors import LLMOutputError
-from kb_ai.llm import LLM
+from kb_ai.grounding import MarkupError, ends_on_sentence, strip_wrapper, to_markdown
+from kb_ai.llm import LLM, Completion
 from kb_ai.prompts import PromptLibrary
 from wiki import Article, derive_keys
 
@@ -54,15 +64,6 @@ def _clean_tags(tags: object) -> list[str]:
         return []
     out = [re.sub(r"\s+", "-", t.strip().lower().lstrip("#")) for t in tags if isinstance(t, str)]
     return list(dict.fromkeys(t for t in out if t))[:8]
-
-
-def _summary(value: object, body: str) -> str:
-    text = value.strip() if isinstance(value, str) else ""
-    if not text:
-        first = next((ln for ln in body.splitlines() if ln.strip() and not ln.startswith("#")), "")
-        text = first.strip()
-    text = " ".join(text.split())
-    return text if len(text) <= 200 else text[:199].rstrip() + "…"
 
 
 def split_sections(body: str) -> list[tuple[str | None, str]]:
@@ -125,11 +126,105 @@ async def compile_article(
     *,
     patch_threshold: int,
     today: date | None = None,
+    notes: list[str] | None = None,
 ) -> Article:
-    """Create or merge one article from the material; returns it (not yet on disk)."""
+    """Create or merge one article from the material; returns it (not yet on disk).
+
+    The reply is checked (compiler.checks) and, when it fails, written again once with
+    the findings; what the checks changed to accept it is appended to ``notes`` (for
+    log.md). Raises ArticleRefusedError when the second reply fails too.
+    """
     day = (today or date.today()).isoformat()
     title = existing.title if existing else target.title
     kind = existing.type if existing else target.type
+    previous = existing.body if existing else ""
+    texts = [m.text for m in material]
+    evidence = evidence_for([*texts, *(m.source for m in material)], previous, title)
+    findings: list[str] = []
+    for attempt in (1, 2):
+        draft = await _draft(
+            llm, prompts, title, kind, existing, material, patch_threshold, findings
+        )
+        review = review_body(
+            draft.body,
+            evidence=evidence,
+            material=texts,
+            previous=previous,
+            truncated=draft.truncated,
+            bound=draft.bound,
+        )
+        review.problems[:0] = draft.problems
+        summary, summary_problem = accept_summary(draft.data.get("summary"), review.body, evidence)
+        needs_retry = bool(review.problems) or review.removed_share > REMOVE_WITHOUT_RETRY
+        if attempt == 1 and needs_retry:
+            findings = review.findings + ([summary_problem] if summary_problem else [])
+            draft.reply.reject()
+            continue
+        if review.problems or review.removed_share > REFUSE_ABOVE or not review.body.strip():
+            draft.reply.reject()
+            problems = review.problems or [
+                f"{len(review.removed)} of {review.sentences} passages state what the "
+                "material does not (" + "; ".join(review.ungrounded[:3]) + ")"
+            ]
+            raise ArticleRefusedError(target.path, problems)
+        break
+    draft.reply.accept()  # after the last check of the reply
+    body = clean_body(review.body, title)  # a converted <h1> title goes too
+    if notes is not None:
+        notes += review.notes
+        if review.removed:
+            shown = "; ".join(repr(r if len(r) <= 100 else r[:97] + "...") for r in review.removed)
+            notes.append(
+                f"removed {len(review.removed)} ungrounded passage(s) "
+                f"({'; '.join(review.ungrounded[:4])}): {shown}"
+            )
+    if summary is None:
+        summary = summary_from_body(body)
+        if notes is not None:
+            notes.append(f"summary taken from the body: {summary_problem}")
+    sources = list(existing.sources) if existing else []
+    for m in material:
+        if all(base_path(e) != m.source for e in sources):
+            sources.append(m.source)
+    sources = with_pages(sources, {m.source: m.text for m in material}, body)
+    tags = _clean_tags(draft.data.get("tags")) or (list(existing.tags) if existing else [])
+    return Article(
+        path=existing.path if existing else target.path,
+        title=title,
+        type=kind,
+        summary=summary,
+        tags=tags,
+        sources=sources,
+        created=existing.created if existing else day,
+        updated=day,
+        body=body + "\n",
+        keys=derive_keys(body),
+    )
+
+
+@dataclass
+class _Draft:
+    """One reply of the writer, as a body still to be checked."""
+
+    reply: Completion
+    data: dict
+    body: str
+    truncated: bool
+    bound: int | None
+    problems: list[str]
+
+
+async def _draft(
+    llm: LLM,
+    prompts: PromptLibrary,
+    title: str,
+    kind: str,
+    existing: Article | None,
+    material: list[Material],
+    patch_threshold: int,
+    findings: list[str],
+) -> _Draft:
+    problems: list[str] = []
     if existing and len(existing.body) > patch_threshold:
         sections = [h for h, _ in split_sections(existing.body) if h]
         messages = prompts.render(
@@ -139,6 +234,7 @@ async def compile_article(
             existing=existing.body,
             sections=sections,
             material=material,
+            findings=findings,
         )
         reply = await llm.complete(
             messages, stage="write", schema=PATCH_SCHEMA, schema_name="patches"
@@ -146,39 +242,39 @@ async def compile_article(
         data = reply.data if isinstance(reply.data, dict) else {}
         patches = data.get("patches")
         if not isinstance(patches, list):
+            reply.reject()
             raise LLMOutputError("the model returned no section patches")
+        patches = [_markdown_patch(p, problems) for p in patches if isinstance(p, dict)]
         body = apply_patches(existing.body, patches)
-    else:
-        messages = prompts.render(
-            "write",
-            title=title,
-            type=kind,
-            existing=existing.body if existing else "",
-            material=material,
-        )
-        reply = await llm.complete(
-            messages, stage="write", schema=ARTICLE_SCHEMA, schema_name="article"
-        )
-        data = reply.data if isinstance(reply.data, dict) else {}
-        raw_body = data.get("body")
-        body = clean_body(raw_body, title) if isinstance(raw_body, str) else ""
-    if not body.strip():
-        raise LLMOutputError(f"the model returned an empty article for {target.path}")
-    sources = list(existing.sources) if existing else []
-    for m in material:
-        if all(base_path(e) != m.source for e in sources):
-            sources.append(m.source)
-    sources = with_pages(sources, {m.source: m.text for m in material}, body)
-    tags = _clean_tags(data.get("tags")) or (list(existing.tags) if existing else [])
-    return Article(
-        path=existing.path if existing else target.path,
+        return _Draft(reply, data, body, reply.finish_reason == "length", None, problems)
+    messages = prompts.render(
+        "write",
         title=title,
         type=kind,
-        summary=_summary(data.get("summary"), body),
-        tags=tags,
-        sources=sources,
-        created=existing.created if existing else day,
-        updated=day,
-        body=body + "\n",
-        keys=derive_keys(body),
+        existing=existing.body if existing else "",
+        material=material,
+        findings=findings,
     )
+    reply = await llm.complete(
+        messages, stage="write", schema=ARTICLE_SCHEMA, schema_name="article"
+    )
+    data = reply.data if isinstance(reply.data, dict) else {}
+    raw_body = data.get("body")
+    body = clean_body(strip_wrapper(raw_body), title) if isinstance(raw_body, str) else ""
+    bound = ARTICLE_SCHEMA["properties"]["body"]["maxLength"]
+    return _Draft(reply, data, body, reply.finish_reason == "length", bound, problems)
+
+
+def _markdown_patch(patch: dict, problems: list[str]) -> dict:
+    """The patch with its content in Markdown (HTML converted); a problem if it cannot be."""
+    content = patch.get("content")
+    if not isinstance(content, str):
+        return patch
+    try:
+        markdown = to_markdown(content)
+    except MarkupError as exc:
+        problems.append(f"{exc}: write Markdown, not HTML")
+        return patch
+    if markdown.strip() and not ends_on_sentence(markdown):
+        problems.append(f"the patch to {patch.get('section')!r} ends mid-sentence")
+    return {**patch, "content": markdown}

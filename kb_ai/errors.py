@@ -60,7 +60,8 @@ class NotFoundError(KbAiError):
 
 
 class LLMError(KbAiError):
-    """A model call failed. Keeps the model, the HTTP status and the body for the log."""
+    """A model call failed. Keeps the model, the HTTP status and the body for the log,
+    and the seconds the server asked to wait before trying again (Retry-After), if any."""
 
     retryable = False
 
@@ -72,11 +73,13 @@ class LLMError(KbAiError):
         status: int | None = None,
         body: str | None = None,
         hint: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message, hint)
         self.model = model
         self.status = status
         self.body = body
+        self.retry_after = retry_after
 
 
 class LLMTransientError(LLMError):

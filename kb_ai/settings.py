@@ -28,6 +28,19 @@ DEFAULT_TIMEOUTS = {
     "default": 120.0,
 }
 
+# Tokens a reply may have, by stage (sent as max_tokens). Each fits what the stage's
+# schema allows in practice (an extraction of a 24,000-character chunk, an article of
+# up to 24,000 characters, a pick of a few paths) with room to spare; a reply that
+# reaches it is cut off, and refused as incomplete with a hint naming the setting.
+DEFAULT_MAX_TOKENS = {
+    "extract": 8_192,
+    "classify": 1_024,
+    "write": 8_192,
+    "select": 512,
+    "rewrite": 512,
+    "answer": 4_096,
+}
+
 
 def _setting(default: Any, help: str, env: bool = True) -> Any:
     return field(default=default, metadata={"help": help, "env": env})
@@ -80,6 +93,46 @@ class Settings:
         "Seconds the endpoint is treated as down before one call may try it again (a "
         "long-lived server or MCP client recovers when the model comes back); 0: never.",
     )
+    breaker_timeouts: int = _setting(
+        2,
+        "Timed-out attempts in a row (no reply in between) after which the endpoint is "
+        "treated as down, and calls still waiting on it are stopped: a hanging endpoint "
+        "fails a run within about two stage timeouts. 0: timeouts count like other failures.",
+    )
+    retry_after_max: float = _setting(
+        60.0,
+        "Most seconds to wait when a 429 or 503 asks for a pause (Retry-After); the wait "
+        "is never shorter than retry_backoff's.",
+    )
+    max_tokens_extract: int = _setting(
+        DEFAULT_MAX_TOKENS["extract"], "Most tokens of an extract reply (0: not sent)."
+    )
+    max_tokens_classify: int = _setting(
+        DEFAULT_MAX_TOKENS["classify"], "Most tokens of a classify reply (0: not sent)."
+    )
+    max_tokens_write: int = _setting(
+        DEFAULT_MAX_TOKENS["write"], "Most tokens of a write reply (0: not sent)."
+    )
+    max_tokens_select: int = _setting(
+        DEFAULT_MAX_TOKENS["select"], "Most tokens of a page selection reply (0: not sent)."
+    )
+    max_tokens_rewrite: int = _setting(
+        DEFAULT_MAX_TOKENS["rewrite"], "Most tokens of a follow-up question rewritten (0: not sent)."
+    )
+    max_tokens_answer: int = _setting(
+        DEFAULT_MAX_TOKENS["answer"], "Most tokens of an answer (0: not sent)."
+    )
+    max_prompt_chars: int = _setting(
+        4_000_000,
+        "Characters a prompt may have (about a million tokens, the largest context windows); "
+        "a longer one is not sent, and the call fails saying which stage and how big.",
+    )
+    max_reply_chars: int = _setting(
+        200_000,
+        "Characters a model reply may have, whatever the stage; a longer one fails the call "
+        "before it is stored or sent on. Each JSON field is held to twice its schema bound "
+        "(plus 100 characters or 8 items).",
+    )
     timeout_extract: float = _setting(DEFAULT_TIMEOUTS["extract"], "Seconds per extract call.")
     timeout_classify: float = _setting(DEFAULT_TIMEOUTS["classify"], "Seconds per classify call.")
     timeout_write: float = _setting(DEFAULT_TIMEOUTS["write"], "Seconds per write call.")
@@ -127,6 +180,11 @@ class Settings:
     catalog_budget_chars: int = _setting(
         12_000, "Characters of catalog shown to the classify stage (ranked slice)."
     )
+    max_new_articles_per_source: int = _setting(
+        2,
+        "New articles one source may create (at least 1); past that, its material goes into "
+        "the articles it updates or creates first.",
+    )
     patch_threshold_chars: int = _setting(
         12_000, "Articles longer than this are merged by section patches, not rewritten."
     )
@@ -154,6 +212,10 @@ class Settings:
 
     def timeout(self, stage: str) -> float:
         return float(getattr(self, f"timeout_{stage}", DEFAULT_TIMEOUTS["default"]))
+
+    def max_tokens(self, stage: str) -> int | None:
+        """max_tokens to send for a stage; None for a stage without a setting, or 0."""
+        return int(getattr(self, f"max_tokens_{stage}", 0)) or None
 
     @property
     def state_dir(self) -> Path:
@@ -196,6 +258,11 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "timeout_write": 900.0,
     "timeout_select": 300.0,
     "timeout_answer": 600.0,
+    # What llama.cpp was held to before these settings: a grammar-bounded JSON reply
+    # finishes within 4,096; free text has no grammar to end it.
+    "max_tokens_extract": 4_096,
+    "max_tokens_write": 4_096,
+    "max_tokens_answer": 1_024,
 }
 
 
@@ -303,6 +370,11 @@ def load_settings(
         )
     if values.get("max_concurrency", 1) < 1:
         raise ConfigError("max_concurrency must be at least 1")
+    if values.get("max_new_articles_per_source", 1) < 1:
+        raise ConfigError(
+            "max_new_articles_per_source must be at least 1",
+            hint="a source about a new subject needs one new article",
+        )
     return Settings(kb_dir=kb, **values)
 
 

@@ -178,14 +178,14 @@ class Asker:
         messages = PROMPTS.render(
             "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
         )
+        final: Completion | None = None
         if self.settings.is_local:
             # A small local model does not write [Title](path) links by itself; asked for
             # its sources as an enum of the pages read, under a grammar, it names them.
-            raw = await self._answer_with_sources(messages, pages)
+            raw, final = await self._answer_with_sources(messages, pages)
             yield Event("delta", {"text": raw})
         else:
             parts: list[str] = []
-            final: Completion | None = None
             async for item in self.llm.stream(messages, stage="answer"):
                 if isinstance(item, Completion):
                     final = self._paid(item)
@@ -195,15 +195,22 @@ class Asker:
             raw = final.text if final is not None and final.text else "".join(parts)
         text, cited = validate_citations(raw, pages)
         if not text.strip():
+            if final is not None:
+                final.reject()
             raise LLMOutputError("the model returned an empty answer")
         covered = bool(cited) or not _says_not_covered(text)
         answer = Answer(
             text, cited, [p.path for p in pages], self.usage, standalone, covered, hops=hops
         )
+        if final is not None:
+            final.accept()  # after the last check of the answer
         yield Event("done", answer.as_dict())
 
-    async def _answer_with_sources(self, messages: list[dict], pages: list[Page]) -> str:
-        """The answer as JSON with the pages it came from, rendered with inline citations."""
+    async def _answer_with_sources(
+        self, messages: list[dict], pages: list[Page]
+    ) -> tuple[str, Completion]:
+        """The answer as JSON with the pages it came from, rendered with inline citations
+        (and the reply, for the caller to accept once checked)."""
         schema = {
             "type": "object",
             "properties": {
@@ -226,7 +233,7 @@ class Asker:
         sources = [s for s in dict.fromkeys(data.get("sources") or []) if s in titles]
         if text and sources and not _says_not_covered(text) and "](wiki/" not in text:
             text += " " + " ".join(f"[{titles[s]}]({s})" for s in sources)
-        return text
+        return text, reply
 
     async def _rewrite(self, question: str, history: Sequence[Turn]) -> str:
         messages = PROMPTS.render(
@@ -238,11 +245,11 @@ class Asker:
             )
         )
         rewritten = reply.data.get("question") if isinstance(reply.data, dict) else None
-        return (
-            " ".join(rewritten.split())
-            if isinstance(rewritten, str) and rewritten.strip()
-            else question
-        )
+        if not (isinstance(rewritten, str) and rewritten.strip()):
+            reply.reject()
+            return question
+        reply.accept()
+        return " ".join(rewritten.split())
 
     def _read(self, paths: Sequence[str]) -> list[Page]:
         return [read_page(self.kb, p, self.settings.read_chars) for p in paths]
@@ -306,6 +313,7 @@ class Asker:
         )
         picked = reply.data.get("paths") if isinstance(reply.data, dict) else None
         if not isinstance(picked, list):
+            reply.reject()
             return None
         allowed = set(offered)
         chosen: list[str] = []
@@ -316,6 +324,10 @@ class Asker:
                     path = f"wiki/{path}"
                 if path in allowed and path not in chosen:
                     chosen.append(path)
+        if picked and not chosen:  # every path invented or escaping: not an answer to keep
+            reply.reject()
+        else:
+            reply.accept()
         return chosen[:limit]
 
     async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
@@ -365,6 +377,7 @@ class Asker:
                 )
             )
             follow = parse_follow_up(reply.data, linked, n)
+            reply.accept()  # malformed counts as "enough": nothing in it can do harm
             if follow.enough:
                 return None
             chosen = list(follow.pages)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,10 +56,31 @@ def open_state(kb: KnowledgeBase) -> sqlite3.Connection:
     conn = sqlite3.connect(kb.state_db, timeout=5.0)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 5000")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _use_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     apply_migrations(conn, "wiki", WIKI_MIGRATIONS)
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch a new state.db to WAL (a setting the file keeps). The switch needs the
+    database to itself, and SQLite does not wait for that: when two processes open a new
+    state.db at once (a server and a hook worker), one is told "database is locked".
+    It tries again for up to five seconds."""
+    for attempt in range(50):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", None) in (
+                sqlite3.SQLITE_BUSY,
+                sqlite3.SQLITE_LOCKED,
+            )
+            if not busy or attempt == 49:
+                raise
+            time.sleep(0.1)
 
 
 def apply_migrations(conn: sqlite3.Connection, component: str, steps: tuple[str, ...]) -> int:

@@ -21,10 +21,14 @@ from urllib.request import getproxies_environment, proxy_bypass_environment
 
 import aiohttp
 
-from kb_ai.errors import LLMError, LLMTimeoutError, LLMTransientError
-from kb_ai.llm._transport import RawReply, Request
+from kb_ai.errors import LLMError, LLMOutputError, LLMTimeoutError, LLMTransientError
+from kb_ai.llm._transport import RawReply, Request, parse_retry_after
 
 BODY_CHARS = 2000
+# Bytes of body per character of reply allowed for: JSON escapes a character in up to
+# six (\uXXXX), plus the envelope around it.
+BODY_BYTES_PER_CHAR = 6
+ENVELOPE_BYTES = 65_536
 
 
 def wire_model(model: str) -> str:
@@ -32,12 +36,19 @@ def wire_model(model: str) -> str:
     return model.removeprefix("openai/")
 
 
-def map_status(status: int, body: str, model: str) -> LLMError:
-    """kb-ai's error for an HTTP error status: 408, 429 and 5xx are worth retrying."""
+def map_status(status: int, body: str, model: str, retry_after: str | None = None) -> LLMError:
+    """kb-ai's error for an HTTP error status: 408, 429 and 5xx are worth retrying.
+
+    ``retry_after`` is the response's Retry-After header, kept (in seconds) on the error."""
     message = _error_message(body) or f"HTTP {status}"
+    wait = parse_retry_after(retry_after)
     if status == 408:
         return LLMTimeoutError(
-            f"{model} timed out: {message}", model=model, status=status, body=body[:BODY_CHARS]
+            f"{model} timed out: {message}",
+            model=model,
+            status=status,
+            body=body[:BODY_CHARS],
+            retry_after=wait,
         )
     cls = LLMTransientError if status == 429 or status >= 500 else LLMError
     return cls(
@@ -45,7 +56,43 @@ def map_status(status: int, body: str, model: str) -> LLMError:
         model=model,
         status=status,
         body=body[:BODY_CHARS],
+        retry_after=wait,
     )
+
+
+def body_limit(request: Request) -> int | None:
+    """Bytes of response body to read at most for ``request`` (None: no bound)."""
+    if not request.max_reply_chars:
+        return None
+    return request.max_reply_chars * BODY_BYTES_PER_CHAR + ENVELOPE_BYTES
+
+
+def too_large(request: Request, size: int, limit: int) -> LLMOutputError:
+    return LLMOutputError(
+        f"{request.model} sent a reply of over {size:,} bytes, past the {limit:,} read for a "
+        f"reply of at most {request.max_reply_chars:,} characters (max_reply_chars)",
+        model=request.model,
+        status=200,
+        hint="the model is looping or ignoring max_tokens; raise max_reply_chars only if "
+        "replies this long are expected",
+    )
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, request: Request) -> bytes:
+    """The whole body, refused as soon as it passes the request's bound."""
+    limit = body_limit(request)
+    if limit is None:
+        return await response.read()
+    if response.content_length is not None and response.content_length > limit:
+        raise too_large(request, response.content_length, limit)
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(request, size, limit)
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
@@ -148,12 +195,13 @@ class HttpTransport:
         try:
             async with post as response:
                 status = response.status
-                payload = await response.read()
+                retry_after = response.headers.get("Retry-After")
+                payload = await _read_bounded(response, request)
         except TRANSPORT_ERRORS as exc:
             raise map_transport_error(exc, request.model) from exc
         text = payload.decode("utf-8", "replace")
         if status != 200:
-            raise map_status(status, text, request.model)
+            raise map_status(status, text, request.model, retry_after)
         try:
             data = json.loads(text)
             choice = data["choices"][0]
@@ -178,17 +226,21 @@ class HttpTransport:
         parts: list[str] = []
         finish: str | None = None
         prompt_tokens = completion_tokens = 0
+        ended = False  # [DONE] seen
         try:
             async with post as response:
                 if response.status != 200:
-                    text = (await response.read()).decode("utf-8", "replace")
-                    raise map_status(response.status, text, request.model)
+                    text = (await _read_bounded(response, request)).decode("utf-8", "replace")
+                    raise map_status(
+                        response.status, text, request.model, response.headers.get("Retry-After")
+                    )
                 async for raw_line in response.content:
                     line = raw_line.decode("utf-8", "replace").strip()
                     if not line.startswith("data:"):
                         continue
                     payload = line[5:].strip()
                     if payload == "[DONE]":
+                        ended = True
                         break
                     try:
                         chunk = json.loads(payload)
@@ -210,6 +262,11 @@ class HttpTransport:
                             yield delta
         except TRANSPORT_ERRORS as exc:
             raise map_transport_error(exc, request.model) from exc
+        if not ended and finish is None:  # the connection closed mid-reply
+            raise LLMTransientError(
+                f"{request.model} closed the reply stream before the reply was finished",
+                model=request.model,
+            )
         yield RawReply("".join(parts), finish, prompt_tokens, completion_tokens)
 
     def supports_response_schema(self, model: str) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from kb_ai.errors import LLMError, LLMTimeoutError, LLMTransientError
-from kb_ai.llm._transport import RawReply, Request
+from kb_ai.llm._transport import RawReply, Request, parse_retry_after
 
 BODY_CHARS = 2000
 
@@ -37,6 +37,7 @@ def map_error(exc: BaseException, model: str) -> LLMError | None:
     status = status if isinstance(status, int) else None
     body = str(getattr(exc, "message", None) or exc)[:BODY_CHARS]
     short = body.splitlines()[0][:300] if body else type(exc).__name__
+    wait = retry_after(exc)
     # Timeout subclasses APIConnectionError, so it is checked first.
     if isinstance(exc, lm.Timeout):
         return LLMTimeoutError(f"{model} timed out: {short}", model=model, status=status, body=body)
@@ -48,14 +49,33 @@ def map_error(exc: BaseException, model: str) -> LLMError | None:
         lm.APIConnectionError,
     )
     if isinstance(exc, transient):
-        return LLMTransientError(f"{model} failed: {short}", model=model, status=status, body=body)
+        return LLMTransientError(
+            f"{model} failed: {short}", model=model, status=status, body=body, retry_after=wait
+        )
     if isinstance(exc, openai.OpenAIError):  # the base of every litellm API error
         cls = LLMTransientError if status is not None and status >= 500 else LLMError
-        return cls(f"{model} failed: {short}", model=model, status=status, body=body)
+        return cls(
+            f"{model} failed: {short}", model=model, status=status, body=body, retry_after=wait
+        )
     if isinstance(exc, httpx.TimeoutException):
         return LLMTimeoutError(f"{model} timed out", model=model, body=body)
     if isinstance(exc, httpx.TransportError):
         return LLMTransientError(f"{model} unreachable: {short}", model=model, body=body)
+    return None
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The seconds a failed response's Retry-After asked for: litellm keeps the headers
+    on its exceptions (``litellm_response_headers``), openai's on ``response``."""
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
+        if headers is None or not hasattr(headers, "get"):
+            continue
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        if value is not None:
+            return parse_retry_after(str(value))
     return None
 
 
@@ -147,6 +167,11 @@ class LiteLLMTransport:
             if mapped is None:
                 raise
             raise mapped from exc
+        if finish is None:  # litellm gives every finished reply a finish_reason
+            raise LLMTransientError(
+                f"{request.model} ended the reply stream before the reply was finished",
+                model=request.model,
+            )
         yield RawReply("".join(parts), finish, prompt_tokens, completion_tokens, 0.0)
 
     def supports_response_schema(self, model: str) -> bool:

@@ -41,8 +41,10 @@ GRAMMAR_LONG_CAP = 3000
 _JSON_CHAR = r'([^"\\\x00-\x1f]|\\["\\/bfnrt])'
 # Shorter bounds are held to this: a 0.5B model writes every string to its bound.
 GRAMMAR_STRING_CAP = 300
-# Lists are held to this many items in the grammar: a 0.5B model fills every list to its
-# bound, and long lists of near-repeats were where it ran into the token limit.
+# Lists of records are held to this many items in the grammar: a 0.5B model fills every
+# list to its bound, and long lists of near-repeats were where it ran into the token
+# limit. Lists of strings (facts, the items of an enumeration) keep the schema's bound: a
+# source's own list cut at 5 lost what it listed, and the extract stage drops repeats.
 GRAMMAR_MAX_ITEMS = 5
 
 
@@ -156,8 +158,8 @@ def model_path(model: str) -> Path:
 
 def bounded_for_grammar(schema: Any) -> Any:
     """The schema as a grammar for a small model: long strings as a block pattern up to
-    GRAMMAR_LONG_CAP characters, others held to GRAMMAR_STRING_CAP, lists to
-    GRAMMAR_MAX_ITEMS."""
+    GRAMMAR_LONG_CAP characters, others held to GRAMMAR_STRING_CAP, lists of records to
+    GRAMMAR_MAX_ITEMS (lists of strings keep their own bound)."""
     if isinstance(schema, dict):
         out = {k: bounded_for_grammar(v) for k, v in schema.items()}
         if isinstance(out.get("maxLength"), int) and out["maxLength"] > GRAMMAR_MAX_LENGTH:
@@ -165,7 +167,12 @@ def bounded_for_grammar(schema: Any) -> Any:
             out["pattern"] = f"^({_JSON_CHAR}{{50}}){{0,{blocks}}}{_JSON_CHAR}{{0,49}}$"
         elif isinstance(out.get("maxLength"), int) and out["maxLength"] > GRAMMAR_STRING_CAP:
             out["maxLength"] = max(GRAMMAR_STRING_CAP, int(out.get("minLength") or 0))
-        if isinstance(out.get("maxItems"), int) and out["maxItems"] > GRAMMAR_MAX_ITEMS:
+        strings = isinstance(out.get("items"), dict) and out["items"].get("type") == "string"
+        if (
+            isinstance(out.get("maxItems"), int)
+            and out["maxItems"] > GRAMMAR_MAX_ITEMS
+            and not strings
+        ):
             out["maxItems"] = max(GRAMMAR_MAX_ITEMS, int(out.get("minItems") or 0))
         return out
     if isinstance(schema, list):

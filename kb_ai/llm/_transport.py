@@ -8,8 +8,11 @@ circuit breaker, the cache, the log and parsing live above it, in the client.
 
 from __future__ import annotations
 
+import time
+from datetime import UTC
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 
@@ -22,6 +25,9 @@ class Request:
     response_format: dict | None = None
     api_base: str | None = None
     api_key: str | None = None
+    # A reply longer than this is refused; a transport that reads the body itself stops
+    # reading well before a multi-megabyte one is in memory (None: no bound).
+    max_reply_chars: int | None = None
 
 
 @dataclass(frozen=True)
@@ -43,3 +49,24 @@ class Transport(Protocol):
     def supports_response_schema(self, model: str) -> bool: ...
 
     async def aclose(self) -> None: ...
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """The seconds a Retry-After header asks for: a number of seconds or an HTTP date
+    (RFC 9110); None when absent or unreadable, 0 for a date in the past."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is GMT, whatever it says
+            when = when.replace(tzinfo=UTC)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # nan, inf
+        return None
+    return max(0.0, seconds)

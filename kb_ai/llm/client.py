@@ -1,10 +1,12 @@
 """The client every part of kb-ai talks to models through.
 
 Above a transport (litellm, or plain aiohttp for a fast start) it adds what every call
-needs: a per-stage timeout, retries with exponential backoff on timeouts, 429s, 5xx
-and dropped connections (never on other 4xx), a circuit breaker that fails a run fast
-when the endpoint is down, bounded concurrency, structured output with a one-time
-fallback to prompt mode, tolerant parsing, the response cache and the call log.
+needs: a per-stage timeout and max_tokens, retries with exponential backoff on timeouts,
+429s, 5xx and dropped connections (never on other 4xx; as long as a Retry-After asks,
+up to a cap), a circuit breaker that fails a run fast when the endpoint is down or hangs
+(:mod:`kb_ai.llm._breaker`), bounded concurrency, structured output with a one-time
+fallback to prompt mode, tolerant parsing, bounds on every reply and field, the
+response cache (of replies the caller accepted) and the call log.
 """
 
 from __future__ import annotations
@@ -25,16 +27,23 @@ from kb_ai.errors import (
     LLMTransientError,
 )
 from kb_ai.llm import structured
+from kb_ai.llm._breaker import REQUEST_FAULT_STATUSES, Breaker
 from kb_ai.llm._transport import RawReply, Request, Transport
 from kb_ai.llm.parse import parse_reply
-from kb_ai.llm.store import CachedReply, CallRecord, CallStore, cache_key
+from kb_ai.llm.store import CachedReply, CacheReceipt, CallRecord, CallStore, cache_key
 from kb_ai.llm.types import Completion, Usage
 from kb_ai.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Statuses that say the request was wrong, not the endpoint: they do not trip the breaker.
-REQUEST_FAULT_STATUSES = frozenset({400, 413, 422})
+
+def retry_delay(attempt: int, exc: LLMError, backoff: float, most: float) -> float:
+    """Seconds before retry ``attempt + 1``: the doubling backoff, or longer when the
+    server asked for it (Retry-After), that request held to ``most``."""
+    delay = backoff * (2**attempt)
+    if exc.retry_after is not None:
+        delay = max(delay, min(exc.retry_after, most))
+    return delay
 
 
 class LLMClient:
@@ -49,9 +58,7 @@ class LLMClient:
         self._transport = transport
         self._store = CallStore(db_path)
         self._mode: str | None = None
-        self._failures = 0
-        self._last_error: LLMError | None = None
-        self._open_since = 0.0  # when the breaker last opened, or let a trial call through
+        self.breaker = Breaker(settings, self.model)
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     # -- the protocol -----------------------------------------------------------------
@@ -92,23 +99,25 @@ class LLMClient:
         self, messages: list[dict], *, stage: str, max_tokens: int | None = None
     ) -> AsyncIterator[str | Completion]:
         request = self._request(messages, stage, max_tokens, None)
+        self._check_prompt(request, stage)
         key = self._key(request, None, None)
         started = time.monotonic()
         hit = await self._store.lookup(key)
-        if hit is not None:
+        if hit is not None and self._usable_hit(key, hit, None, stage) is not None:
             self._log_hit(stage, started)
             yield hit.text
-            yield self._cached_completion(hit, None, started)
+            yield self._cached_completion(key, hit, None, started)
             return
+        limit = self.settings.max_reply_chars
         for attempt in range(self.settings.max_retries + 1):
             self._check_breaker()
-            delivered = False
+            delivered = 0
             try:
                 async with self._slot(), aclosing(self._transport.stream(request)) as chunks:
                     deadline = asyncio.get_running_loop().time() + request.timeout
                     while True:
                         try:
-                            async with asyncio.timeout_at(deadline):
+                            async with self.breaker.guard(deadline):
                                 item = await anext(chunks)
                         except StopAsyncIteration:
                             raise LLMTransientError(
@@ -120,14 +129,20 @@ class LLMClient:
                         if isinstance(item, RawReply):
                             raw = item
                             break
-                        delivered = True
+                        delivered += len(item)
+                        if limit and delivered > limit:
+                            raise self._too_long(stage, delivered, request)
                         yield item
+            except CircuitOpenError:
+                raise
             except LLMError as exc:
-                if not delivered and exc.retryable and attempt < self.settings.max_retries:
+                if isinstance(exc, LLMTimeoutError):
+                    self.breaker.timed_out(exc)
+                if self._retry_now(exc, attempt) and not delivered:
                     await self._backoff(attempt, exc)
                     continue
-                self._fail(exc, stage, started)
-                if delivered:
+                self._fail(exc, stage, started, count=not isinstance(exc, LLMOutputError))
+                if delivered and not isinstance(exc, LLMOutputError):
                     raise LLMTransientError(
                         f"the reply from {self.model} broke off: {exc.message}",
                         model=self.model,
@@ -138,10 +153,12 @@ class LLMClient:
             break
         self._succeed()
         duration = time.monotonic() - started
-        reply = CachedReply.of(raw)
         complete = raw.text.strip() and raw.finish_reason != "length"
-        usage = self._paid(raw, stage, duration, cache=(key, reply) if complete else None)
-        yield Completion(raw.text, None, self.model, usage, False, raw.finish_reason, duration)
+        usage = self._paid(raw, stage, duration)
+        receipt = CacheReceipt(self._store, key, CachedReply.of(raw)) if complete else None
+        yield Completion(
+            raw.text, None, self.model, usage, False, raw.finish_reason, duration, receipt
+        )
 
     # -- structured output ------------------------------------------------------------
 
@@ -173,23 +190,76 @@ class LLMClient:
     ) -> Completion:
         sent, response_format = structured.prepare(messages, mode or "prompt", schema, schema_name)
         request = self._request(sent, stage, max_tokens, response_format)
+        self._check_prompt(request, stage)
         key = self._key(request, schema, mode)
         started = time.monotonic()
         hit = await self._store.lookup(key)
         if hit is not None:
-            data = parse_reply(hit.text, schema, finish_reason=hit.finish_reason, model=self.model)
-            self._log_hit(stage, started)
-            return self._cached_completion(hit, data, started)
+            usable = self._usable_hit(key, hit, schema, stage)
+            if usable is not None:
+                self._log_hit(stage, started)
+                return self._cached_completion(key, hit, usable[0], started)
         raw = await self._send(request, stage, started)
         duration = time.monotonic() - started
         try:
-            data = parse_reply(raw.text, schema, finish_reason=raw.finish_reason, model=self.model)
+            self._check_size(raw.text, stage, request)
+            data = parse_reply(
+                raw.text, schema, finish_reason=raw.finish_reason, model=self.model, stage=stage
+            )
         except LLMOutputError as exc:
             self._paid(raw, stage, duration, error=exc)
             raise
-        reply = CachedReply.of(raw)
-        usage = self._paid(raw, stage, duration, cache=(key, reply))
-        return Completion(raw.text, data, self.model, usage, False, raw.finish_reason, duration)
+        usage = self._paid(raw, stage, duration)
+        receipt = CacheReceipt(self._store, key, CachedReply.of(raw))
+        return Completion(
+            raw.text, data, self.model, usage, False, raw.finish_reason, duration, receipt
+        )
+
+    def _usable_hit(
+        self, key: str, hit: CachedReply, schema: dict | None, stage: str
+    ) -> tuple[object] | None:
+        """(the parsed data,) of a cached reply, or None when it fails today's checks (a
+        reply cached before them, or by a run with looser ones): it is then forgotten."""
+        try:
+            self._check_size(hit.text, stage, None)
+            data = parse_reply(
+                hit.text, schema, finish_reason=hit.finish_reason, model=self.model, stage=stage
+            )
+        except LLMOutputError as exc:
+            log.warning("a cached %s reply is not usable (%s); asking again", stage, exc.message)
+            self._store.forget(key)
+            return None
+        return (data,)
+
+    def _check_prompt(self, request: Request, stage: str) -> None:
+        limit = self.settings.max_prompt_chars
+        if not limit:
+            return
+        size = sum(_chars(m.get("content")) for m in request.messages)
+        if size > limit:
+            raise LLMError(
+                f"the {stage} prompt is {size:,} characters, over the limit of {limit:,} "
+                "(max_prompt_chars); it was not sent",
+                model=self.model,
+                hint="send less: a smaller chunk_chars, or split the source",
+            )
+
+    def _check_size(self, text: str, stage: str, request: Request | None) -> None:
+        limit = self.settings.max_reply_chars
+        if limit and len(text) > limit:
+            raise self._too_long(stage, len(text), request)
+
+    def _too_long(self, stage: str, size: int, request: Request | None) -> LLMOutputError:
+        tokens = request.max_tokens if request is not None else None
+        asked = f", asked for at most {tokens:,} tokens" if tokens else ""
+        return LLMOutputError(
+            f"the {stage} reply from {self.model} is {size:,} characters{asked}: over the "
+            f"limit of {self.settings.max_reply_chars:,} (max_reply_chars); it is not stored "
+            "or sent on",
+            model=self.model,
+            hint="the model is looping or ignoring max_tokens; raise max_reply_chars only "
+            "if replies this long are expected",
+        )
 
     async def _send(self, request: Request, stage: str, started: float) -> RawReply:
         for attempt in range(self.settings.max_retries + 1):
@@ -198,32 +268,61 @@ class LLMClient:
                 async with self._slot():
                     if not trial:  # it may have opened while this call waited for a slot
                         self._check_breaker()
+                    deadline = asyncio.get_running_loop().time() + request.timeout
                     try:
-                        async with asyncio.timeout(request.timeout):
+                        async with self.breaker.guard(deadline):
                             raw = await self._transport.send(request)
                     except TimeoutError:
                         raise self._timeout_error(request, stage) from None
             except CircuitOpenError:
                 raise
             except LLMError as exc:
-                if exc.retryable and attempt < self.settings.max_retries:
+                if isinstance(exc, LLMTimeoutError):
+                    self.breaker.timed_out(exc)
+                if self._retry_now(exc, attempt):
                     await self._backoff(attempt, exc)
                     continue
-                self._fail(exc, stage, started)
+                unusable = isinstance(exc, LLMOutputError)  # answered: the endpoint is up
+                self._fail(exc, stage, started, count=not unusable)
+                if unusable:
+                    raise LLMOutputError(
+                        f"the {stage} reply is refused: {exc.message}",
+                        model=exc.model,
+                        status=exc.status,
+                        hint=exc.hint,
+                    ) from exc
+                if exc.status == 400 and request.max_tokens and exc.hint is None:
+                    exc.hint = (
+                        f"if it refuses max_tokens={request.max_tokens} (more than the model "
+                        f"or its context allows), lower max_tokens_{stage}; 0 sends none"
+                    )
                 raise
             self._succeed()
             return raw
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def _retry_now(self, exc: LLMError, attempt: int) -> bool:
+        """Whether to try again: a transient failure, retries left, and the breaker did
+        not open on it (a call that tripped it fails with its own error)."""
+        return (
+            exc.retryable and attempt < self.settings.max_retries and not self.breaker.is_open
+        )
+
     async def _backoff(self, attempt: int, exc: LLMError) -> None:
-        delay = self.settings.retry_backoff * (2**attempt)
+        delay = retry_delay(
+            attempt, exc, self.settings.retry_backoff, self.settings.retry_after_max
+        )
+        asked = (
+            f" (the server asked for {exc.retry_after:g} s)" if exc.retry_after is not None else ""
+        )
         log.info(
-            "%s: %s; retry %d of %d in %.2f s",
+            "%s: %s; retry %d of %d in %.2f s%s",
             self.model,
             exc.message,
             attempt + 1,
             self.settings.max_retries,
             delay,
+            asked,
         )
         await asyncio.sleep(delay)  # outside the concurrency slot
 
@@ -237,33 +336,13 @@ class LLMClient:
     # -- circuit breaker ----------------------------------------------------------------
 
     def _check_breaker(self) -> bool:
-        """Raise CircuitOpenError while the endpoint is treated as down; True when this
-        call is the one let through to try it again after the cooldown."""
-        threshold = self.settings.breaker_threshold
-        if threshold > 0 and self._failures >= threshold:
-            cooldown = self.settings.breaker_cooldown
-            now = time.monotonic()
-            if cooldown > 0 and now - self._open_since >= cooldown:
-                # Half open: this call tries the endpoint; the others wait for its outcome
-                # (a success closes the breaker, a failure opens it for another cooldown).
-                self._open_since = now
-                return True
-            where = self.settings.api_base or "its default endpoint"
-            last = self._last_error.message if self._last_error else "unknown"
-            raise CircuitOpenError(
-                f"{self.model} at {where} failed {self._failures} calls in a row "
-                f"(last error: {last}); check that it is running and reachable",
-                model=self.model,
-                status=self._last_error.status if self._last_error else None,
-            )
-        return False
+        return self.breaker.check()
 
-    def _fail(self, exc: LLMError, stage: str, started: float) -> None:
-        if exc.status not in REQUEST_FAULT_STATUSES:
-            self._failures += 1
-            self._last_error = exc
-            if self._failures >= self.settings.breaker_threshold:
-                self._open_since = time.monotonic()
+    def _fail(self, exc: LLMError, stage: str, started: float, *, count: bool = True) -> None:
+        """Log a call that failed; ``count`` it toward the breaker (a refused or unusable
+        reply does not say the endpoint is down)."""
+        if count:
+            self.breaker.failed(exc)
         self._store.record(
             CallRecord(
                 stage,
@@ -275,7 +354,7 @@ class LLMClient:
         )
 
     def _succeed(self) -> None:
-        self._failures = 0
+        self.breaker.succeeded()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -296,10 +375,11 @@ class LLMClient:
             model=self.model,
             messages=messages,
             timeout=self.settings.timeout(stage),
-            max_tokens=max_tokens,
+            max_tokens=max_tokens if max_tokens is not None else self.settings.max_tokens(stage),
             response_format=response_format,
             api_base=self.settings.api_base,
             api_key=self.settings.api_key,
+            max_reply_chars=self.settings.max_reply_chars or None,
         )
 
     def _key(self, request: Request, schema: dict | None, mode: str | None) -> str:
@@ -308,14 +388,9 @@ class LLMClient:
         )
 
     def _paid(
-        self,
-        raw: RawReply,
-        stage: str,
-        duration: float,
-        error: LLMError | None = None,
-        cache: tuple[str, CachedReply] | None = None,
+        self, raw: RawReply, stage: str, duration: float, error: LLMError | None = None
     ) -> Usage:
-        """Count and log a call the model answered; ``cache`` its reply if given."""
+        """Count and log a call the model answered."""
         usage = Usage(1, raw.prompt_tokens, raw.completion_tokens, raw.cost_usd)
         self.usage = self.usage + usage
         self._store.record(
@@ -329,8 +404,7 @@ class LLMClient:
                 cached=False,
                 ok=error is None,
                 error=_describe(error) if error else None,
-            ),
-            cache,
+            )
         )
         return usage
 
@@ -339,9 +413,13 @@ class LLMClient:
             CallRecord(stage, self.model, duration_s=time.monotonic() - started, cached=True)
         )
 
-    def _cached_completion(self, hit: CachedReply, data: object, started: float) -> Completion:
+    def _cached_completion(
+        self, key: str, hit: CachedReply, data: object, started: float
+    ) -> Completion:
+        duration = time.monotonic() - started
+        receipt = CacheReceipt(self._store, key, None)
         return Completion(
-            hit.text, data, self.model, Usage(), True, hit.finish_reason, time.monotonic() - started
+            hit.text, data, self.model, Usage(), True, hit.finish_reason, duration, receipt
         )
 
     async def aclose(self) -> None:
@@ -353,6 +431,15 @@ class LLMClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _chars(content: object) -> int:
+    """Characters of a message's content (a string, or a list of text parts)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(str(part.get("text") or "")) for part in content if isinstance(part, dict))
+    return 0
 
 
 def _describe(exc: LLMError) -> str:

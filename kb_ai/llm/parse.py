@@ -17,6 +17,18 @@ from typing import Any
 from kb_ai.errors import LLMOutputError
 
 EXCERPT_CHARS = 200
+#: A field may run to twice its schema's maxLength (characters) or maxItems (items),
+#: plus a little for small bounds, before the reply is refused: models overshoot a bound
+#: when it is not enforced (prompt and json_object modes), and the pipeline trims those
+#: (a pick of 3 paths where 1 was asked); a field far past it is a looping or hostile
+#: model, and is never stored or sent on in a prompt.
+FIELD_SLACK = 2
+EXTRA_CHARS = 100
+EXTRA_ITEMS = 8
+
+
+def field_bound(limit: int, extra: int) -> int:
+    return FIELD_SLACK * limit + extra
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _DECODER = json.JSONDecoder()
@@ -45,14 +57,17 @@ def strip_thinking(text: str) -> str:
     return text
 
 
-def check_finished(text: str, finish_reason: str | None, *, model: str | None = None) -> None:
+def check_finished(
+    text: str, finish_reason: str | None, *, model: str | None = None, stage: str | None = None
+) -> None:
     """Refuse a reply cut off at the token limit, or one with nothing in it."""
     if finish_reason == "length":
+        setting = f"max_tokens_{stage}" if stage else "max_tokens for this stage"
         raise LLMOutputError(
             "reply was cut off at the token limit and is incomplete",
             model=model,
             body=excerpt(text),
-            hint="raise max_tokens for this stage or send less input",
+            hint=f"raise {setting} or send less input",
         )
     if not strip_thinking(text).strip():
         raise LLMOutputError("reply was empty", model=model, body=excerpt(text))
@@ -106,6 +121,60 @@ def fit_schema(value: Any, schema: dict) -> Any:
     return value
 
 
+def bounds_problem(value: Any, schema: dict, where: str = "the reply") -> str | None:
+    """What is over its bound in ``value`` (see :func:`field_bound`; maxLength and
+    maxItems, checked at every depth), or None when nothing is."""
+    if isinstance(value, str):
+        limit = schema.get("maxLength")
+        if isinstance(limit, int) and len(value) > field_bound(limit, EXTRA_CHARS):
+            return (
+                f"{where} is {len(value):,} characters, over its bound of "
+                f"{field_bound(limit, EXTRA_CHARS):,} ({FIELD_SLACK}x the schema's maxLength "
+                f"{limit:,}, plus {EXTRA_CHARS})"
+            )
+        return None
+    if isinstance(value, list):
+        limit = schema.get("maxItems")
+        if isinstance(limit, int) and len(value) > field_bound(limit, EXTRA_ITEMS):
+            return (
+                f"{where} has {len(value):,} items, over its bound of "
+                f"{field_bound(limit, EXTRA_ITEMS):,} ({FIELD_SLACK}x the schema's maxItems "
+                f"{limit:,}, plus {EXTRA_ITEMS})"
+            )
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                problem = bounds_problem(item, items, f"{where}[{i}]")
+                if problem:
+                    return problem
+        return None
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            for key, item in value.items():
+                sub = props.get(key)
+                if isinstance(sub, dict):
+                    name = key if where == "the reply" else f"{where}.{key}"
+                    problem = bounds_problem(item, sub, name)
+                    if problem:
+                        return problem
+    return None
+
+
+def check_bounds(
+    value: Any, schema: dict, *, stage: str | None = None, model: str | None = None
+) -> None:
+    """Refuse a parsed reply with a field far over its schema bound (see FIELD_SLACK)."""
+    problem = bounds_problem(value, schema)
+    if problem:
+        what = f"the {stage} reply" if stage else "the reply"
+        raise LLMOutputError(
+            f"{what} is refused: {problem}",
+            model=model,
+            hint="the model is looping or ignoring the schema; it is not stored or sent on",
+        )
+
+
 def parse_json(text: str, schema: dict | None = None, *, model: str | None = None) -> Any:
     """The first JSON value in a reply that fits ``schema`` (any value when it is None)."""
     body = strip_thinking(text)
@@ -130,9 +199,13 @@ def parse_reply(
     *,
     finish_reason: str | None = None,
     model: str | None = None,
+    stage: str | None = None,
 ) -> Any | None:
-    """Check a reply is complete; with a schema, return its parsed JSON (else None)."""
-    check_finished(text, finish_reason, model=model)
+    """Check a reply is complete; with a schema, return its parsed JSON (else None),
+    every field within its bound."""
+    check_finished(text, finish_reason, model=model, stage=stage)
     if schema is None:
         return None
-    return parse_json(text, schema, model=model)
+    data = parse_json(text, schema, model=model)
+    check_bounds(data, schema, stage=stage, model=model)
+    return data

@@ -1,9 +1,10 @@
 """The call log and the response cache, in the knowledge base's SQLite state.db.
 
-Every call is logged (``llm_calls``); every successful, fully parsed reply is cached
-(``llm_cache``) under a hash of everything that shapes it, so an identical request is
-never paid for twice. Without a database path nothing is logged and the cache lives in
-memory for the client's lifetime.
+Every call is logged (``llm_calls``); a reply is cached (``llm_cache``) under a hash of
+everything that shapes it once its caller accepted it (:class:`CacheReceipt`), so an
+identical request is never paid for twice, and a reply the caller refused is never
+replayed. Without a database path nothing is logged and the cache lives in memory for
+the client's lifetime.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ class CallStore:
         self._connection: sqlite3.Connection | None = None
         self._thread: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
-        self._pending: list[tuple[CallRecord, tuple[str, CachedReply] | None]] = []
+        # Writes in the order made: a call record, a reply to cache, a key to forget.
+        self._pending: list[CallRecord | tuple[str, CachedReply] | str] = []
         self._flush_queued = False
         self._known: set[str] | None = None  # keys in llm_cache when _load_known read them
         self._recorded: set[str] = set()  # keys this store cached since
@@ -182,14 +184,31 @@ class CallStore:
         """Log ``call`` (and cache a reply) in the store's thread; returns at once.
 
         Records made while the thread is busy are written together, in one transaction."""
-        if self.db_path is None:
-            if cache is not None:
-                self._memory[cache[0]] = cache[1]
-            return
         if cache is not None:
-            self._recorded.add(cache[0])
+            self.keep(*cache)
+        self._write(call)
+
+    def keep(self, key: str, reply: CachedReply) -> None:
+        """Cache ``reply`` under ``key``, in the store's thread; returns at once."""
+        if self.db_path is None:
+            self._memory[key] = reply
+            return
+        self._recorded.add(key)
+        self._write((key, reply))
+
+    def forget(self, key: str) -> None:
+        """Remove ``key`` from the cache, in the store's thread; returns at once."""
+        if self.db_path is None:
+            self._memory.pop(key, None)
+            return
+        self._recorded.discard(key)
+        self._write(key)
+
+    def _write(self, item: CallRecord | tuple[str, CachedReply] | str) -> None:
+        if self.db_path is None:
+            return
         with self._lock:
-            self._pending.append((call, cache))
+            self._pending.append(item)
             if self._flush_queued:
                 return
             self._flush_queued = True
@@ -203,10 +222,13 @@ class CallStore:
         if not batch:
             return
         with self._conn() as conn:
-            for call, cache in batch:
-                if cache is not None:
-                    self._insert_cache(conn, *cache)
-                self._insert_call(conn, call)
+            for item in batch:
+                if isinstance(item, CallRecord):
+                    self._insert_call(conn, item)
+                elif isinstance(item, str):
+                    conn.execute("DELETE FROM llm_cache WHERE key = ?", (item,))
+                else:
+                    self._insert_cache(conn, *item)
 
     async def aclose(self) -> None:
         """Write what is pending, then close (the store opens again if used again)."""
@@ -290,6 +312,36 @@ class CallStore:
                 record.error,
             ),
         )
+
+
+class CacheReceipt:
+    """The caller's verdict on one reply (see :meth:`kb_ai.llm.Completion.accept`).
+
+    A fresh reply is cached on :meth:`accept` (once). :meth:`reject` removes the reply
+    from the cache, whether it came from there or was accepted earlier (a later check
+    failed); after a rejection, accepting does nothing."""
+
+    __slots__ = ("_store", "_key", "_reply", "verdict")
+
+    def __init__(self, store: CallStore, key: str, reply: CachedReply | None) -> None:
+        self._store = store
+        self._key = key
+        self._reply = reply  # None: it came from the cache
+        self.verdict: str | None = None
+
+    def accept(self) -> None:
+        if self.verdict is None:
+            self.verdict = "accepted"
+            if self._reply is not None:
+                self._store.keep(self._key, self._reply)
+
+    def reject(self) -> None:
+        if self.verdict == "rejected":
+            return
+        cached = self._reply is None or self.verdict == "accepted"
+        self.verdict = "rejected"
+        if cached:
+            self._store.forget(self._key)
 
 
 def _report_failure(future: Future) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -33,9 +34,24 @@ class Usage:
         }
 
 
+class Receipt(Protocol):
+    """The pending cache entry of one reply: the caller decides whether it was used."""
+
+    def accept(self) -> None: ...
+
+    def reject(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Completion:
-    """One model reply. A cache hit has ``cached=True`` and a zero usage."""
+    """One model reply. A cache hit has ``cached=True`` and a zero usage.
+
+    A reply is cached only once the caller has checked it and calls :meth:`accept` (a
+    reply that parses but fails the caller's own checks must not be replayed on the next
+    run); :meth:`reject` says it failed them, and removes it from the cache if it came
+    from there or was accepted before. ``with reply.checked(): ...`` does one or the
+    other, by how the block ends.
+    """
 
     text: str
     data: Any | None
@@ -44,6 +60,29 @@ class Completion:
     cached: bool
     finish_reason: str | None
     duration_s: float
+    receipt: Receipt | None = field(default=None, compare=False, repr=False)
+
+    def accept(self) -> None:
+        """The reply passed the caller's checks: keep it in the response cache."""
+        if self.receipt is not None:
+            self.receipt.accept()
+
+    def reject(self) -> None:
+        """The reply failed a check: never serve it from the cache again (this wins over
+        an earlier accept)."""
+        if self.receipt is not None:
+            self.receipt.reject()
+
+    @contextmanager
+    def checked(self) -> Iterator[Completion]:
+        """Accept the reply when the block ends normally, reject it when the block raises
+        an error (a cancelled task decides nothing: the reply is simply not cached)."""
+        try:
+            yield self
+        except Exception:
+            self.reject()
+            raise
+        self.accept()
 
 
 class LLM(Protocol):

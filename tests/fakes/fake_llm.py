@@ -8,7 +8,9 @@
 
 Replies come from the queue in order, then from ``handler(stage, messages, schema)``.
 A dict or list is sent as its JSON text; an exception is raised. Text is parsed with
-kb_ai.llm.parse, so a reply the real client would refuse is refused here too.
+kb_ai.llm.parse, so a reply the real client would refuse is refused here too (field
+bounds included). What the caller decided about each reply (accept, reject, nothing) is
+in ``llm.calls[i].verdict``, as the real client's cache would see it.
 """
 
 from __future__ import annotations
@@ -27,11 +29,19 @@ Reply = str | dict | list | BaseException
 Handler = Callable[[str, list[dict], dict | None], Reply]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Call:
     stage: str
     messages: list[dict]
     schema: dict | None
+    verdict: str | None = None  # "accepted" | "rejected", as the caller said
+
+    def accept(self) -> None:  # a Receipt: the caller's verdict on this call's reply
+        if self.verdict is None:
+            self.verdict = "accepted"
+
+    def reject(self) -> None:
+        self.verdict = "rejected"
 
 
 def _tokens(text: str) -> int:
@@ -118,10 +128,14 @@ class FakeLLM:
             text = self._next(stage, messages, schema)
         finally:
             self._leave()
+        call = self.calls[-1]
         usage = self._charge(messages, text)
-        data = parse_reply(text, schema, finish_reason=self.finish_reason, model=self.model)
+        data = parse_reply(
+            text, schema, finish_reason=self.finish_reason, model=self.model, stage=stage
+        )
+        duration = time.monotonic() - started
         return Completion(
-            text, data, self.model, usage, False, self.finish_reason, time.monotonic() - started
+            text, data, self.model, usage, False, self.finish_reason, duration, call
         )
 
     async def stream(
@@ -133,11 +147,11 @@ class FakeLLM:
             if self.delay:
                 await asyncio.sleep(self.delay)
             text = self._next(stage, messages, None)
+            call = self.calls[-1]
         finally:
             self._leave()
         for i in range(0, len(text), 8):
             yield text[i : i + 8]
         usage = self._charge(messages, text)
-        yield Completion(
-            text, None, self.model, usage, False, self.finish_reason, time.monotonic() - started
-        )
+        duration = time.monotonic() - started
+        yield Completion(text, None, self.model, usage, False, self.finish_reason, duration, call)

@@ -279,7 +279,17 @@ def write(request: dict[str, Any]) -> dict[str, Any]:
         if lines and lines[0].startswith("Summary: "):
             summary = summary or lines[0][len("Summary: ") :]
         section = f"## From {source}\n\n{text.strip()}"
-        body = f"{body}\n\n{section}".strip()
+        # what a source said before is replaced by what it says now, not said twice
+        earlier = re.compile(rf"^## From {re.escape(source)}\n.*?(?=^## |\Z)", re.S | re.M)
+        if earlier.search(body):
+            body = earlier.sub(lambda _, new=section: new + "\n\n", body).strip()
+        else:
+            body = f"{body}\n\n{section}".strip()
+    # Within the schema's bound, as a model under constrained decoding stays (kb-ai refuses
+    # a body far past it): cut at the last line that fits.
+    limit = schema_of(request)["properties"]["body"].get("maxLength") or len(body)
+    if len(body) > limit:
+        body = body[:limit].rsplit("\n", 1)[0].rstrip()
     return {"title": "", "summary": summary[:200], "tags": _topics(body, 3), "body": body}
 
 

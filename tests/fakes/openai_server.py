@@ -43,6 +43,11 @@ class Reply:
     finish_reason: str = "stop"
     body: str | None = None  # raw body to send instead of the generated one
     drop: bool = False  # close the connection without answering
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers (Retry-After, ...)
+    hang: bool = False  # never answer: hold the request until the server stops
+    # Close the connection after this many bytes of the body (headers announce it whole):
+    # a connection lost mid-reply. For a stream, after this many events.
+    cut_at: int | None = None
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -89,6 +94,10 @@ class _Handler(BaseHTTPRequestHandler):
         completion = json.dumps(self._completion(request, reply)) if plain else ""
         fake._enter()
         try:
+            if reply.hang:
+                fake._stopping.wait()
+                self.close_connection = True
+                return
             if reply.delay:
                 time.sleep(max(0.0, reply.delay - (time.monotonic() - arrived)))
             if reply.drop:
@@ -107,22 +116,30 @@ class _Handler(BaseHTTPRequestHandler):
                             }
                         }
                     )
-                self._send(reply.status, body)
+                self._send(reply.status, body, reply)
             elif request.get("stream"):
                 self._stream(request, reply)
             else:
-                self._send(200, completion)
+                self._send(200, completion, reply)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         finally:
             fake._leave()
 
-    def _send(self, status: int, body: str) -> None:
+    def _send(self, status: int, body: str, reply: Reply | None = None) -> None:
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in reply.headers if reply else ():
+            self.send_header(name, value)
         self.end_headers()
+        if reply is not None and reply.cut_at is not None:
+            self.wfile.write(data[: reply.cut_at])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.wfile.write(data)
 
     def _completion(self, request: dict[str, Any], reply: Reply) -> dict[str, Any]:
@@ -161,6 +178,13 @@ class _Handler(BaseHTTPRequestHandler):
             "model": request.get("model", "fake"),
         }
         pieces = [reply.content[i : i + 4] for i in range(0, len(reply.content), 4)]
+        if reply.cut_at is not None:  # the connection is lost after a few events
+            for piece in pieces[: reply.cut_at]:
+                chunk = {**base, "choices": [{"index": 0, "delta": {"content": piece}}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
 
         def event(payload: dict[str, Any]) -> None:
             self.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
@@ -224,6 +248,8 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._queued: deque[Reply] = deque()
+        self._stopping = threading.Event()  # releases requests held by Reply(hang=True)
+        self.arrivals: list[float] = []  # time.monotonic() of each request, in order
         self.in_flight = 0
         self.max_in_flight = 0
         self.proxied: list[str] = []  # absolute request targets: we were used as a proxy
@@ -253,6 +279,7 @@ class FakeOpenAIServer:
     def _take(self, request: dict[str, Any]) -> Reply:
         with self._lock:
             self._requests.append(request)
+            self.arrivals.append(time.monotonic())
             if self._queued:
                 return self._queued.popleft()
         return self.responder(request)
@@ -274,6 +301,7 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread:

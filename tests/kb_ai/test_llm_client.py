@@ -68,6 +68,18 @@ def select(schema=None, **kw):
     return lambda llm: llm.complete(ASK, stage="select", schema=schema, **kw)
 
 
+async def used(call):
+    """The reply of ``call``, accepted as a caller does once its checks passed (only
+    accepted replies are cached)."""
+    done = await call
+    done.accept()
+    return done
+
+
+def select_used(schema=None, **kw):
+    return lambda llm: used(llm.complete(ASK, stage="select", schema=schema, **kw))
+
+
 def test_success_returns_text_usage_and_logs_the_call(server, settings, transport, tmp_path):
     server.queue("Page a.")
     db = tmp_path / ".kb-ai" / "state.db"
@@ -340,14 +352,14 @@ def test_an_identical_request_is_served_from_the_cache(server, settings, transpo
     db = tmp_path / "state.db"
 
     async def twice(llm):
-        return [await llm.complete(ASK, stage="select", schema=PATHS) for _ in range(2)]
+        return [await used(llm.complete(ASK, stage="select", schema=PATHS)) for _ in range(2)]
 
     (paid, hit), llm = run(settings, transport, twice, db_path=db)
     assert len(server.requests) == 1
     assert hit.cached and hit.data == paid.data == {"paths": ["a.md"]}
     assert hit.usage == Usage() and llm.usage == paid.usage
     # The cache is in state.db: a new client (a new run) does not pay again either.
-    again, _ = run(settings, transport, select(PATHS), db_path=db)
+    again, _ = run(settings, transport, select_used(PATHS), db_path=db)
     assert again.cached and len(server.requests) == 1
     totals = usage_totals(db)
     assert totals["calls"] == 1 and totals["cached_calls"] == 2
@@ -362,12 +374,12 @@ def test_a_busy_client_still_finds_replies_an_earlier_client_cached(server, sett
     def question(i):
         return [*ASK[:1], {"role": "user", "content": f"Which page, {i}?"}]
 
-    earlier, _ = run(settings, "fast", lambda llm: llm.complete(question(7), stage="select"), db)
+    earlier, _ = run(settings, "fast", lambda llm: used(llm.complete(question(7), stage="select")), db)
 
     async def many(llm):
         replies = []
         for i in range(12):  # past the lookups after which the keys are read
-            replies.append(await llm.complete(question(i), stage="select"))
+            replies.append(await used(llm.complete(question(i), stage="select")))
             await asyncio.sleep(0.01)
         return replies
 
@@ -383,14 +395,14 @@ def test_a_cache_too_large_to_hold_its_keys_is_still_used(server, settings, tmp_
     monkeypatch.setattr(kb_ai.llm.store, "KNOWN_KEYS_MAX", 0)  # every lookup asks SQLite
     server.queue('{"paths": ["a.md"]}')
     db = tmp_path / "state.db"
-    paid, _ = run(settings, "fast", select(PATHS), db_path=db)
-    again, _ = run(settings, "fast", select(PATHS), db_path=db)
+    paid, _ = run(settings, "fast", select_used(PATHS), db_path=db)
+    again, _ = run(settings, "fast", select_used(PATHS), db_path=db)
     assert again.cached and again.data == paid.data and len(server.requests) == 1
 
 
 def test_without_a_db_the_cache_lives_in_memory_only(server, settings):
     async def twice(llm):
-        return [await llm.complete(ASK, stage="select") for _ in range(2)]
+        return [await used(llm.complete(ASK, stage="select")) for _ in range(2)]
 
     (_, hit), _ = run(settings, "fast", twice)
     assert hit.cached
@@ -469,6 +481,7 @@ def test_streaming_a_cached_answer_costs_nothing(server, settings):
 
     async def twice(llm):
         first = [i async for i in llm.stream(ASK, stage="answer")]
+        first[-1].accept()
         second = [i async for i in llm.stream(ASK, stage="answer")]
         return first, second
 

@@ -213,5 +213,13 @@ def test_the_grammar_keeps_small_models_short_and_in_schema_order():
     assert "maxLength" not in body and f"{{0,{_local.GRAMMAR_LONG_CAP // 50}}}" in body["pattern"]
     assert bounded["properties"]["why"]["maxLength"] == _local.GRAMMAR_STRING_CAP
     assert bounded["properties"]["tags"] == schema["properties"]["tags"]
-    facts = {"type": "array", "maxItems": 30, "items": {"type": "string"}}
-    assert _local.bounded_for_grammar(facts)["maxItems"] == _local.GRAMMAR_MAX_ITEMS
+    people = {"type": "array", "maxItems": 12, "items": {"type": "object", "properties": {}}}
+    assert _local.bounded_for_grammar(people)["maxItems"] == _local.GRAMMAR_MAX_ITEMS
+
+
+def test_the_grammar_does_not_cut_a_sources_own_list():
+    # A railway's facts were cut at 5 (its lengths, station count and years were lost).
+    facts = {"type": "array", "maxItems": 30, "items": {"type": "string", "maxLength": 400}}
+    assert _local.bounded_for_grammar(facts)["maxItems"] == 30
+    enumeration = {"type": "array", "maxItems": 40, "items": {"type": "string"}}
+    assert _local.bounded_for_grammar(enumeration)["maxItems"] == 40

@@ -297,7 +297,9 @@ def test_a_follow_up_reply_is_bounded_and_cannot_reach_pages_not_offered(kb, set
         {"paths": [DEAD_ERNEST[0]]},
         {
             "enough": False,
-            "search": ["Phoebe\x00 Atwood\u202e Taylor", "x" * 500, "a", "b", "c", "d"],
+            # a term over its 80 characters is dropped (one over twice that, 160, would
+            # have the whole reply refused by the LLM layer's field bounds)
+            "search": ["Phoebe\x00 Atwood\u202e Taylor", "x" * 150, "a", "b", "c", "d"],
             "pages": ["wiki/entity/phoebe-atwood-taylor.md", "../../etc/passwd"],
         },
         {"paths": ["../../etc/passwd", TAYLOR[0]]},

@@ -1,0 +1,224 @@
+"""Fidelity: an extraction checked against the source text it came from.
+
+The extract stage's reply is the material every article is later written from, so what
+it drops or changes is lost for good. Before it is stored:
+
+- repeats are dropped: a list item said again (in other case or spacing), an item that
+  repeats one phrase over and over; the extraction says what was dropped;
+- a list of the source itself (a Markdown list) that the model cut short is completed
+  from the source, verbatim and in order;
+- statements with a number or date the source does not state, or that turn one of its
+  negations around ("needs no persistence" -> "needs persistence"), are removed;
+- a source sentence with a date or number the extraction lost is kept as a fact, as
+  written (the date with the fact it dates), up to a bound; past it, the extraction
+  says how many were left out.
+
+Every change is said in the extraction's ``notes``, which the writer sees.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from kb_ai.grounding import Evidence, Negations, fit_sentences, normalise, split_sentences
+
+
+class Extraction(Protocol):
+    """What these checks read and change of a compiler.extract.Extraction (named here
+    rather than imported: extract calls these checks)."""
+
+    summary: str
+    topics: list[str]
+    decisions: list[dict[str, str]]
+    facts: list[str]
+    enumerations: list[dict[str, Any]]
+    conventions: list[str]
+    notes: list[str]
+
+    def to_markdown(self) -> str: ...
+
+
+#: Source sentences with a lost date or number added back per chunk of a source, at most.
+MAX_RESTORED = 12
+_CHECKED = ("date", "number")
+_DIGIT = re.compile(r"\d")
+_LIST_LINE = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.+?)\s*$")
+_REPEATED_PHRASE = re.compile(r"(\b(?:\w+\W+){2,8}?)\1{2,}", re.U)
+
+
+def check_extraction(
+    ex: Extraction, source: str, *, chunks: int = 1, restore: bool = True
+) -> Extraction:
+    """``ex`` made faithful to ``source`` (changed in place and returned), with notes.
+
+    ``restore`` False (a transcript, mostly tool output): nothing is added back from
+    the source, only repeats and unfaithful statements are removed."""
+    _drop_repeats(ex)
+    if restore:
+        _complete_lists(ex, source)
+    _remove_unfaithful(ex, source)
+    _whole_summary(ex, source)
+    if restore:
+        _restore_dated(ex, source, MAX_RESTORED * max(chunks, 1))
+    return ex
+
+
+def _key(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", normalise(text).lower()))
+
+
+def _dedupe(items: list[str]) -> tuple[list[str], int]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        m = _REPEATED_PHRASE.search(item)
+        if m:  # "the cache the cache the cache ...": keep the phrase once
+            item = item[: m.start()] + m.group(1) + item[m.end() :]
+        key = _key(item)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(item.strip())
+    return out, len(items) - len(out)
+
+
+def _drop_repeats(ex: Extraction) -> None:
+    dropped = 0
+    for name in ("facts", "conventions", "topics"):
+        kept, n = _dedupe(getattr(ex, name))
+        setattr(ex, name, kept)
+        dropped += n
+    for enum in ex.enumerations:
+        enum["items"], n = _dedupe(enum["items"])
+        dropped += n
+    if dropped:
+        ex.notes.append(f"{dropped} repeated item(s) were dropped from the model's lists")
+
+
+def _source_lists(source: str) -> list[list[str]]:
+    """Each Markdown list of the source: its top-level items, in order."""
+    lists: list[list[str]] = []
+    current: list[str] = []
+    indent: int | None = None
+    for line in source.splitlines():
+        m = _LIST_LINE.match(line)
+        if m and (indent is None or len(m.group(1)) <= indent):
+            indent = len(m.group(1)) if indent is None else indent
+            current.append(m.group(2))
+        elif m:  # a nested item: part of its parent
+            continue
+        elif line.strip():
+            if current:
+                lists.append(current)
+            current, indent = [], None
+    if current:
+        lists.append(current)
+    return [lst for lst in lists if len(lst) > 1]
+
+
+def _complete_lists(ex: Extraction, source: str) -> None:
+    lists = _source_lists(source)
+    for enum in ex.enumerations:
+        have = {_key(i) for i in enum["items"]}
+        best, best_hits = None, 0
+        for lst in lists:
+            hits = sum(1 for i in lst if _same_item(_key(i), have))
+            if hits > best_hits:
+                best, best_hits = lst, hits
+        if best is None or best_hits * 2 < len(enum["items"]):
+            continue
+        missing = len(best) - best_hits
+        if missing > 0:
+            enum["items"] = list(best)
+            label = enum["name"] or "a list"
+            ex.notes.append(
+                f"{label}: {missing} item(s) the model left out were restored from the source"
+            )
+
+
+def _same_item(key: str, have: set[str]) -> bool:
+    """Whether a source item is one the model kept (as it was, or shortened or
+    lengthened a little when it is long enough to tell)."""
+    if key in have:
+        return True
+    return len(key) >= 12 and any(len(h) >= 12 and (key in h or h in key) for h in have)
+
+
+def _remove_unfaithful(ex: Extraction, source: str) -> None:
+    evidence = Evidence(source)
+    negations = Negations(source)
+
+    def bad(text: str) -> bool:
+        if _DIGIT.search(text) and any(c.kind in _CHECKED for c in evidence.unsupported(text)):
+            return True  # (numbers and dates are written with digits)
+        return bool(negations.flips(text))
+
+    removed = 0
+    sentences = split_sentences(ex.summary)
+    kept = [s for s in sentences if not bad(s)]
+    if len(kept) < len(sentences):
+        removed += len(sentences) - len(kept)
+        ex.summary = " ".join(kept) or _first_sentence(source)
+    before = len(ex.facts)
+    ex.facts = [f for f in ex.facts if not bad(f)]
+    removed += before - len(ex.facts)
+    before = len(ex.decisions)
+    ex.decisions = [d for d in ex.decisions if not bad(f"{d['what']} {d['why']}")]
+    removed += before - len(ex.decisions)
+    if removed:
+        ex.notes.append(
+            f"{removed} statement(s) were removed: a number or date the source does not "
+            "state, or the opposite of what it says"
+        )
+
+
+def _whole_summary(ex: Extraction, source: str) -> None:
+    """A summary cut mid-sentence (at the reply's size bound) keeps its whole sentences."""
+    flat = " ".join(ex.summary.split())
+    whole = fit_sentences(flat, len(flat)) if flat else flat
+    if whole == flat:
+        return
+    ex.summary = whole or _first_sentence(source)
+    ex.notes.append("the summary stopped mid-sentence: its unfinished end was dropped")
+
+
+def _restore_dated(ex: Extraction, source: str, limit: int) -> None:
+    have = Evidence(ex.to_markdown())
+    restored: list[str] = []
+    cut = False
+    for sentence in split_sentences(_prose(source)):
+        if not _DIGIT.search(sentence):
+            continue
+        if not any(c.kind in _CHECKED for c in have.unsupported(sentence)):
+            continue
+        if len(restored) == limit:  # (the rest is not looked at: a large source's cost)
+            cut = True
+            break
+        restored.append(" ".join(sentence.split()))
+        have.add(restored[-1])
+    if restored:
+        ex.facts += restored
+        ex.notes.append(
+            f"{len(restored)} source sentence(s) with a date or number the model left out "
+            "were kept as written"
+        )
+    if cut:
+        ex.notes.append(
+            f"more sentences with a date or number were left out than the {limit} kept"
+        )
+
+
+def _first_sentence(source: str) -> str:
+    """The source's first sentence of prose, as written (a summary to fall back on)."""
+    for paragraph in _prose(source).split("\n\n"):
+        if paragraph.strip() and not _LIST_LINE.match(paragraph.strip().split("\n")[0]):
+            sentences = split_sentences(paragraph)
+            if sentences:
+                return sentences[0][:400]
+    return ""
+
+
+def _prose(source: str) -> str:
+    """The source without headings and code blocks (their numbers are not facts)."""
+    text = re.sub(r"^(```|~~~).*?^\1[ \t]*$", "", source, flags=re.S | re.M)
+    return re.sub(r"^\s*#{1,6}\s.*$", "", text, flags=re.M)

@@ -1,0 +1,361 @@
+"""Claims: the names, numbers, dates and identifiers a text states.
+
+These are what a model most often invents and what a reader most relies on, and they
+can be checked mechanically: each is looked for in the material (see support.py).
+
+    >>> [(c.kind, c.value) for c in extract_claims("On 2 March 2026 Priya moved 1,000 jobs.")]
+    [('date', '2026-03-02'), ('number', '1000'), ('name', 'priya')]
+
+Text is NFKC-normalised first, so full-width digits count as digits; CJK text yields
+numbers and dates ("约1000公里" claims 1000; "2026年3月2日" is a date). Names are found
+by capitals, so CJK text yields no names.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+KINDS = ("date", "number", "identifier", "name")
+
+
+def _words(text: str) -> list[str]:
+    """The words of a space-separated list written as one string."""
+    return text.split()
+
+
+MONTHS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        1,
+    )
+    for name in names
+}
+NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        _words(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+        )
+    )
+}
+NUMBER_WORDS.update({"a dozen": "12", "dozen": "12", "hundred": "100", "thousand": "1000"})
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b")
+CJK_NUMERALS = {c: str(i) for i, c in enumerate("零一二三四五六七八九十")} | {"两": "2"}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement part. ``value`` is the normalised form matched against
+    the material (a number without grouping, an ISO date or part of one, lower case)."""
+
+    kind: str  # date | number | identifier | name
+    text: str  # as written (after NFKC)
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.text!r}"
+
+
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"  # noqa: E501
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_YEAR = r"(?:1[5-9]\d\d|2\d\d\d)"
+_DATE_PATTERNS = [
+    # 2026-03-02, 2026/3/2, 2026.03.02
+    (
+        "ymd",
+        re.compile(
+            rf"(?<![\d.]){_YEAR}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])(?![\d])"
+        ),
+    ),
+    # 2026年3月2日, 2026年3月
+    ("cjk", re.compile(rf"({_YEAR})\s*年\s*(?:(\d{{1,2}})\s*月(?:\s*(\d{{1,2}})\s*[日号])?)?")),
+    ("cjk_md", re.compile(r"(?<!\d)(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")),
+    # 2 March 2026, 2nd of March, 2026
+    ("dmy", re.compile(rf"\b({_DAY})\s+(?:of\s+)?({_MONTH})(?:,?\s+({_YEAR}))?\b", re.I)),
+    # March 2, 2026 / March 2026 / March 2
+    ("mdy", re.compile(rf"\b({_MONTH})\s+(?:({_DAY})(?:,?\s+({_YEAR}))?|({_YEAR}))\b", re.I)),
+    # 2026-03 (a month)
+    ("ym", re.compile(rf"(?<![\d.]){_YEAR}-(?:0[1-9]|1[0-2])(?![\d-])")),
+]
+_URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"]")
+_LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
+_CODE_FENCE = re.compile(r"^(\s*)(```|~~~)", re.M)
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+# word chars joined by . _ / : (a file, a module, a path) or a word with digits and letters
+_JOINED = re.compile(
+    r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_][A-Za-z0-9_-]*(?:[./:][A-Za-z0-9_][A-Za-z0-9_-]*)+(?![A-Za-z0-9_])"
+)
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9][A-Za-z0-9_-]*(?<!-)(?![A-Za-z0-9_])")
+_UNIT_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])"
+)
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
+_ACRONYM = re.compile(r"(?<![\w.])[A-Z][A-Z0-9&]{1,}s?(?![\w])")
+_INNER_CAPS = re.compile(r"(?<![\w.])[^\W\d_]*[a-z][A-Z]\w*(?![\w])")
+_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9_.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![A-Za-z0-9_.,])\d+(?:\.\d+)?(?![\d])"
+)
+_LIST_MARK = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+", re.M)
+_ABBREVIATIONS = frozenset(_words("e.g i.e etc vs cf a.m p.m"))
+# Capitalised words that start more sentences than they name things.
+_NOT_NAMES = frozenset(
+    _words(
+        "i i'm i've i'd i'll ok okay yes no mr mrs ms dr monday tuesday wednesday thursday "
+        "friday saturday sunday"
+    )
+)
+
+
+def normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+def number_value(text: str) -> str | None:
+    """``text`` ("1,000", "364.60", "２０") as a canonical number string, or None."""
+    raw = normalise(text).replace(",", "").strip()
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        return None
+    if not value.is_finite():
+        return None
+    out = format(value.normalize(), "f")
+    return out if "." not in out else out.rstrip("0").rstrip(".")
+
+
+def _date_value(kind: str, m: re.Match[str]) -> str | None:
+    g = m.groups()
+    if kind == "ymd":
+        y, mo, d = re.split(r"[-/.]", m.group(0))
+        return f"{int(y):04d}-{int(mo):02d}-{int(d):02d}"
+    if kind == "ym":
+        y, mo = m.group(0).split("-")
+        return f"{int(y):04d}-{int(mo):02d}"
+    if kind == "cjk":
+        y, mo, d = g
+        if not mo:
+            return f"{int(y):04d}"
+        if not 1 <= int(mo) <= 12:
+            return None
+        return f"{int(y):04d}-{int(mo):02d}" + (f"-{int(d):02d}" if d else "")
+    if kind == "cjk_md":
+        mo, d = int(g[0]), int(g[1])
+        return f"--{mo:02d}-{d:02d}" if 1 <= mo <= 12 and 1 <= d <= 31 else None
+    if kind == "dmy":
+        d, mon, y = g
+        month = MONTHS[mon.lower().rstrip(".")]
+        day = int(re.sub(r"\D", "", d))
+        return f"{y}-{month:02d}-{day:02d}" if y else f"--{month:02d}-{day:02d}"
+    mon, d, y, y_only = g
+    if mon.lower().rstrip(".") == "may" and not (d or y or y_only):
+        return None
+    month = MONTHS[mon.lower().rstrip(".")]
+    if y_only:
+        return f"{y_only}-{month:02d}"
+    day = int(re.sub(r"\D", "", d))
+    return f"{y}-{month:02d}-{day:02d}" if y else f"--{month:02d}-{day:02d}"
+
+
+def _sentence_starts(text: str) -> set[int]:
+    """Offsets where a sentence, line, list item, heading, cell or quote begins."""
+    starts = {0}
+    for m in re.finditer(r"(?:^|\n)[ \t>#|*_-]*(?:\d+[.)]\s+)?[*_\"'“(\[]*", text):
+        starts.add(m.end())
+    for m in re.finditer(r"[.!?:;|。！？；][)\"'”’*_]*\s+[*_\"'“(\[]*", text):
+        starts.add(m.end())
+    for m in re.finditer(r"[(\"“‘\[]", text):
+        starts.add(m.end())
+    return starts
+
+
+def extract_claims(text: str) -> list[Claim]:
+    """The claims in ``text``, in order of first appearance, each (kind, value) once.
+
+    Not claimed: ordered-list numbers, link targets, words that only open a sentence
+    ("Install the package"), the words of headings (their numbers and dates are).
+    """
+    text = normalise(text)
+    found: list[tuple[int, Claim]] = []
+    work = _LINK_TARGET.sub(lambda m: "]" + " " * (len(m.group(0)) - 1), text)
+    work = _LIST_MARK.sub(lambda m: " " * len(m.group(0)), work)
+    work = _CODE_FENCE.sub(lambda m: m.group(1) + " " * len(m.group(2)), work)
+    digits = _DIGIT.search(text) is not None
+    # Each pass finds claims in what earlier passes left, then blanks what it found.
+    spans: list[tuple[int, int]] = []
+
+    def claim(kind: str, start: int, end: int, value: str | None) -> None:
+        if value:
+            found.append((start, Claim(kind, text[start:end], value)))
+        spans.append((start, end))
+
+    def masked() -> str:
+        out = _blank(work, spans)
+        spans.clear()
+        return out
+
+    if "://" in work:
+        for m in _URL.finditer(work):
+            claim("identifier", m.start(), m.end(), m.group(0).lower())
+        work = masked()
+    if "`" in work:
+        for m in _INLINE_CODE.finditer(work):
+            inner = m.group(1).strip()
+            claim("identifier", m.start(), m.end(), inner.lower() if len(inner) > 1 else None)
+        work = masked()
+    if digits:
+        for kind, pattern in _date_patterns(text):
+            for m in pattern.finditer(work):
+                claim("date", m.start(), m.end(), _date_value(kind, m))
+            work = masked()
+        for m in _UNIT_NUMBER.finditer(work):  # 20GB, 5ms, 3rd, 364.6公里: the number
+            value = None if _ORDINAL.match(m.group(0)) else number_value(m.group(1))
+            claim("number", m.start(1), m.end(1), value)
+            spans.append((m.start(), m.end()))
+        work = masked()
+    for m in _JOINED.finditer(work):  # a file, a module, a path, a version with letters
+        token = m.group(0)
+        if token.lower().rstrip(".") in _ABBREVIATIONS or re.fullmatch(r"\d+\.\d+", token):
+            continue  # 364.6 is a number; 3.11.2 (a version) is an identifier
+        claim("identifier", m.start(), m.end(), token.lower())
+    work = masked()
+    if digits:
+        for m in _TOKEN.finditer(work):  # letters and digits together: v2, S3, ADR-0012
+            token = m.group(0)
+            if _DIGIT.search(token) and re.search(r"[A-Za-z]", token):
+                claim("identifier", m.start(), m.end(), token.lower())
+        work = masked()
+        for m in _NUMBER.finditer(work):
+            claim("number", m.start(), m.end(), number_value(m.group(0)))
+        work = masked()
+    for m in _INNER_CAPS.finditer(work):
+        claim("name", m.start(), m.end(), m.group(0).lower())
+    work = masked()
+    for m in _ACRONYM.finditer(work):
+        claim("identifier", m.start(), m.end(), m.group(0).lower())
+    work = masked()
+    found += _names(text, work)
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for _, c in sorted(found, key=lambda p: p[0]):
+        if (c.kind, c.value) not in seen:
+            seen.add((c.kind, c.value))
+            out.append(c)
+    return out
+
+
+_DIGIT = re.compile(r"\d")
+_MONTH_START = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.I)
+
+
+def _date_patterns(text: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The date patterns worth trying on ``text`` (month names and CJK dates only where
+    such words occur: most of the cost of a claim search on long material)."""
+    months = _MONTH_START.search(text) is not None
+    cjk = "年" in text or "月" in text
+    return [
+        (kind, pattern)
+        for kind, pattern in _DATE_PATTERNS
+        if (kind not in ("dmy", "mdy") or months) and (kind not in ("cjk", "cjk_md") or cjk)
+    ]
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by as many spaces (offsets stay the same)."""
+    if not spans:
+        return text
+    pieces, pos = [], 0
+    for start, end in sorted(spans):
+        if start < pos:
+            start = pos
+        pieces += [text[pos:start], " " * max(end - start, 0)]
+        pos = max(pos, end)
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-ZÀ-ÖØ-Þ][\w'’-]*")
+
+
+def _names(text: str, work: str) -> list[tuple[int, Claim]]:
+    """Runs of capitalised words that do not open a sentence, outside headings."""
+    work = _HEADING_LINE.sub(lambda m: " " * len(m.group(0)), work)
+    starts = _sentence_starts(work)
+    out: list[tuple[int, Claim]] = []
+    run: list[re.Match[str]] = []
+
+    def flush() -> None:
+        words = run[1:] if run and run[0].start() in starts else list(run)
+        words = [w for w in words if _word_value(w.group(0)) not in _NOT_NAMES]
+        if words:
+            start, end = words[0].start(), words[-1].end()
+            value = " ".join(_word_value(w.group(0)) for w in words)
+            out.append((start, Claim("name", text[start:end], value)))
+        run.clear()
+
+    for m in _CAPITALISED.finditer(work):
+        if m.group(0).lower().rstrip(".") in MONTHS:
+            flush()
+            continue
+        gap = work[run[-1].end() : m.start()] if run else ""
+        if run and (gap.strip() or "\n" in gap):  # a word or a line between: a new run
+            flush()
+        run.append(m)
+    flush()
+    return out
+
+
+def _word_value(word: str) -> str:
+    word = word.lower().strip("'’-")
+    return re.sub(r"['’]s$", "", word)
+
+
+def material_numbers(text: str) -> set[str]:
+    """Every number ``text`` states, as digits or as a word ("two", "十"), canonical."""
+    text = normalise(text)
+    values = {v for m in _NUMBER.finditer(text) if (v := number_value(m.group(0)))}
+    values |= {v for m in _UNIT_NUMBER.finditer(text) if (v := number_value(m.group(1)))}
+    for m in re.finditer(r"\d+(?:\.\d+)?", text):  # digits inside identifiers, dates
+        if v := number_value(m.group(0)):
+            values.add(v)
+    values |= {NUMBER_WORDS[w] for w in _NUMBER_WORD.findall(text.lower())}
+    values |= {v for c, v in CJK_NUMERALS.items() if c in text}
+    return values
+
+
+def material_dates(text: str) -> set[str]:
+    """Every date ``text`` states (ISO, or --MM-DD without a year), with its month and year."""
+    text = normalise(text)
+    out: set[str] = set()
+    if not _DIGIT.search(text):
+        return out
+    for kind, pattern in _date_patterns(text):
+        for m in pattern.finditer(text):
+            value = _date_value(kind, m)
+            if not value:
+                continue
+            out.add(value)
+            if not value.startswith("--"):
+                out.add(value[:7])
+                out.add(value[:4])
+                if len(value) == 10:
+                    out.add("--" + value[5:])
+    return out
