@@ -139,7 +139,12 @@ async def compile_article(
     kind = existing.type if existing else target.type
     previous = existing.body if existing else ""
     texts = [m.text for m in material]
-    evidence = evidence_for([*texts, *(m.source for m in material)], previous, title)
+    # a source's date is material too: the writer dates facts and history lines by it
+    evidence = evidence_for(
+        [*texts, *(m.source for m in material), *(m.date for m in material if m.date)],
+        previous,
+        title,
+    )
     findings: list[str] = []
     for attempt in (1, 2):
         draft = await _draft(

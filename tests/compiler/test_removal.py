@@ -11,7 +11,7 @@ from kb_ai.cli import main
 from tests.fakes.openai_server import Reply
 from wiki import git, list_articles, read_article
 
-CACHE = "wiki/concept/cache.md"
+CACHE = "wiki/decision/cache.md"
 BILLING = "wiki/concept/billing.md"
 
 

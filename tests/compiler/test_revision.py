@@ -8,7 +8,7 @@ from compiler.write import apply_patches
 from kb_ai.cli import main
 from wiki import list_articles, read_article
 
-CACHE = "wiki/concept/cache.md"
+CACHE = "wiki/decision/cache.md"
 
 
 def compile_folder(kb, folder):

@@ -46,7 +46,7 @@ def test_the_delete_button_removes_a_source_and_its_lone_article(
 
 def test_the_health_page_lists_what_lint_finds(kb, fake_model, tmp_path, settings, model):
     compile_notes(kb, NOTES, tmp_path)
-    article = read_article(kb, "wiki/concept/cache.md")
+    article = read_article(kb, "wiki/decision/cache.md")
     article.body += "\nSee [[no-such-page|the old plan]].\n"
     write_article(kb, article)
     with make_client(settings, model) as client:
@@ -74,10 +74,10 @@ def test_the_review_page_approves_only_same_origin_posts(kb, fake_model, tmp_pat
         refused = client.post(
             f"/review/{run}/approve", data=token, headers={"origin": "http://evil.example"}
         )
-        assert refused.status_code == 403 and "wiki/concept/cache.md" not in list_articles(kb)
+        assert refused.status_code == 403 and "wiki/decision/cache.md" not in list_articles(kb)
         done = client.post(
             f"/review/{run}/approve", data=token, headers=SAME_ORIGIN, follow_redirects=False
         )
-        assert done.status_code == 303 and "wiki/concept/cache.md" in list_articles(kb)
+        assert done.status_code == 303 and "wiki/decision/cache.md" in list_articles(kb)
         again = client.post(f"/review/{run}/approve", data=token, headers=SAME_ORIGIN)
         assert again.status_code == 400  # approved already
