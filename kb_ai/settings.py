@@ -201,6 +201,11 @@ class Settings:
         "Follow-up rounds after the first reading: search terms the model learned from the"
         " pages (a bridge entity) or pages they link to. 0 turns follow-ups off.",
     )
+    review: bool = _setting(
+        False,
+        "Commit each compile run to a branch review/<run id> for a person to approve"
+        " (kb-ai review), instead of to main.",
+    )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
     )
