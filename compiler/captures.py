@@ -80,9 +80,7 @@ def take_spool(
             result.waiting += len(records)
             result.next_at = due if result.next_at is None else min(result.next_at, due)
             continue
-        claimed = [
-            (c, r) for p, r in records if (c := spool.claim(kb.state_dir, p)) is not None
-        ]
+        claimed = [(c, r) for p, r in records if (c := spool.claim(kb.state_dir, p)) is not None]
         if claimed:
             _take(kb, conn, settings, claimed, result)
     return result

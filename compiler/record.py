@@ -67,9 +67,8 @@ def record_sources(
                 prompt_version=prompt_version,
                 status="ok" if error is None else "failed",
                 error=error,
-                articles=sorted(set(paths) | set(w.previous_articles))
-                if error is None
-                else w.previous_articles,
+                # what it feeds now: an article it fed before and not now has lost it
+                articles=sorted(set(paths)) if error is None else w.previous_articles,
             )
         set_meta(conn, RUN_RECORDED, "1")
         conn.commit()

@@ -31,6 +31,7 @@ class CompileResult:
     duration_s: float = 0.0
     redactions: int = 0  # secrets and <private> spans removed before storing or sending
     checks: list[str] = field(default_factory=list)  # what the checks changed to accept a reply
+    review: str | None = None  # the branch the run waits on for approval (review mode)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,4 +47,5 @@ class CompileResult:
             "duration_s": round(self.duration_s, 3),
             "redactions": self.redactions,
             "checks": self.checks,
+            "review": self.review,
         }

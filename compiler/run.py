@@ -20,9 +20,11 @@ from pathlib import Path, PurePosixPath
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
+from compiler.dating import source_date
 from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, archive_limits, pending_files, still_pending
 from compiler.links import LinkTargets, link_mentions
+from compiler.recompose import needs_rewrite, plan_rewrite
 from compiler.record import (
     INDEX_FINGERPRINT,
     commit_message,
@@ -33,6 +35,7 @@ from compiler.record import (
 )
 from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
+from compiler.review import hold_for_review
 from compiler.runs import RunTracker
 from compiler.sources import Source, discover
 from compiler.work import Plan, Work
@@ -50,6 +53,7 @@ from wiki import (
     all_sources,
     commit_all,
     current_catalog,
+    delete_article,
     get_meta,
     open_state,
     read_article,
@@ -102,6 +106,9 @@ class Compiler:
         self._tasks = Interruptible()
         self._llm: LLM | None = None
         self._catalog: list[CatalogEntry] = []  # as the run started
+        # Articles a revised source no longer feeds: path -> the raw paths that left it.
+        self._dropped: dict[str, set[str]] = {}
+        self.deleted: list[str] = []  # articles left with no source, deleted by the run
         self._catalog_ns = 0
 
     # -- entry points ---------------------------------------------------------------
@@ -178,12 +185,16 @@ class Compiler:
             tracker.finish(state, result.as_dict(), result.commit)
             return result
         with closing(open_state(self.kb)) as conn:
-            record_run(
+            run_id = record_run(
                 conn,
                 run_started.isoformat(),
                 datetime.now(UTC).isoformat(),
                 result.as_dict(),
                 result.commit,
+            )
+        if self.settings.review and result.commit:  # main stays as it was until approved
+            result.review = await run_io(
+                hold_for_review, self.kb, run_id, result.commit, list(result.compiled)
             )
         return result
 
@@ -297,6 +308,26 @@ class Compiler:
             existing = (
                 await asyncio.to_thread(read_article, self.kb, path) if target.exists else None
             )
+            rewrite = None
+            dropped = self._dropped.get(path, set())
+            if existing is not None and needs_rewrite(
+                existing, material, dropped, self.settings.patch_threshold_chars
+            ):
+                rewrite = await run_io(
+                    plan_rewrite,
+                    self.kb,
+                    existing,
+                    material,
+                    dropped,
+                    self.settings.patch_threshold_chars,
+                )
+            if rewrite is not None:
+                if not rewrite.material:  # no source left: the article goes
+                    await run_io(delete_article, self.kb, path)
+                    self.deleted.append(path)
+                    stager.add(path)
+                    return
+                target, material, existing = rewrite.target, rewrite.material, rewrite.existing
             article = await compile_article(
                 llm,
                 PROMPTS,
@@ -306,6 +337,8 @@ class Compiler:
                 patch_threshold=self.settings.patch_threshold_chars,
                 notes=notes.setdefault(path, []),
             )
+            if rewrite is not None:
+                article = rewrite.finish(article)
             article = replace(article, body=link_mentions(article.body, targets, article.path))
 
             def store() -> None:
@@ -321,6 +354,8 @@ class Compiler:
         article_errors: dict[str, str] = {}
         for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
             result.checks += [f"{path}: {note}" for note in notes.get(path, [])]
+            if path in self.deleted:
+                continue
             if path in written:
                 (result.updated if target.exists else result.created).append(path)
             else:
@@ -431,19 +466,22 @@ class Compiler:
             if w.error or w.extraction is None:
                 continue
             text = w.extraction.to_markdown()
+            when = source_date(w.source.text, w.source.origin, datetime.now(UTC).isoformat())
+            dated = (when.date, when.stated)
             targets = list(w.targets)
-            for (
-                old
-            ) in w.previous_articles:  # a revised source must be able to take back what it said
+            for old in w.previous_articles:  # fed before, not now: the source leaves it
                 if old in existing and all(t.path != old for t in targets):
-                    targets.append(Target(old, "", "", exists=True))
+                    self._dropped.setdefault(old, set()).add(w.raw_path)
+                    plan.setdefault(old, (Target(old, "", "", exists=True), [], []))
             for t in targets:
                 slug = PurePosixPath(t.path).stem
                 path = by_slug.setdefault(slug, t.path)
                 if path != t.path or (path in plan and not t.exists):
                     t = plan[path][0] if path in plan else Target(path, t.title, t.type, True)
                 revised = w.previous_text is not None and path in w.previous_articles
-                material = Material(w.raw_path, text, revised, w.previous_text if revised else None)
+                material = Material(
+                    w.raw_path, text, revised, w.previous_text if revised else None, *dated
+                )
                 entry = plan.setdefault(path, (t, [], []))
                 entry[1].append(material)
                 entry[2].append(i)

@@ -112,7 +112,7 @@ PATCH_SCHEMA = _obj(
                     "section": _str(
                         120, "the exact heading text of an existing section, or a new one"
                     ),
-                    "op": {"type": "string", "enum": ["replace", "append", "add"]},
+                    "op": {"type": "string", "enum": ["replace", "append", "add", "remove"]},
                     "content": _str(8_000),
                 }
             ),

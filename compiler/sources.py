@@ -344,7 +344,9 @@ def read_source(
         text=text,
         checksum=checksum,
         size=len(data),
-        chunks=pack_turns(text, chunk_chars) if kind == "transcript" else chunk_text(text, chunk_chars),
+        chunks=pack_turns(text, chunk_chars)
+        if kind == "transcript"
+        else chunk_text(text, chunk_chars),
         redactions=found + redacted,
     )
 
@@ -441,6 +443,8 @@ def source_from_text(
         text=clean,
         checksum=hashlib.sha256(data).hexdigest(),
         size=len(data),
-        chunks=pack_turns(clean, chunk_chars) if kind == "transcript" else chunk_text(clean, chunk_chars),
+        chunks=pack_turns(clean, chunk_chars)
+        if kind == "transcript"
+        else chunk_text(clean, chunk_chars),
         redactions=found + redacted,
     )

@@ -172,17 +172,21 @@ class Worker:
                         queue.finish(task["id"], result={"skipped": part.reason})
                         continue
                     text = data.decode("utf-8")
-                    src = part.source if part is not None else source_from_text(
-                        task_origin(task),
-                        task["title"] or task["filename"],
-                        text,
-                        kind=task["kind"],
-                        chunk_chars=self.settings.chunk_chars,
-                        max_bytes=max(
-                            self.settings.max_source_bytes, self.settings.max_transcript_bytes
+                    src = (
+                        part.source
+                        if part is not None
+                        else source_from_text(
+                            task_origin(task),
+                            task["title"] or task["filename"],
+                            text,
+                            kind=task["kind"],
+                            chunk_chars=self.settings.chunk_chars,
+                            max_bytes=max(
+                                self.settings.max_source_bytes, self.settings.max_transcript_bytes
+                            )
+                            if task["kind"] == "transcript"
+                            else self.settings.max_source_bytes,
                         )
-                        if task["kind"] == "transcript"
-                        else self.settings.max_source_bytes,
                     )
                 except UnicodeDecodeError as exc:
                     queue.finish(

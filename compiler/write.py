@@ -35,6 +35,8 @@ class Material:
     text: str  # the extraction as Markdown
     revised: bool = False
     previous: str | None = None  # the earlier extraction of a revised source
+    date: str = ""  # when its facts held (compiler/dating.py)
+    dated: bool = False  # the date is the source's own, not the day it was added
 
 
 _FENCE = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.S)
@@ -84,7 +86,8 @@ def split_sections(body: str) -> list[tuple[str | None, str]]:
 
 
 def apply_patches(body: str, patches: list[dict]) -> str:
-    """Apply section patches; a patch naming an unknown section adds that section."""
+    """Apply section patches; a patch naming an unknown section adds that section, and
+    op "remove" takes a section out."""
     sections = split_sections(body)
     for patch in patches:
         if not isinstance(patch, dict):
@@ -92,11 +95,15 @@ def apply_patches(body: str, patches: list[dict]) -> str:
         name = str(patch.get("section") or "").strip().lstrip("#").strip()
         content = str(patch.get("content") or "").strip()
         op = patch.get("op")
-        if not name or not content:
-            continue
         index = next(
             (i for i, (h, _) in enumerate(sections) if h and h.lower() == name.lower()), None
         )
+        if op == "remove":  # what no source supports any more leaves with its section
+            if index is not None:
+                del sections[index]
+            continue
+        if not name or not content:
+            continue
         if index is None:
             sections.append((name, f"## {name}\n\n{content}"))
             continue
@@ -132,7 +139,12 @@ async def compile_article(
     kind = existing.type if existing else target.type
     previous = existing.body if existing else ""
     texts = [m.text for m in material]
-    evidence = evidence_for([*texts, *(m.source for m in material)], previous, title)
+    # a source's date is material too: the writer dates facts and history lines by it
+    evidence = evidence_for(
+        [*texts, *(m.source for m in material), *(m.date for m in material if m.date)],
+        previous,
+        title,
+    )
     findings: list[str] = []
     for attempt in (1, 2):
         draft = await _draft(

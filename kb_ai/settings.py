@@ -206,6 +206,11 @@ class Settings:
         "Treat the model as small: answers are extracted (the model picks sentences of the"
         " pages read and kb-ai quotes them) instead of written. Always so for local models.",
     )
+    review: bool = _setting(
+        False,
+        "Commit each compile run to a branch review/<run id> for a person to approve"
+        " (kb-ai review), instead of to main.",
+    )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
     )

@@ -11,18 +11,21 @@ from retrieval.ask import (
     ask,
 )
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
+from retrieval.checks import AnswerCheck, Finding
 from retrieval.pages import Citation, Page, check_paths, read_page, validate_citations
 from retrieval.sessions import ChatStore
 
 __all__ = [
     "NOT_COVERED",
     "Answer",
+    "AnswerCheck",
     "Asker",
     "Catalog",
     "ChatStore",
     "Citation",
     "EmptyWikiError",
     "Event",
+    "Finding",
     "Page",
     "SelectionError",
     "Turn",

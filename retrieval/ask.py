@@ -1,17 +1,19 @@
 """Ask: question -> (standalone question) -> candidates -> selected pages -> read whole
--> (bounded follow-ups: search terms learned from the pages, linked pages) -> answer with
-citations validated against the pages read.
+-> (bounded follow-ups: search terms learned from the pages, linked pages) -> answer,
+checked sentence by sentence against the pages read.
 
 `ask_events` yields what a user interface shows as it happens (status, answer deltas)
 and ends with one `done` event carrying the Answer, or an `error` event. `ask` runs it
 to the end. No step ever answers without context silently: a failed selection is an
-error the user sees, and a question the pages do not cover is answered as such.
+error the user sees, and a question the pages do not cover is answered as such: without
+a model call when no candidate page shares a meaningful term with the question (see
+terms.py), and after the answer's checks (checks.py) when nothing the model said is in
+the pages read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, closing
 from dataclasses import dataclass, field
@@ -24,14 +26,16 @@ from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
 from retrieval import extractive
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
+from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
+from retrieval.chunks import SentenceCutter
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
-from retrieval.pages import Citation, Page, check_paths, link_targets, read_page, validate_citations
+from retrieval.pages import Citation, Page, check_paths, link_targets, read_page
+from retrieval.terms import shares_a_term, terms
 from wiki import KnowledgeBase, compile_under_way, normalise_article_path, open_state
 from wiki.indexing import index_is_current, refresh_search_index
 from wiki.search import SearchIndex
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
-NOT_COVERED = "The wiki does not cover this question."
 MAX_QUESTION_CHARS = 4_000
 
 
@@ -58,6 +62,7 @@ class Answer:
     question: str = ""  # the standalone question actually answered
     covered: bool = True
     shortlisted: bool = False
+    findings: list[Finding] = field(default_factory=list)  # what the checks removed, and why
     hops: list[Hop] = field(default_factory=list)  # each search-and-read round, in order
 
     def as_dict(self) -> dict[str, Any]:
@@ -69,6 +74,7 @@ class Answer:
             "usage": self.usage.as_dict(),
             "question": self.question,
             "covered": self.covered,
+            "findings": [f.as_dict() for f in self.findings],
         }
 
 
@@ -106,6 +112,7 @@ class Asker:
         self.settings = settings
         self.llm = llm
         self.usage = Usage()
+        self.findings: list[Finding] = []  # of the question being answered
 
     def _paid(self, reply: Completion) -> Completion:
         self.usage = self.usage + reply.usage
@@ -128,6 +135,7 @@ class Asker:
         self, question: str, history: Sequence[Turn], paths: Sequence[str] | None
     ) -> AsyncIterator[Event]:
         question = " ".join(question.split())
+        self.findings = []
         if not question:
             raise UsageError(
                 "The question is empty", hint='ask something, e.g. kb-ai ask "Why did we ..."'
@@ -160,7 +168,14 @@ class Asker:
             yield Event("status", {"stage": "selecting"})
             chosen, shortlisted = await self._select(standalone, catalog)
             if not chosen:
-                answer = Answer(NOT_COVERED, [], [], self.usage, standalone, False, shortlisted)
+                answer = Answer(
+                    NOT_COVERED,
+                    usage=self.usage,
+                    question=standalone,
+                    covered=False,
+                    shortlisted=shortlisted,
+                    findings=self.findings,
+                )
                 yield Event("delta", {"text": answer.answer})
                 yield Event("done", answer.as_dict())
                 return
@@ -182,30 +197,49 @@ class Asker:
         messages = PROMPTS.render(
             "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
         )
+        # Each sentence is checked against the pages before it is shown (checks.py).
+        check = AnswerCheck(pages, standalone)
+        cutter = SentenceCutter()
+        said: list[str] = []
         final: Completion | None = None
         if self.settings.answers_extractively:
-            # A small model picks sentences of the pages; kb-ai quotes them verbatim.
+            # A small model picks sentences of the pages; kb-ai quotes them verbatim,
+            # through the same sentence checks as any answer.
             pieces = await self._pick_sentences(standalone, pages, history)
-            for piece in pieces:
-                yield Event("delta", {"text": piece})
-            raw = "".join(pieces)
+            said.extend(pieces)
+            for sentence in [s for p in pieces for s in cutter.feed(p)] + cutter.flush():
+                if shown := check.check(sentence):
+                    yield Event("delta", {"text": shown})
         else:
-            parts: list[str] = []
             async for item in self.llm.stream(messages, stage="answer"):
                 if isinstance(item, Completion):
                     final = self._paid(item)
-                else:
-                    parts.append(item)
-                    yield Event("delta", {"text": item})
-            raw = final.text if final is not None and final.text else "".join(parts)
-        text, cited = validate_citations(raw, pages)
-        if not text.strip():
+                    continue
+                said.append(item)
+                for sentence in cutter.feed(item):
+                    if shown := check.check(sentence):
+                        yield Event("delta", {"text": shown})
+            if not said and final is not None and final.text:
+                said.append(final.text)
+                cutter.feed(final.text)
+            for sentence in cutter.flush() if said else []:
+                if shown := check.check(sentence):
+                    yield Event("delta", {"text": shown})
+        if not "".join(said).strip():
             if final is not None:
                 final.reject()
             raise LLMOutputError("the model returned an empty answer")
-        covered = bool(cited) or not _says_not_covered(text)
+        if tail := check.finish():
+            yield Event("delta", {"text": tail})
         answer = Answer(
-            text, cited, [p.path for p in pages], self.usage, standalone, covered, hops=hops
+            check.text,
+            check.citations,
+            [p.path for p in pages],
+            self.usage,
+            standalone,
+            check.covered,
+            hops=hops,
+            findings=self.findings + check.findings,
         )
         if final is not None:
             final.accept()  # after the last check of the answer
@@ -349,7 +383,15 @@ class Asker:
         messages, paths, shortlisted = await asyncio.to_thread(
             self.selection_prompt, question, catalog
         )
-        if not paths:
+        wanted = terms(question)
+        if not paths or not await asyncio.to_thread(self._any_shares, wanted, paths, catalog):
+            self.findings.append(
+                Finding(
+                    "coverage",
+                    "no page of the wiki shares a meaningful term with the question, "
+                    "so no model was asked",
+                )
+            )
             return [], shortlisted
         try:
             chosen = await self._pick(messages, paths, self.settings.select_k)
@@ -363,7 +405,35 @@ class Asker:
             ) from exc
         if chosen is None:
             raise SelectionError("Page selection returned no list of paths, so no answer was given")
-        return chosen, shortlisted
+        related = await asyncio.to_thread(
+            lambda: [p for p in chosen if shares_a_term(wanted, self._page_text(p))]
+        )
+        for path in chosen:
+            if path not in related:
+                self.findings.append(
+                    Finding(
+                        "selection",
+                        "page not read: it shares no meaningful term with the question",
+                        path=path,
+                    )
+                )
+        return related, shortlisted
+
+    def _page_text(self, path: str) -> str:
+        try:
+            return self.kb.resolve(path, under="wiki").read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def _any_shares(self, wanted: set[str], paths: list[str], catalog: Catalog) -> bool:
+        """Whether any of the candidate pages shares a meaningful term with the question:
+        their catalog lines first, then their whole text."""
+        if not wanted:
+            return False
+        lines = catalog.lookup(paths)
+        if any(shares_a_term(wanted, line) for line in lines.values()):
+            return True
+        return any(shares_a_term(wanted, self._page_text(p)) for p in paths)
 
     async def _follow_up(
         self, question: str, pages: list[Page], catalog: Catalog, room: int
@@ -418,17 +488,6 @@ class Asker:
         return await self._pick(messages, offered, k) or []
 
 
-_NOT_COVERED = re.compile(
-    r"(does not|doesn't|do not|don't) (cover|contain|mention|say|include)|not covered|no information|"
-    r"没有|未涉及|不包含|記載がありません",
-    re.I,
-)
-
-
-def _says_not_covered(text: str) -> bool:
-    return bool(_NOT_COVERED.search(text[:400]))
-
-
 async def ask(
     kb: KnowledgeBase,
     settings: Settings,
@@ -452,5 +511,6 @@ async def ask(
                     d["question"],
                     d["covered"],
                     hops=[Hop(**h) for h in d["hops"]],
+                    findings=[Finding.of(f) for f in d["findings"]],
                 )
     raise LLMOutputError("the answer ended without a result")

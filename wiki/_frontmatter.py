@@ -9,6 +9,7 @@ byte for byte.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -67,8 +68,10 @@ def load_document(text: str, where: str) -> tuple[dict[str, Any], str]:
         )
     if rest and rest[0].strip() == "":
         rest = rest[1:]
+    meta = _simple_header(header)
     try:
-        meta = yaml.load(header, Loader=_StringLoader)  # noqa: S506 - a safe loader
+        if meta is None:
+            meta = yaml.load(header, Loader=_StringLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise KbAiError(
             f"{where}: the frontmatter is not valid YAML: {exc}",
@@ -82,3 +85,66 @@ def load_document(text: str, where: str) -> tuple[dict[str, Any], str]:
             hint="fix the file by hand or restore it with git",
         )
     return meta, "".join(rest)
+
+
+# The headers kb-ai writes use a small part of YAML: "key: scalar", "key: []" and
+# "key:" followed by "- scalar" lines, each scalar plain or single-quoted. Read here
+# without the YAML machinery (a lint of 1,000 articles spent most of its time in it);
+# anything else, or anything doubtful, goes to the YAML loader.
+_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?")
+_ITEM_LINE = re.compile(r" *- (.*)")
+_CONTROL = re.compile("[\x00-\x1f\x85\u2028\u2029\ufeff]")
+_PLAIN_START = set("-?:,[]{}#&*!|>'\"%@`")
+
+
+def _scalar(text: str) -> str | None:
+    """A plain or single-quoted scalar as YAML with no implicit types reads it, or None."""
+    text = text.rstrip(" ")
+    if not text:
+        return None
+    if text[0] == "'":
+        inner = text[1:-1] if len(text) > 1 and text.endswith("'") else None
+        if inner is None or "'" in inner.replace("''", ""):
+            return None
+        return inner.replace("''", "'")
+    if text[0] in _PLAIN_START or ": " in text or " #" in text or text.endswith(":"):
+        return None
+    if _CONTROL.search(text):
+        return None
+    return text
+
+
+def _simple_header(header: str) -> dict[str, Any] | None:
+    meta: dict[str, Any] = {}
+    items: list[str] | None = None
+    blocks = []  # keys with nothing after the colon: a list follows, or nothing
+    for line in header.split("\n"):
+        if not line:
+            continue
+        if items is not None and (m := _ITEM_LINE.fullmatch(line)):
+            value = _scalar(m.group(1))
+            if value is None:
+                return None
+            items.append(value)
+            continue
+        m = _KEY_LINE.fullmatch(line)
+        if m is None or m.group(1) in meta:
+            return None
+        rest = m.group(2)
+        if rest is None or rest == "":
+            items = []
+            meta[m.group(1)] = items
+            blocks.append(m.group(1))
+        elif rest == "[]":
+            items = None
+            meta[m.group(1)] = []
+        else:
+            items = None
+            value = _scalar(rest)
+            if value is None:
+                return None
+            meta[m.group(1)] = value
+    for key in blocks:  # "key:" with no items under it is an empty value
+        if not meta[key]:
+            meta[key] = ""  # (no implicit types: not None)
+    return meta

@@ -50,10 +50,17 @@ def read_article(kb: KnowledgeBase, rel: str) -> Article:
         raise NotFoundError(f"no article {rel}", hint="list the articles with `kb-ai list`")
     rel = kb.relpath(path)
     meta, body = load_document(path.read_text(encoding="utf-8"), rel)
+    return article_from(rel, meta, body)
+
+
+def article_from(rel: str, meta: dict[str, Any], body: str) -> Article:
+    """The article at ``rel`` from its parsed frontmatter and body (see read_article)."""
     parts = rel.split("/")
     return Article(
         path=rel,
-        title=one_line(meta.get("title")) or _first_heading(body) or path.stem.replace("-", " "),
+        title=one_line(meta.get("title"))
+        or _first_heading(body)
+        or parts[-1].removesuffix(".md").replace("-", " "),
         type=one_line(meta.get("type")) or (parts[1] if len(parts) > 2 else ""),
         summary=one_line(meta.get("summary")),
         tags=_str_list(meta.get("tags")),

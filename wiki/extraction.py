@@ -69,6 +69,15 @@ def read_extraction(kb: KnowledgeBase, rel: str) -> ExtractionRecord:
     )
 
 
+def read_extraction_data(kb: KnowledgeBase, slug: str) -> dict[str, Any]:
+    """Only the data of the extraction of raw/<slug>.md: its JSON block, without the
+    frontmatter (what a check over every source needs, read fast)."""
+    if not is_slug(slug):
+        raise UsageError(f"{slug!r} is not a valid slug for an extraction")
+    rel = f"extraction/{slug}.md"
+    return _read_data((kb.extraction_dir / f"{slug}.md").read_text(encoding="utf-8"), rel)
+
+
 def _read_data(body: str, where: str) -> dict[str, Any]:
     lines = [line.rstrip("\r") for line in body.split("\n")]
     hint = "delete the file; the next compile extracts the source again"

@@ -76,6 +76,22 @@ def refresh_search_index(
     return index
 
 
+def remove_from_tables(conn: sqlite3.Connection, paths: Sequence[str]) -> None:
+    """Drop deleted articles from the search index and the catalog lines."""
+    if not paths:
+        return
+    SearchIndex(conn).remove(paths)
+    apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
+    with conn:
+        conn.executemany("DELETE FROM catalog_lines WHERE path = ?", [(p,) for p in paths])
+
+
+def rebuild_tables(conn: sqlite3.Connection, articles: Sequence[Article]) -> None:
+    """Make the search index and the catalog lines hold exactly ``articles``."""
+    SearchIndex(conn).sync(search_doc(a) for a in articles)
+    _store_lines(conn, articles, replace_all=True)
+
+
 def _read(kb: KnowledgeBase, paths: list[str], given: Mapping[str, Article]) -> list[Article]:
     """The articles at ``paths``, from ``given`` where there; unreadable ones left out."""
     out: list[Article] = []

@@ -167,6 +167,13 @@ class SearchIndex:
             indexed = [path for (path,) in self._conn.execute("SELECT path FROM search_docs")]
             self.remove(path for path in indexed if path not in wanted)
 
+    def stale_paths(self, docs: Iterable[SearchDoc]) -> list[str]:
+        """The paths where the index differs from ``docs``: missing, changed or extra."""
+        known = dict(self._conn.execute("SELECT path, hash FROM search_docs"))
+        wanted = {doc.path: _content_hash(doc) for doc in docs}
+        stale = [path for path, digest in wanted.items() if known.get(path) != digest]
+        return sorted(stale + [path for path in known if path not in wanted])
+
     def count(self) -> int:
         """Number of indexed articles."""
         return self._conn.execute("SELECT count(*) FROM search_docs").fetchone()[0]

@@ -179,6 +179,20 @@ def upsert_source(
     )
 
 
+def delete_source(conn: sqlite3.Connection, origin: str) -> None:
+    """Forget the source ``origin`` (it was removed from the knowledge base)."""
+    _write(conn, "DELETE FROM sources WHERE origin = ?", (origin,))
+
+
+def set_source_articles(conn: sqlite3.Connection, origin: str, articles: list[str]) -> None:
+    """Record the articles the source ``origin`` feeds now."""
+    _write(
+        conn,
+        "UPDATE sources SET articles = ? WHERE origin = ?",
+        (json.dumps(list(articles), ensure_ascii=False), origin),
+    )
+
+
 def source_articles(row: sqlite3.Row) -> list[str]:
     """The article paths recorded for a source row."""
     return json.loads(row["articles"]) if row["articles"] else []

@@ -145,6 +145,16 @@ def init(ctx: Context, no_hint: bool) -> None:
     "--concurrency", type=click.IntRange(1, 256), help="Model calls in flight (default 8)."
 )
 @click.option("--force", is_flag=True, help="Recompile sources even when they are unchanged.")
+@click.option(
+    "--review/--no-review",
+    default=None,
+    help="Commit the run to a branch review/<run id> for approval (kb-ai review), not main.",
+)
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="First remove the sources compiled from these folders that are gone from them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @pass_context
 @translate_errors
@@ -154,6 +164,8 @@ def compile(
     model: str | None,
     concurrency: int | None,
     force: bool,
+    review: bool | None,
+    prune: bool,
     as_json: bool,
 ) -> None:
     """Compile files, folders and URLs into wiki articles; one git commit per run.
@@ -173,8 +185,14 @@ def compile(
     from kb_ai.progress import LineProgress, StageProgress
     from wiki import KnowledgeBase
 
-    settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency)
+    settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency, review=review)
     kb = KnowledgeBase.open(settings.kb_dir)
+    if prune:
+        from compiler.removal import prune_folders
+
+        for removal in asyncio.run(prune_folders(kb, settings, paths)):
+            if not as_json:
+                print_removal(removal, as_json=False)
     ctx.announce(settings)
     terminal = sys.stderr.isatty()
     with StageProgress(enabled=not as_json and terminal) as bar:
@@ -211,7 +229,10 @@ def _print_compile(result: Any) -> None:
         click.echo(f"  failed   {failure.source}: {failure.error}", err=True)
     u = result.usage
     tail = f"{u.calls} model call(s), {u.prompt_tokens:,} prompt tokens, ${u.cost_usd:.4f}"
-    if result.commit:
+    if result.review:
+        click.echo(f"Held for review on {result.review} · {tail}")
+        click.echo(f"  kb-ai review show {result.review[7:]}, then approve or reject it")
+    elif result.commit:
         click.echo(f"Commit {result.commit} · {tail}")
     elif u.calls or done:
         click.echo(tail)
@@ -219,6 +240,24 @@ def _print_compile(result: Any) -> None:
         click.echo(
             "Interrupted: what finished is committed; run the command again for the rest.", err=True
         )
+
+
+def print_removal(result: Any, as_json: bool) -> None:
+    """What `kb-ai rm` (or compile --prune) removed, as text or JSON."""
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
+        return
+    for r in result.removed:
+        click.echo(f"  removed  {r.raw_path} ({r.origin})")
+    for path in result.deleted:
+        click.echo(f"  deleted  {path} (no source left)")
+    for path in result.rewritten:
+        click.echo(f"  rewrote  {path}")
+    u = result.usage
+    click.echo(
+        f"Removed {len(result.removed)} source(s); commit {result.commit or '-'}"
+        f" · {u.calls} model call(s)"
+    )
 
 
 @main.command()
@@ -248,7 +287,10 @@ def status(ctx: Context, as_json: bool) -> None:
         for origin in stale["changed"][:10]:
             click.echo(f"    {origin}")
     if stale["missing"]:
-        click.echo(f"  missing on disk: {len(stale['missing'])}")
+        click.echo(
+            f"  missing on disk: {len(stale['missing'])}"
+            " (kb-ai compile --prune DIR, or kb-ai rm FILE, takes what they said out)"
+        )
     if stale["lag"]:
         click.echo(
             f"  lag: {len(stale['lag'])} source(s) extracted with another model or prompt "
@@ -283,6 +325,9 @@ LAZY_COMMANDS = {
     "hooks": "kb_ai.cli.hooks",
     "worker": "kb_ai.cli.hooks",
     "settings": "kb_ai.cli.settings",
+    "lint": "kb_ai.cli.lint",
+    "rm": "kb_ai.cli.remove",
+    "review": "kb_ai.cli.review",
     "watch": "kb_ai.cli.watch",
 }
 

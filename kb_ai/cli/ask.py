@@ -62,6 +62,12 @@ def _print_sources(done: dict[str, Any]) -> None:
             click.echo(f"  [{c['title']}]({c['path']})")
     if done["read"]:
         click.echo("Read: " + ", ".join(done["read"]))
+    if done.get("findings"):
+        counts: dict[str, int] = {}
+        for f in done["findings"]:
+            counts[f["check"]] = counts.get(f["check"], 0) + 1
+        listed = ", ".join(f"{n} {check}" for check, n in counts.items())
+        click.echo(f"Checks: {listed} (what was removed and why: --json)")
 
 
 @main.command()
@@ -69,7 +75,10 @@ def _print_sources(done: dict[str, Any]) -> None:
 @click.option("--paths", help="Answer from exactly these pages (comma-separated wiki paths).")
 @click.option("--model", help="Model for this question (overrides KB_AI_MODEL and kb-ai.toml).")
 @click.option(
-    "--json", "as_json", is_flag=True, help="Print answer, citations, pages read and usage as JSON."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print answer, citations, pages read, usage, covered and the checks' findings as JSON.",
 )
 @pass_context
 @translate_errors
@@ -78,8 +87,11 @@ def ask(
 ) -> None:
     """Answer QUESTION from the wiki, with [Title](path) citations.
 
-    The answer streams as it is written, followed by its sources and the pages read.
-    When the wiki does not cover the question, the answer says so and cites nothing.
+    The answer streams as it is written, each sentence once it is checked against the
+    pages read (numbers, names and dates must be in them; a cited page must contain the
+    claim), followed by its sources and the pages read. When the wiki does not cover
+    the question, the answer says so and cites nothing, without asking the model when
+    no page shares a meaningful word with the question.
     """
     from retrieval import Asker
 
@@ -101,7 +113,7 @@ def ask(
 
     done = asyncio.run(go())
     if as_json:
-        keys = ("answer", "citations", "read", "usage")
+        keys = ("answer", "citations", "read", "usage", "covered", "findings")
         click.echo(json.dumps({k: done[k] for k in keys}, ensure_ascii=False))
     else:
         _print_sources(done)

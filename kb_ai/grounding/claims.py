@@ -57,6 +57,12 @@ NUMBER_WORDS = {
     )
 }
 NUMBER_WORDS.update({"a dozen": "12", "dozen": "12", "hundred": "100", "thousand": "1000"})
+# The tens and what is written with them: "thirty" is 30, "forty-five" and "forty five" 45.
+_UNITS = _words("one two three four five six seven eight nine")
+for _n, _tens in enumerate(_words("twenty thirty forty fifty sixty seventy eighty ninety"), 2):
+    NUMBER_WORDS[_tens] = str(10 * _n)
+    NUMBER_WORDS.update({f"{_tens}-{u}": str(10 * _n + i) for i, u in enumerate(_UNITS, 1)})
+    NUMBER_WORDS.update({f"{_tens} {u}": str(10 * _n + i) for i, u in enumerate(_UNITS, 1)})
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b")
 CJK_NUMERALS = {c: str(i) for i, c in enumerate("零一二三四五六七八九十")} | {"两": "2"}
 

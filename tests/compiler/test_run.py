@@ -72,7 +72,9 @@ def test_unchanged_sources_cost_nothing_and_make_no_commit(kb, settings, fake_ll
     assert len(git(kb, "log", "--format=%s").splitlines()) == 2
 
 
-def test_changed_source_is_merged_again_with_what_it_said_before(kb, settings, fake_llm, notes):
+def test_changed_source_rewrites_its_article_from_the_current_material(
+    kb, settings, fake_llm, notes
+):
     src = write_note(notes, "dns.md", DNS_NOTE)
     first = compile_paths(kb, settings, fake_llm, src)
     src.write_text(DNS_NOTE.replace("4,000 lines", "6,500 lines"), encoding="utf-8")
@@ -82,8 +84,10 @@ def test_changed_source_is_merged_again_with_what_it_said_before(kb, settings, f
     assert result.updated == first.created and result.created == []
     write_call = next(c for c in llm.calls if c.stage == "write")
     prompt = write_call.messages[-1]["content"]
-    assert "revised" in prompt and "4,000 lines" in prompt  # the earlier version, to take back
-    assert "6,500 lines" in read_article(kb, first.created[0]).body
+    # written from what the source says now, not patched onto the old text
+    assert "<article>" not in prompt and "4,000 lines" not in prompt
+    body = read_article(kb, first.created[0]).body
+    assert "6,500 lines" in body and "4,000 lines" not in body
 
 
 def test_results_do_not_depend_on_completion_order(kb, settings, notes, tmp_path):

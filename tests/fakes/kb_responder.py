@@ -97,6 +97,7 @@ def stage_of(request: dict[str, Any]) -> str:
         ("body", "write"),
         ("paths", "select"),
         ("question", "rewrite"),
+        ("issues", "lint"),
         ("enough", "follow"),
     ):
         if key in props:
@@ -227,12 +228,53 @@ def _material_sections(user: str) -> list[tuple[str, str]]:
     return list(zip(sources, _between(user, "material"), strict=False))
 
 
+def _dated_sections(user: str) -> dict[str, str]:
+    """source -> the date its material header says the source states ("dated ...")."""
+    return dict(re.findall(r"^Material from (\S+?) \(dated ([\d-]+)\)", user, re.M))
+
+
+def _summary_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][len("Summary: ") :] if lines and lines[0].startswith("Summary: ") else ""
+
+
+def _dated_body(sections: list[tuple[str, str]], dates: dict[str, str]) -> str:
+    """What the write prompt's rules ask for dated material that disagrees: the newest
+    current, older ones in dated history lines, same-date disagreement as a conflict."""
+    ordered = sorted(sections, key=lambda st: dates[st[0]], reverse=True)
+    newest = dates[ordered[0][0]]
+    same = [(s, t) for s, t in ordered if dates[s] == newest]
+    parts = []
+    if len({_summary_line(t) for _, t in same}) > 1:
+        said = "; ".join(f"{s} says {_summary_line(t)}" for s, t in same)
+        parts.append(f"Conflict ({newest}): {said}")
+    else:
+        source, text = same[0]
+        parts.append(f"## Current (from {source}, dated {newest})\n\n{text.strip()}")
+    older = [(s, t) for s, t in ordered if dates[s] != newest]
+    if older:
+        lines = []
+        later = newest
+        for source, text in older:
+            lines.append(f"- Until {later}: {_summary_line(text)} ({source})")
+            later = dates[source]
+        parts.append("## History\n\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def write(request: dict[str, Any]) -> dict[str, Any]:
     user = _user(request)
     existing = _between(user, "article")
     body = existing[0].strip() if existing else ""
     summary = ""
-    for source, text in _material_sections(user):
+    sections = _material_sections(user)
+    dates = _dated_sections(user)
+    dated = [(s, t) for s, t in sections if s in dates]
+    if len(dated) > 1 and not existing:
+        body = _dated_body(dated, dates)
+        summary = _summary_line(max(dated, key=lambda st: dates[st[0]])[1])
+        sections = [(s, t) for s, t in sections if s not in dates]
+    for source, text in sections:
         lines = text.strip().splitlines()
         if lines and lines[0].startswith("Summary: "):
             summary = summary or lines[0][len("Summary: ") :]
@@ -246,8 +288,9 @@ def write(request: dict[str, Any]) -> dict[str, Any]:
     # Within the schema's bound, as a model under constrained decoding stays (kb-ai refuses
     # a body far past it): cut at the last line that fits.
     limit = schema_of(request)["properties"]["body"].get("maxLength") or len(body)
-    if len(body) > limit:
-        body = body[:limit].rsplit("\n", 1)[0].rstrip()
+    if len(body) > limit:  # a shorter article, ending on a sentence, as the checks require
+        cut = body[: limit - 500]
+        body = cut[: max(cut.rfind(". "), cut.rfind(".\n")) + 1].rstrip() or cut
     return {"title": "", "summary": summary[:200], "tags": _topics(body, 3), "body": body}
 
 
@@ -304,6 +347,23 @@ def answer(request: dict[str, Any]) -> str:
     return f"{fact} [{title}]({path})"
 
 
+def lint(request: dict[str, Any]) -> dict[str, Any]:
+    """`lint --deep`: a sentence of an article with a number its source material lacks."""
+    issues = []
+    for block in _user(request).split("=== Article ")[1:]:
+        head, _, rest = block.partition("\n")
+        body, _, material = rest.partition("--- Its source material")
+        path = head.split(" ", 1)[0]
+        for sentence in _sentences(body):
+            numbers = re.findall(r"\d+", sentence)
+            if material.strip() and any(n not in material for n in numbers):
+                why = "the source material does not state this number"
+                issues.append(
+                    {"kind": "unsupported", "paths": [path], "statement": sentence, "why": why}
+                )
+    return {"issues": issues}
+
+
 HANDLERS = {
     "extract": extract,
     "classify": classify,
@@ -311,6 +371,7 @@ HANDLERS = {
     "patch": patch,
     "select": select,
     "rewrite": rewrite,
+    "lint": lint,
     "follow": lambda request: {"enough": True, "search": []},
 }
 

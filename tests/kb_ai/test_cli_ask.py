@@ -39,11 +39,12 @@ def cli(kb, *args, input=None):
     )
 
 
-def test_ask_json_has_answer_citations_read_and_usage(kb, server):
+def test_ask_json_has_answer_citations_read_usage_and_the_checks(kb, server):
     result = cli(kb, "ask", "--json", "How long are nightly backups kept?")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"answer", "citations", "read", "usage"}
+    assert set(data) == {"answer", "citations", "read", "usage", "covered", "findings"}
+    assert data["covered"] is True and data["findings"] == []
     assert data["citations"] == [
         {"title": "Nightly backups", "path": "wiki/concept/nightly-backups.md"}
     ]
@@ -62,9 +63,46 @@ def test_ask_streams_the_answer_then_lists_sources(kb, server):
 
 
 def test_an_uncovered_question_says_so_and_cites_nothing(kb, server):
+    asked = len(server.requests)
     data = json.loads(cli(kb, "ask", "--json", "What colour is the office carpet?").output)
-    assert data["citations"] == []
+    assert data["citations"] == [] and data["covered"] is False
     assert "does not cover" in data["answer"]
+    assert len(server.requests) == asked  # declined without a model call
+    assert data["usage"]["calls"] == 0
+
+
+def test_an_outside_knowledge_answer_is_not_passed_on(kb, server, monkeypatch):
+    monkeypatch.setenv("KB_AI_MAX_HOPS", "0")  # the replies are scripted call by call
+    # the question shares "main" with the backups page, so the model is asked; it picks
+    # that page and answers from what it knows
+    server.queue(
+        Reply('{"paths": ["wiki/concept/nightly-backups.md"]}'),
+        Reply(
+            "The main city of Mongolia is Ulaanbaatar, home to 1.6 million people "
+            "[Nightly backups](wiki/concept/nightly-backups.md)."
+        ),
+    )
+    data = json.loads(cli(kb, "ask", "--json", "What is the main city of Mongolia?").output)
+    assert "Ulaanbaatar" not in data["answer"] and "1.6" not in data["answer"]
+    assert data["covered"] is False and data["citations"] == []
+    assert {f["check"] for f in data["findings"]} == {"grounding"}
+
+
+def test_an_invented_number_is_left_out_and_the_terminal_says_so(kb, server, monkeypatch):
+    monkeypatch.setenv("KB_AI_MAX_HOPS", "0")  # the replies are scripted call by call
+    server.queue(
+        Reply('{"paths": ["wiki/concept/nightly-backups.md"]}'),
+        Reply(
+            "Backups of the main database run nightly at 02:00 "
+            "[Nightly backups](wiki/concept/nightly-backups.md). "
+            "Copies are kept for 90 days [Nightly backups](wiki/concept/nightly-backups.md)."
+        ),
+    )
+    result = cli(kb, "ask", "How long are backup copies kept?")
+    assert result.exit_code == 0, result.output
+    body, _, tail = result.output.partition("\nSources:\n")
+    assert "02:00" in body and "90" not in result.output
+    assert "left out" in body and "Checks: 1 grounding" in tail
 
 
 def test_ask_with_paths_and_bad_paths(kb, server):

@@ -223,3 +223,15 @@ def test_remove_unsupported_keeps_the_good_sentences_of_a_list_item():
     kept, removed = remove_unsupported(text, Evidence(MATERIAL))
     assert kept == "- It has 24 stations.\n- It is 364.6 km long."
     assert removed == ["It cost 5 million pounds."]
+
+
+def test_tens_written_as_words_support_their_digits():
+    # The embedded model answered "30 days" from a note saying "thirty days"; the check
+    # took 30 for an invented number and the right answer became "not covered".
+    from kb_ai.grounding import Evidence
+
+    evidence = Evidence("Each backup is kept for thirty days; a job is retried forty-five times.")
+
+    assert evidence.unsupported("Each backup is kept for 30 days.") == []
+    assert evidence.unsupported("A job is retried 45 times.") == []
+    assert evidence.unsupported("Each backup is kept for 31 days.") != []

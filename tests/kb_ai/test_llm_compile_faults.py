@@ -68,16 +68,19 @@ def stages(server):
 
 
 @pytest.mark.parametrize(
-    "mode, stage, says",
+    "mode, stage, times, says",
     [
-        ("escape", "classify", "outside wiki/"),
-        ("empty", "classify", "named no article"),
-        ("empty", "write", "empty article"),
-        ("empty", "extract", "extracted nothing"),
+        ("escape", "classify", 1, "outside wiki/"),
+        ("empty", "classify", 1, "named no article"),
+        # a refused article is written again once with the findings: both must fail
+        ("empty", "write", 2, "empty article"),
+        ("empty", "extract", 1, "extracted nothing"),
     ],
 )
-def test_a_refused_reply_is_asked_again_by_the_next_run(kb, notes, model, mode, stage, says):
-    server = model(FaultyModel(mode, stages={stage}, times=1))
+def test_a_refused_reply_is_asked_again_by_the_next_run(
+    kb, notes, model, mode, stage, times, says
+):
+    server = model(FaultyModel(mode, stages={stage}, times=times))
     src = write_notes(notes) / "n0.md"
     code, first = compile_json(kb, src)
     assert code == 1 and says in first["failed"][0]["error"]

@@ -1,8 +1,9 @@
 """The embedded model for real: llama.cpp in process, no server, no network.
 
 Slow (two minutes on 2 idle cores, over ten beside other jobs): it loads
-Qwen2.5-Coder-0.5B, compiles two short notes through the whole pipeline and answers one
-question from the right page.
+Qwen2.5-Coder-0.5B, compiles two short notes through the whole pipeline, answers one
+question from the right page, and says "not covered" to one the notes do not answer
+(issue 13: the model answered it from what it knows).
 
 The 0.5B model does not write [Title](path) links by itself (measured: 0 of 3 answers,
 and Qwen2.5-Coder-1.5B 0 of 2), so with a local model the answer is extractive: the model
@@ -45,7 +46,7 @@ def embedded(monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")  # the discard port: no Ollama
 
 
-def test_the_embedded_model_compiles_notes_and_answers_from_the_right_page(tmp_path, embedded):
+def test_the_embedded_model_compiles_notes_and_answers_only_what_they_say(tmp_path, embedded):
     kb = KnowledgeBase.init(tmp_path / "kb")
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -79,3 +80,13 @@ def test_the_embedded_model_compiles_notes_and_answers_from_the_right_page(tmp_p
     assert cited <= set(answer["read"])
     assert cited & from_backups, answer  # cited, and the right page
     assert answer["usage"]["calls"] == 2  # selection, then the answer
+    assert answer["covered"] is True, answer
+
+    # Issue 13: the embedded model answered this "Ulaanbaatar", citing an unrelated page.
+    result = runner.invoke(
+        main, ["--kb", str(kb.root), "ask", "--json", "What is the capital of Mongolia?"]
+    )
+    assert result.exit_code == 0, result.output
+    declined = json.loads(result.stdout.strip().splitlines()[-1])
+    assert declined["covered"] is False, declined
+    assert declined["citations"] == [] and "Ulaanbaatar" not in declined["answer"]

@@ -87,7 +87,7 @@ def test_selection_prompt_offers_catalog_paths_as_an_enum(kb, settings):
 def test_no_relevant_page_gives_the_not_covered_answer_without_guessing(kb, settings):
     make_wiki(kb, [DNS, BACKUP])
     llm = FakeLLM().enqueue({"paths": []})
-    answer = run(ask(kb, settings, llm, "What is the office wifi password?"))
+    answer = run(ask(kb, settings, llm, "What is the office wifi password for backups?"))
     assert answer.answer == NOT_COVERED
     assert answer.citations == [] and answer.read == [] and not answer.covered
     assert llm.stages() == ["select"]  # no answer call without pages
@@ -137,7 +137,7 @@ def test_a_model_failing_mid_stream_is_reported_as_an_error_event(kb, settings):
 
     class Broken(FakeLLM):
         async def stream(self, messages, *, stage, max_tokens=None):
-            yield "Puppet runs "
+            yield "Puppet runs were slow. Then "
             raise LLMTransientError("connection dropped after the first words")
 
     llm = Broken().enqueue({"paths": [DNS[0]]})

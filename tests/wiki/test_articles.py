@@ -146,6 +146,42 @@ def test_derive_keys_takes_first_cells_of_table_rows():
     assert derive_keys(loose) == ["alpha", "beta | gamma"]
 
 
+def test_the_fast_header_reader_agrees_with_yaml_or_leaves_it_to_yaml():
+    """Headers kb-ai writes skip the YAML loader; every header reads as YAML reads it."""
+    import yaml
+
+    from wiki._frontmatter import _simple_header, _StringLoader, dump_document
+
+    metas = [
+        {"title": "Cache: Redis", "tags": ["a", "b c"], "sources": [], "summary": "It's 30%."},
+        {"title": "no", "type": "1.10", "created": "2026-11-29", "keys": ["x, y", "#1", "- z"]},
+        {"title": "'quoted'", "summary": "a #b", "tags": ["ü", "数据库"], "sources": ["raw/a.md"]},
+        {"title": "tab\there", "summary": "trailing ", "updated": ""},
+    ]
+    headers = [dump_document(m, "").split("---\n")[1] for m in metas]
+    headers += [
+        "title: x\ntags:\nsources: []\n",
+        "title: x\n  nested: y\n",
+        "title: x # comment\n",
+        "title: \"double\"\n",
+        "title: x\ntitle: y\n",
+        "tags:\n  - a\n  - 'b'\n",
+        "title: x\r\n",
+    ]
+    fast = 0
+    for header in headers:
+        got = _simple_header(header)
+        try:
+            expected = yaml.load(header, Loader=_StringLoader)  # noqa: S506
+        except yaml.YAMLError:
+            assert got is None, header  # what YAML refuses is left to YAML to refuse
+            continue
+        if got is not None:
+            fast += 1
+            assert got == expected, header
+    assert fast >= 5  # what kb-ai writes takes the fast path
+
+
 def test_links_in_wiki_are_never_listed_nor_read_and_unreadable_articles_are_skipped(
     kb, tmp_path, caplog
 ):

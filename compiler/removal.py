@@ -1,0 +1,283 @@
+"""Removing sources: `kb-ai rm`, `kb-ai compile --prune`, the web UI's Delete button.
+
+What a removed source said leaves every article: each article it fed is rewritten from
+the stored extractions of the sources it has left (never patched, so nothing only the
+removed source stated survives), and an article with no source left is deleted, not
+emptied. Every rewrite is asked of the model first; only when all succeeded is anything
+written, so a failure leaves the wiki as it was. Then the raw copies and extractions
+go, the indexes and search tables follow, and one commit says what went and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from compiler.classify import Target
+from compiler.links import LinkTargets, link_mentions
+from compiler.recompose import stored_source
+from compiler.record import INDEX_FINGERPRINT
+from compiler.write import compile_article
+from kb_ai.errors import KbAiError, UsageError
+from kb_ai.llm import LLM, Usage, open_llm
+from kb_ai.prompts import PromptLibrary
+from kb_ai.settings import Settings
+from wiki import (
+    Article,
+    KnowledgeBase,
+    all_sources,
+    append_log,
+    commit_all,
+    current_catalog,
+    delete_article,
+    get_meta,
+    list_articles,
+    open_state,
+    read_article,
+    set_meta,
+    write_indexes,
+)
+from wiki import write_article as store_article
+from wiki.indexing import refresh_search_index, remove_from_tables
+from wiki.lock import KbLock
+from wiki.state import delete_source, set_source_articles, source_articles
+
+PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A source to remove: its origin (as compiled) and its raw copy."""
+
+    origin: str
+    raw_path: str
+
+
+@dataclass
+class RemoveResult:
+    removed: list[Removed] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)  # articles with no source left
+    rewritten: list[str] = field(default_factory=list)
+    commit: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "removed": [{"origin": r.origin, "raw_path": r.raw_path} for r in self.removed],
+            "deleted": self.deleted,
+            "rewritten": self.rewritten,
+            "commit": self.commit,
+            "usage": self.usage.as_dict(),
+        }
+
+
+def find_sources(kb: KnowledgeBase, specs: Sequence[str]) -> list[Removed]:
+    """The compiled sources ``specs`` name: a path (as compiled, or as it was), a raw/
+    path or slug, or a glob over either. A spec that names nothing is an error, and then
+    nothing is removed."""
+    with closing(open_state(kb)) as conn:
+        rows = all_sources(conn)
+    known = {origin: row["raw_path"] for origin, row in rows.items() if row["raw_path"]}
+    for rel in _raw_files(kb):  # a raw copy no state row records (a state.db lost)
+        if rel not in known.values():
+            known[rel] = rel
+    found: dict[str, Removed] = {}
+    unmatched = []
+    for spec in specs:
+        hits = [Removed(o, r) for o, r in known.items() if _matches(spec, o, r)]
+        if not hits:
+            unmatched.append(spec)
+        for hit in hits:
+            found.setdefault(hit.raw_path, hit)
+    if unmatched:
+        raise UsageError(
+            f"no compiled source matches {', '.join(repr(s) for s in unmatched)}",
+            hint="name a file as it was compiled, a raw/ path or slug, or a glob"
+            " (`kb-ai status` and raw/ list them)",
+        )
+    return sorted(found.values(), key=lambda r: r.raw_path)
+
+
+def _matches(spec: str, origin: str, raw_path: str) -> bool:
+    slug = raw_path.removeprefix("raw/").removesuffix(".md")
+    candidates = {spec, str(Path(spec).expanduser().absolute())}
+    if not Path(spec).is_absolute():
+        candidates.add(str(Path(spec).expanduser().resolve()))
+    if origin in candidates or raw_path in candidates or slug == spec:
+        return True
+    if any(ch in spec for ch in "*?["):
+        absolute = str(Path(spec).expanduser().absolute())
+        return any(
+            fnmatch.fnmatchcase(value, pattern)
+            for value in (origin, raw_path, slug)
+            for pattern in {spec, absolute}
+        )
+    return False
+
+
+def _raw_files(kb: KnowledgeBase) -> list[str]:
+    if not kb.raw_dir.is_dir():
+        return []
+    return sorted(f"raw/{p.name}" for p in kb.raw_dir.glob("*.md"))
+
+
+def missing_under(kb: KnowledgeBase, folder: str | Path) -> list[Removed]:
+    """The sources compiled from files under ``folder`` that are no longer there."""
+    base = Path(folder).expanduser().resolve()
+    with closing(open_state(kb)) as conn:
+        rows = all_sources(conn)
+    gone = []
+    for origin, row in sorted(rows.items()):
+        path = Path(origin)
+        under = path.is_absolute() and path.is_relative_to(base)
+        if row["raw_path"] and under and not path.exists():
+            gone.append(Removed(origin, row["raw_path"]))
+    return gone
+
+
+async def prune_folders(
+    kb: KnowledgeBase,
+    settings: Settings,
+    folders: Sequence[str | Path],
+    *,
+    llm_factory: Callable[..., LLM] = open_llm,
+) -> list[RemoveResult]:
+    """Remove the sources gone from each of ``folders`` (one commit per folder)."""
+    results = []
+    for folder in folders:
+        if Path(folder).is_dir() and (gone := missing_under(kb, folder)):
+            results.append(
+                await remove_sources(
+                    kb, settings, gone, reason=f"gone from {folder}", llm_factory=llm_factory
+                )
+            )
+    return results
+
+
+async def remove_sources(
+    kb: KnowledgeBase,
+    settings: Settings,
+    removed: Sequence[Removed],
+    *,
+    reason: str,
+    llm_factory: Callable[..., LLM] = open_llm,
+) -> RemoveResult:
+    """Take ``removed`` out of the wiki (see the module's docstring); one commit."""
+    result = RemoveResult(removed=list(removed))
+    if not removed:
+        return result
+    lock = KbLock(kb.state_dir / "compile.lock")
+    await asyncio.to_thread(lock.acquire)
+    try:
+        await _remove(kb, settings, result, reason, llm_factory)
+    finally:
+        lock.release()
+    return result
+
+
+async def _remove(
+    kb: KnowledgeBase,
+    settings: Settings,
+    result: RemoveResult,
+    reason: str,
+    llm_factory: Callable[..., LLM],
+) -> None:
+    gone = {r.raw_path for r in result.removed}
+    fed = [a for a in _articles(kb) if gone & set(a.sources)]
+    to_rewrite = [a for a in fed if set(a.sources) - gone]
+    result.deleted = sorted(a.path for a in fed if not set(a.sources) - gone)
+    rewritten: list[Article] = []
+    if to_rewrite:
+        llm = llm_factory(settings, db_path=kb.state_db)
+        try:
+            with closing(open_state(kb)) as conn:
+                fingerprint = get_meta(conn, INDEX_FINGERPRINT)
+            catalog = current_catalog(kb, fingerprint)
+            targets = LinkTargets.of(
+                (e.path, e.title) for e in catalog if e.path not in result.deleted
+            )
+            rewritten = list(
+                await asyncio.gather(
+                    *(_rewrite(kb, llm, a, gone, settings, targets) for a in to_rewrite)
+                )
+            )
+        finally:
+            result.usage = llm.usage
+            if hasattr(llm, "aclose"):
+                await llm.aclose()
+    # Every model call succeeded: now the files change.
+    written = {a.path: store_article(kb, a) for a in rewritten}
+    result.rewritten = sorted(written)
+    for path in result.deleted:
+        delete_article(kb, path)
+    for r in result.removed:
+        slug = r.raw_path.removeprefix("raw/").removesuffix(".md")
+        for rel in (r.raw_path, f"extraction/{slug}.md"):
+            path = kb.resolve(rel, under="")
+            if path.is_file():
+                path.unlink()
+    with closing(open_state(kb)) as conn:
+        fingerprint = get_meta(conn, INDEX_FINGERPRINT)
+        set_meta(conn, INDEX_FINGERPRINT, write_indexes(kb, current_catalog(kb, fingerprint)))
+        remove_from_tables(conn, result.deleted)
+        refresh_search_index(kb, conn, sorted(written), written)
+        for r in result.removed:
+            delete_source(conn, r.origin)
+        _forget_articles(conn, result.deleted)
+    lines = [f"removed {r.raw_path} ({r.origin}): {reason}" for r in result.removed]
+    lines += [f"deleted {p} (no source left)" for p in result.deleted]
+    lines += [f"rewrote {p} without it" for p in result.rewritten]
+    append_log(kb, "rm", lines)
+    head = (
+        f"rm: {len(result.removed)} source(s) removed, {len(result.deleted)} article(s)"
+        f" deleted, {len(result.rewritten)} rewritten"
+    )
+    result.commit = commit_all(kb, f"{head}\n\nWhy: {reason}\n\n" + "\n".join(lines))
+
+
+def _articles(kb: KnowledgeBase) -> Iterable[Article]:
+    for rel in list_articles(kb):
+        try:
+            yield read_article(kb, rel)
+        except (KbAiError, UnicodeDecodeError):
+            continue  # `kb-ai lint` reports it; it cannot be rewritten as it is
+
+
+async def _rewrite(
+    kb: KnowledgeBase,
+    llm: LLM,
+    article: Article,
+    gone: set[str],
+    settings: Settings,
+    targets: LinkTargets,
+) -> Article:
+    """``article`` written again from the extractions of the sources it has left."""
+    material = [
+        m for m in (stored_source(kb, s) for s in article.sources if s not in gone) if m is not None
+    ]
+    if not material:
+        raise KbAiError(
+            f"{article.path}: none of its other sources has a readable extraction",
+            hint=f"recompile its sources with `kb-ai compile --force`, or delete {article.path}",
+        )
+    target = Target(article.path, article.title, article.type, exists=True)
+    fresh = await compile_article(
+        llm, PROMPTS, target, material, None, patch_threshold=settings.patch_threshold_chars
+    )
+    body = link_mentions(fresh.body, targets, article.path)
+    return replace(fresh, body=body, created=article.created or fresh.created)
+
+
+def _forget_articles(conn: sqlite3.Connection, deleted: list[str]) -> None:
+    """Deleted articles leave the article lists of the sources that remain."""
+    gone = set(deleted)
+    for origin, row in all_sources(conn).items():
+        paths = source_articles(row)
+        if gone & set(paths):
+            set_source_articles(conn, origin, [p for p in paths if p not in gone])

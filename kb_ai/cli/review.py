@@ -1,0 +1,86 @@
+"""`kb-ai review`: compile runs held on review branches, shown, approved or rejected."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from kb_ai.cli import Context, main, pass_context, translate_errors
+
+
+@main.group()
+def review() -> None:
+    """Runs compiled with --review (or review = true) wait on review/<run> branches.
+
+    \b
+    kb-ai review list           the runs waiting
+    kb-ai review show RUN       what a run changes (a diff against main)
+    kb-ai review approve RUN    merge it into main (indexes rebuilt if main moved)
+    kb-ai review reject RUN     drop it; its sources compile again next time
+    """
+
+
+def _kb(ctx: Context):
+    from wiki import KnowledgeBase
+
+    return KnowledgeBase.open(ctx.settings(detect=False, announce=False).kb_dir)
+
+
+@review.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@pass_context
+@translate_errors
+def list_(ctx: Context, as_json: bool) -> None:
+    """The runs waiting for review."""
+    from compiler.review import list_reviews
+
+    reviews = list_reviews(_kb(ctx))
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in reviews], ensure_ascii=False))
+        return
+    if not reviews:
+        click.echo("No run is waiting for review.")
+    for r in reviews:
+        click.echo(f"{r.run:>6}  {r.created_at}  {r.summary.splitlines()[0]}")
+
+
+@review.command()
+@click.argument("run")
+@pass_context
+@translate_errors
+def show(ctx: Context, run: str) -> None:
+    """The run's commit message and its diff against main."""
+    from compiler.review import get_review, review_diff
+
+    kb = _kb(ctx)
+    r = get_review(kb, run)
+    click.echo(f"run {r.run} ({r.state}) on {r.branch}\n\n{r.summary}\n")
+    if r.state == "pending":
+        click.echo(review_diff(kb, r.run))
+
+
+@review.command()
+@click.argument("run")
+@pass_context
+@translate_errors
+def approve(ctx: Context, run: str) -> None:
+    """Merge the run into main."""
+    from compiler.review import approve_review
+
+    commit = approve_review(_kb(ctx), run)
+    click.echo(f"Approved run {run.removeprefix('review/')}: main is at {commit}")
+
+
+@review.command()
+@click.argument("run")
+@pass_context
+@translate_errors
+def reject(ctx: Context, run: str) -> None:
+    """Drop the run; its sources are compiled again by the next compile."""
+    from compiler.review import reject_review
+
+    sources = reject_review(_kb(ctx), run)
+    click.echo(
+        f"Rejected run {run.removeprefix('review/')}; {len(sources)} source(s) pending again"
+    )

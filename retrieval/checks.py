@@ -1,0 +1,265 @@
+"""Checks of an answer against the pages it was written from, before a user reads it.
+
+Each sentence of the answer (see chunks.py) is checked as it is released:
+
+- grounding: every number, date, name and identifier it states must be in the pages
+  read (kb_ai.grounding finds them and knows "1,000" is 1000 and "thirty" is 30). A
+  sentence that states one the pages do not is left out, with a finding;
+- terms: a sentence that shares no meaningful term with the pages read is left out
+  (an answer of one word, "Ulaanbaatar", states no checkable name: it opens a sentence);
+- citations: a cited page must contain the claim's key terms (at least half of its
+  meaningful terms, and, when it is the only page cited, its names and numbers too).
+  A citation that fails is removed; when another page read does contain the claim, the
+  sentence cites that page instead, and when none does, the sentence is left out.
+
+What is left out is said at the end of the answer, in plain words; when nothing of the
+answer is left, the answer is that the wiki does not cover the question. The findings
+say what was removed and why (``kb-ai ask --json``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kb_ai.grounding import Claim, Evidence
+from retrieval.pages import Citation, Page, validate_citations
+from retrieval.terms import terms
+from wiki import normalise_article_path
+
+NOT_COVERED = "The wiki does not cover this question."
+LEFT_OUT = (
+    "Part of the model's answer was left out: the wiki pages read do not say it "
+    "(see the findings)."
+)
+_LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
+_NOT_COVERED = re.compile(
+    r"(does not|doesn't|do not|don't) (cover|contain|mention|say|include|state|specify)|"
+    r"not covered|no information|not (?:in|mentioned in) the (?:wiki|pages)|"
+    r"没有|未涉及|不包含|未提及|記載がありません",
+    re.I,
+)
+_WORDY = re.compile(r"[^\W_]", re.UNICODE)
+
+
+def says_not_covered(text: str) -> bool:
+    """Whether ``text`` declines: says the wiki (or the pages) do not cover it."""
+    return bool(_NOT_COVERED.search(text[:400]))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something the checks removed or changed, and why."""
+
+    check: str  # "grounding" | "citation" | "selection" | "coverage"
+    detail: str
+    claim: str = ""
+    path: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"check": self.check, "detail": self.detail, "claim": self.claim, "path": self.path}
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Finding:
+        return cls(data["check"], data["detail"], data.get("claim", ""), data.get("path", ""))
+
+
+def _plain(text: str) -> str:
+    """The claim a sentence makes: its words without the citation links."""
+    return " ".join(_LINK.sub(lambda m: "" if "/" in m.group(2) else m.group(1), text).split())
+
+
+class AnswerCheck:
+    """Checks one answer, sentence by sentence, against the pages read for it."""
+
+    def __init__(self, pages: list[Page], question: str) -> None:
+        self.pages = pages
+        self.question = question
+        self.evidence = Evidence(*(f"{p.title}\n{p.text}" for p in pages))
+        self.question_evidence = Evidence(question, *(f"{p.title}\n{p.text}" for p in pages))
+        self.page_terms = {p.path: terms(f"{p.title}\n{p.text}") for p in pages}
+        self.all_terms = set().union(*self.page_terms.values())
+        self.by_path = {p.path: p for p in pages}
+        self.read = {p.path.removeprefix("wiki/") for p in pages}
+        self._page_evidence: dict[str, Evidence] = {}
+        self.citations: list[Citation] = []
+        self.findings: list[Finding] = []
+        self.parts: list[str] = []  # what was shown
+        self.pending = ""  # held until a sentence that says something is shown
+        self.kept = 0  # sentences that state something and passed
+        self.left_out = 0
+        self.declined = False
+        self.text = ""  # the checked answer, once finished
+
+    def check(self, sentence: str) -> str:
+        """The sentence as the user may read it ("" when it is left out)."""
+        body = sentence.strip()
+        lead = sentence[: len(sentence) - len(sentence.lstrip())]
+        trail = sentence[len(sentence.rstrip()) :]
+        if not body:
+            return self._hold(sentence)
+        text, cited = validate_citations(body, self.pages)
+        claim = _plain(text)
+        if not _WORDY.search(claim):  # only citations, or punctuation
+            self._cite(cited)
+            return self._hold(lead + text + trail if cited else trail)
+        declines = says_not_covered(claim)
+        self.declined |= declines
+        evidence = self.question_evidence if declines else self.evidence
+        missing = _unsupported(evidence, claim)
+        if missing:
+            listed = ", ".join(f"{c.kind} {c.text!r}" for c in missing[:5])
+            return self._leave_out(claim, f"the pages read do not state {listed}")
+        key = terms(claim)
+        if not declines and not key:  # "OK.", "Yes:": shown with what follows, if anything
+            return self._hold(lead + text + trail)
+        if not declines and key.isdisjoint(self.all_terms):
+            return self._leave_out(claim, "it shares no meaningful term with the pages read")
+        if not declines:
+            asked = {m.group(2) for m in _LINK.finditer(body) if "/" in m.group(2)}
+            for target in sorted(asked - {c.path for c in cited}):
+                if normalise_article_path(target).removeprefix("wiki/") not in self.read:
+                    self.findings.append(
+                        Finding(
+                            "citation", "citation removed: that page was not read", claim, target
+                        )
+                    )
+            text, cited = self._check_citations(text, claim, cited, recite=bool(asked))
+            if asked and not cited:
+                return self._leave_out(claim, "no page read contains what it cites them for")
+            self.kept += 1
+        self._cite(cited)
+        shown, self.pending = self.pending + lead + text + trail, ""
+        self.parts.append(shown)
+        return shown
+
+    def _hold(self, text: str) -> str:
+        self.pending += text
+        return ""
+
+    def _leave_out(self, claim: str, why: str) -> str:
+        self.findings.append(Finding("grounding", f"left out: {why}", claim))
+        self.left_out += 1
+        return ""
+
+    def supports(self, path: str, claim: str, *, alone: bool) -> bool:
+        """Whether the page at ``path`` contains the key terms of ``claim``."""
+        key = terms(claim)
+        have = self.page_terms.get(path, set())
+        if key and len(key & have) * 2 < len(key):
+            return False
+        if alone:
+            if path not in self._page_evidence:
+                page = self.by_path[path]
+                self._page_evidence[path] = Evidence(page.title, page.text)
+            return not _unsupported(self._page_evidence[path], claim)
+        return True
+
+    def _check_citations(
+        self, text: str, claim: str, cited: list[Citation], *, recite: bool
+    ) -> tuple[str, list[Citation]]:
+        """Remove the citations of pages that do not contain the claim; when the model
+        cited something and nothing is left, cite the page read that does."""
+        good = [c for c in cited if self.supports(c.path, claim, alone=len(cited) == 1)]
+        for c in cited:
+            if c not in good:
+                text = _LINK.sub(lambda m, p=c.path: "" if m.group(2) == p else m.group(0), text)
+                self.findings.append(
+                    Finding(
+                        "citation",
+                        "citation removed: the cited page does not contain the claim's key terms",
+                        claim,
+                        c.path,
+                    )
+                )
+        if good or not recite:
+            return _tidy(text), good
+        best = self._best_page(claim)
+        if best is None:
+            return _tidy(text), []
+        self.findings.append(
+            Finding(
+                "citation", f"cited {best.path} instead, which contains the claim", claim, best.path
+            )
+        )
+        link = f" [{best.title}]({best.path})"
+        text = _tidy(text)
+        m = re.search(r"[.!?。！？]$", text)
+        text = text[: m.start()] + link + m.group(0) if m else text + link
+        return text, [Citation(best.title, best.path)]
+
+    def _best_page(self, claim: str) -> Page | None:
+        key = terms(claim)
+        ranked = sorted(self.pages, key=lambda p: -len(key & self.page_terms[p.path]))
+        return next((p for p in ranked if self.supports(p.path, claim, alone=True)), None)
+
+    def _cite(self, cited: list[Citation]) -> None:
+        for c in cited:
+            if all(c.path != have.path for have in self.citations):
+                self.citations.append(c)
+
+    def add_sources(self, paths: list[str]) -> str:
+        """Cite the pages a model named as its sources (apart from the text) that contain
+        the key terms of some sentence kept; the others become findings. Returns the
+        links to show after the sentences."""
+        kept_text = [_plain(p) for p in self.parts if _WORDY.search(_plain(p))]
+        out: list[Citation] = []
+        for path in dict.fromkeys(paths):
+            page = self.by_path.get(path)
+            if page is None:
+                continue
+            if any(self.supports(path, s, alone=False) for s in kept_text):
+                out.append(Citation(page.title, path))
+            else:
+                self.findings.append(
+                    Finding(
+                        "citation",
+                        "source removed: the page does not contain what the answer says",
+                        path=path,
+                    )
+                )
+        if not out or not self.kept or self.citations:
+            return ""
+        self._cite(out)
+        shown = " " + " ".join(f"[{c.title}]({c.path})" for c in out)
+        self.parts.append(shown)
+        return shown
+
+    def finish(self) -> str:
+        """End the answer: returns what to show after the sentences already shown (a
+        plain word on what was left out, or the whole answer when nothing is left)."""
+        if self.kept == 0 and not self.declined:
+            self.citations = []
+            self.text = NOT_COVERED
+            return NOT_COVERED
+        tail = self.pending.rstrip()
+        if self.left_out and self.kept:
+            tail += f"\n\n{LEFT_OUT}"
+        self.parts.append(tail)
+        self.text = "".join(self.parts).strip()
+        return tail
+
+    @property
+    def covered(self) -> bool:
+        return self.kept > 0 and (bool(self.citations) or not self.declined)
+
+
+def _unsupported(evidence: Evidence, claim: str) -> list[Claim]:
+    """The claims of ``claim`` the evidence does not state. A name may be a short form of
+    a word the pages use ("Postgres" for PostgreSQL): answers abbreviate, articles less."""
+    return [
+        c
+        for c in evidence.unsupported(claim)
+        if c.kind != "name" or not all(_abbreviates(w, evidence.words) for w in c.value.split())
+    ]
+
+
+def _abbreviates(word: str, words: set[str]) -> bool:
+    return len(word) >= 5 and any(w.startswith(word) for w in words)
+
+
+def _tidy(text: str) -> str:
+    text = re.sub(r"[ \t]+([.,;:。，])", r"\1", text)
+    text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
+    return re.sub(r"[ \t]{2,}", " ", text).strip()

@@ -1,0 +1,83 @@
+"""The web UI's Delete button on a source, and the Health page."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import compile_notes
+from tests.web.conftest import make_client
+from wiki import list_articles, read_article, write_article
+
+NOTES = {
+    "cache.md": "# Cache\n\nWe chose Redis for the session cache. The TTL is 30 minutes.\n",
+    "billing.md": "# Billing\n\nInvoices are sent on the first working day of each month.\n",
+}
+BILLING = "wiki/concept/billing.md"
+SAME_ORIGIN = {"origin": "http://127.0.0.1"}
+
+
+def form_token(html: str) -> dict[str, str]:
+    """The page form's CSRF field, as a browser would send it back."""
+    match = re.search(r'name="csrf" value="([^"]*)"', html)
+    return {"csrf": match.group(1) if match else ""}
+
+
+def test_the_delete_button_removes_a_source_and_its_lone_article(
+    kb, fake_model, tmp_path, settings, model
+):
+    compile_notes(kb, NOTES, tmp_path)
+    with make_client(settings, model) as client:
+        page = client.get("/sources/raw/billing.md")
+        assert 'action="/remove/raw/billing.md"' in page.text
+        token = form_token(page.text)
+        refused = client.post(
+            "/remove/raw/billing.md", data=token, headers={"origin": "http://evil.example"}
+        )
+        assert refused.status_code == 403 and BILLING in list_articles(kb)
+        done = client.post(
+            "/remove/raw/billing.md", data=token, headers=SAME_ORIGIN, follow_redirects=False
+        )
+        assert done.status_code == 303 and "removed=raw/billing.md" in done.headers["location"]
+        assert BILLING not in list_articles(kb)
+        assert not (kb.root / "raw" / "billing.md").exists()
+        missing = client.post("/remove/raw/nothing.md", data=token, headers=SAME_ORIGIN)
+        assert missing.status_code in (400, 404)
+
+
+def test_the_health_page_lists_what_lint_finds(kb, fake_model, tmp_path, settings, model):
+    compile_notes(kb, NOTES, tmp_path)
+    article = read_article(kb, "wiki/decision/cache.md")
+    article.body += "\nSee [[no-such-page|the old plan]].\n"
+    write_article(kb, article)
+    with make_client(settings, model) as client:
+        page = client.get("/health")
+    assert page.status_code == 200
+    assert (
+        'data-check="dead-wikilink"' in page.text and "[[no-such-page|the old plan]]" in page.text
+    )
+
+
+def test_the_review_page_approves_only_same_origin_posts(kb, fake_model, tmp_path, settings, model):
+    from click.testing import CliRunner
+
+    from kb_ai.cli import main
+
+    note = tmp_path / "cache.md"
+    note.write_text(NOTES["cache.md"])
+    held = CliRunner().invoke(main, ["--kb", str(kb.root), "compile", "--review", str(note)])
+    assert held.exit_code == 0, held.output
+    with make_client(settings, model) as client:
+        page = client.get("/review")
+        assert page.status_code == 200 and "TTL is 30 minutes" in page.text
+        run = page.text.split('data-run="', 1)[1].split('"', 1)[0]
+        token = form_token(page.text)
+        refused = client.post(
+            f"/review/{run}/approve", data=token, headers={"origin": "http://evil.example"}
+        )
+        assert refused.status_code == 403 and "wiki/decision/cache.md" not in list_articles(kb)
+        done = client.post(
+            f"/review/{run}/approve", data=token, headers=SAME_ORIGIN, follow_redirects=False
+        )
+        assert done.status_code == 303 and "wiki/decision/cache.md" in list_articles(kb)
+        again = client.post(f"/review/{run}/approve", data=token, headers=SAME_ORIGIN)
+        assert again.status_code == 400  # approved already

@@ -1,0 +1,168 @@
+"""`kb-ai lint`: each planted defect is found, and --fix repairs the mechanical ones."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from kb_ai.cli import main
+from tests.conftest import compile_notes
+from wiki import Article, RawSource, git, read_article, write_article, write_raw
+from wiki.claims import ClaimChecker
+from wiki.linkcheck import LinkResolver, body_links
+
+NOTES = {
+    "cache.md": "# Cache decision\n\nThe team chose Redis for the session cache in January"
+    " 2026. The TTL is 30 minutes. Priya owns the rollout.\n",
+    "deploy.md": "# Deploy process\n\nDeploys run on Tuesdays. The pipeline takes 45 minutes"
+    " and uses the Redis cache for builds.\n",
+}
+CACHE = "wiki/decision/cache-decision.md"
+
+
+def lint(kb, *args):
+    result = CliRunner().invoke(main, ["--kb", str(kb.root), "lint", "--json", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, json.loads(result.output)
+
+
+def checks_at(report, path=None):
+    return {(f["check"], f["path"]) for f in report["findings"] if path in (None, f["path"])}
+
+
+@pytest.fixture
+def compiled(kb, fake_model, tmp_path):
+    compile_notes(kb, NOTES, tmp_path)
+    return kb
+
+
+def plant_defects(kb):
+    """One of each thing lint looks for, as a person or a bad run would leave it."""
+    cache = read_article(kb, CACHE)
+    cache.body += (
+        "\nSee [[no-such-page|the old plan]] and [the runbook](../concept/runbook.md)."
+        "\nThe TTL was raised to 90 minutes by Marcus.\n"
+    )
+    write_article(kb, cache)
+    write_article(  # hand-written: in no index, backed by no source
+        kb,
+        Article(
+            "wiki/topic/handbook.md", "Handbook", "topic", "How we work.", [], [], "", "", "Hi.\n"
+        ),
+    )
+    write_article(  # cites a source that is gone
+        kb,
+        Article(
+            "wiki/topic/legacy.md",
+            "Legacy",
+            "topic",
+            "Old.",
+            [],
+            ["raw/deleted.md"],
+            "",
+            "",
+            "Old.\n",
+        ),
+    )
+    index = kb.master_index_path
+    index.write_text(
+        index.read_text(encoding="utf-8") + "- [Ghost](wiki/topic/ghost.md) — gone\n",
+        encoding="utf-8",
+    )
+    write_raw(kb, RawSource("orphan-note", "Orphan", "/x/orphan.md", "note", "0" * 64, "", "Text."))
+    (kb.wiki_dir / "topic" / "broken.md").write_text("---\ntitle: [unclosed\n---\n\nBody.\n")
+    (kb.wiki_dir / "topic" / "thin.md").write_text("---\ntitle: Thin\ntype: topic\n---\n\nBody.\n")
+    (kb.wiki_dir / "topic" / "latin1.md").write_bytes(
+        "---\ntitle: Caf\xe9\n---\n".encode("latin-1")
+    )
+
+
+def test_a_clean_compiled_wiki_passes_without_a_model_call(compiled, fake_model):
+    calls = len(fake_model.requests)
+    code, report = lint(compiled)
+    assert (code, report["errors"], report["warnings"]) == (0, 0, 0), report
+    assert report["articles"] == 2
+    assert len(fake_model.requests) == calls
+
+
+def test_lint_finds_each_planted_defect_and_fix_repairs_the_mechanical_ones(compiled):
+    kb = compiled
+    plant_defects(kb)
+    code, report = lint(kb)
+    assert code == 1
+    found = checks_at(report)
+    expected = {
+        ("dead-wikilink", CACHE),
+        ("dead-link", CACHE),
+        ("unsupported", CACHE),
+        ("unindexed", "wiki/topic/handbook.md"),
+        ("no-source", "wiki/topic/handbook.md"),
+        ("missing-source", "wiki/topic/legacy.md"),
+        ("index-orphan", "index/master-index.md"),
+        ("unused-source", "raw/orphan-note.md"),
+        ("frontmatter", "wiki/topic/broken.md"),
+        ("frontmatter", "wiki/topic/thin.md"),
+        ("frontmatter", "wiki/topic/latin1.md"),
+        ("tables", ".kb-ai/state.db"),
+    }
+    assert expected <= found, expected - found
+    unsupported = next(f for f in report["findings"] if f["check"] == "unsupported")
+    assert "'90'" in unsupported["message"] and "'Marcus'" in unsupported["message"]
+    assert "Redis" not in unsupported["message"] and "'30'" not in unsupported["message"]
+
+    code, fixed = lint(kb, "--fix")
+    assert code == 1  # a broken frontmatter and a missing source need a person
+    left = checks_at(fixed)
+    for check in ("dead-wikilink", "dead-link", "unindexed", "index-orphan", "tables"):
+        assert not any(c == check for c, _ in left), (check, left)
+    for still in ("frontmatter", "missing-source", "unsupported", "no-source", "unused-source"):
+        assert any(c == still for c, _ in left), still
+    body = read_article(kb, CACHE).body
+    assert "See the old plan and the runbook." in body  # the reader's text is kept
+    assert "[[" not in body and "](" not in body
+    index = kb.master_index_path.read_text(encoding="utf-8")
+    assert "wiki/topic/handbook.md" in index and "ghost" not in index
+    assert fixed["commit"] and git(kb, "status", "--porcelain", "--", "index", CACHE) == ""
+    assert "lint --fix" in git(kb, "log", "-1", "--format=%s")
+
+
+def test_search_tables_out_of_step_are_found_and_rebuilt(compiled):
+    conn = sqlite3.connect(compiled.state_db)
+    with conn:
+        conn.execute("DELETE FROM catalog_lines WHERE path = ?", (CACHE,))
+    conn.close()
+    code, report = lint(compiled)
+    assert code == 0 and ("tables", ".kb-ai/state.db") in checks_at(report)
+    code, report = lint(compiled, "--fix")
+    assert (code, report["findings"]) == (0, [])
+
+
+def test_a_wikilink_resolves_by_slug_path_or_title_and_code_is_not_read():
+    resolver = LinkResolver([("wiki/topic/release-process.md", "Release Process")])
+    for target in (
+        "release-process",
+        "topic/release-process",
+        "Release process",
+        "wiki/topic/release-process.md",
+    ):
+        assert resolver.find(target) == "wiki/topic/release-process.md", target
+    assert resolver.find("release") is None
+    body = "Use `[[not-a-link]]`.\n```\n[[nor-this]]\n```\n[[release-process|the process]]\n"
+    assert [link.target for link in body_links(body, "wiki/topic/x.md")] == ["release-process"]
+
+
+def test_claims_in_any_spelling_of_the_material_are_supported():
+    checker = ClaimChecker("Budget of 1,000 euros approved on 2026-03-02 by Priya.")
+    text = "In 2026-03, Priya approved 1000 euros; Marcus objected and 250 were kept."
+    assert {(c.kind, c.text) for c in checker.unsupported(text)} == {
+        ("name", "Marcus"),
+        ("number", "250"),
+    }
+
+
+def test_lint_outside_a_knowledge_base_says_what_to_do(tmp_path):
+    result = CliRunner().invoke(main, ["--kb", str(tmp_path), "lint"])
+    assert result.exit_code == 2 and "kb-ai init" in result.output
