@@ -183,15 +183,16 @@ class Compiler:
             if result.failed and not result.compiled:
                 state = "failed"
             tracker.finish(state, result.as_dict(), result.commit)
-            return result
-        with closing(open_state(self.kb)) as conn:
-            run_id = record_run(
-                conn,
-                run_started.isoformat(),
-                datetime.now(UTC).isoformat(),
-                result.as_dict(),
-                result.commit,
-            )
+            run_id = tracker.run_id
+        else:
+            with closing(open_state(self.kb)) as conn:
+                run_id = record_run(
+                    conn,
+                    run_started.isoformat(),
+                    datetime.now(UTC).isoformat(),
+                    result.as_dict(),
+                    result.commit,
+                )
         if self.settings.review and result.commit:  # main stays as it was until approved
             result.review = await run_io(
                 hold_for_review, self.kb, run_id, result.commit, list(result.compiled)

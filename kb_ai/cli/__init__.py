@@ -55,11 +55,17 @@ class Context:
         self.model = model
         self._noticed = False
 
-    def settings(self, *, detect: bool = True, **overrides: Any) -> Settings:
+    def settings(
+        self, *, detect: bool = True, announce: bool = False, **overrides: Any
+    ) -> Settings:
         """The settings of this command; with no model named, one is detected (a provider
-        key, Ollama, the embedded model)."""
+        key, Ollama, the embedded model). ``announce``: say at once if it is the tiny
+        embedded model (commands that check input first call :meth:`announce` after)."""
         overrides.setdefault("model", self.model)
-        return load_settings(self.kb_dir, overrides, detect=detect)
+        settings = load_settings(self.kb_dir, overrides, detect=detect)
+        if announce:
+            self.announce(settings)
+        return settings
 
     def announce(self, settings: Settings) -> None:
         """Say once that the model is the tiny embedded one. Called by the commands that
