@@ -42,7 +42,7 @@ def long_answers(request):
         return Reply("The wiki does not cover this question.")
     title, path, text = found.groups()
     lines = [line for line in text.splitlines() if line.startswith("Release step")]
-    return Reply("\n\n".join(lines) + f"\n\nSource: [{title}]({path})", delay=0.5)
+    return Reply("\n\n".join(f"{line} [{title}]({path})" for line in lines), delay=0.5)
 
 
 @pytest.fixture(scope="module")
