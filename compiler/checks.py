@@ -31,6 +31,7 @@ from kb_ai.grounding import (
     fit_sentences,
     normalise,
     remove_passages,
+    split_paragraphs,
     split_sentences,
     to_markdown,
 )
@@ -180,3 +181,29 @@ def summary_from_body(body: str) -> str:
         if fitted:
             return fitted
     return ""
+
+
+def repair_shape(body: str) -> str:
+    """``body`` without what makes its shape unusable, for a second reply that failed
+    too: each repeated paragraph and sentence kept once, and the text cut after its last
+    complete sentence (or list item, heading, table row). What is left still goes through
+    every check; nothing is added."""
+    seen: set[str] = set()
+    paragraphs: list[str] = []
+    for paragraph in split_paragraphs(body):
+        kept = []
+        for sentence in split_sentences(paragraph) or [paragraph]:
+            key = " ".join(sentence.casefold().split())
+            if key not in seen:
+                seen.add(key)
+                kept.append(sentence)
+        if kept:
+            whole = len(kept) == len(split_sentences(paragraph))
+            paragraphs.append(paragraph if whole else " ".join(kept))
+    text = "\n\n".join(paragraphs).strip()
+    while text and not ends_on_sentence(text):
+        cut = max(text.rfind(". "), text.rfind(".\n"), text.rfind("\n"))
+        if cut <= 0:
+            return ""
+        text = text[: cut + 1].rstrip()
+    return text

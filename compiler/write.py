@@ -16,6 +16,7 @@ from compiler.checks import (
     ArticleRefusedError,
     accept_summary,
     evidence_for,
+    repair_shape,
     review_body,
     summary_from_body,
 )
@@ -165,6 +166,21 @@ async def compile_article(
             findings = review.findings + ([summary_problem] if summary_problem else [])
             draft.reply.reject()
             continue
+        if review.problems and not review.ungrounded:
+            # Twice unusable in shape (a small model repeating itself, or cut off): keep
+            # what is whole and said once, if that passes every check.
+            repaired = review_body(
+                repair_shape(review.body), evidence=evidence, material=texts, previous=previous
+            )
+            if repaired.body.strip() and not repaired.problems and not repaired.ungrounded:
+                draft.reply.reject()  # not cached: the repair is ours, not the reply's
+                repaired.notes.append(
+                    "the second reply failed too ("
+                    + "; ".join(review.problems)[:200]
+                    + "): kept its whole sentences, each once"
+                )
+                review = repaired
+                break
         if review.problems or review.removed_share > REFUSE_ABOVE or not review.body.strip():
             draft.reply.reject()
             problems = review.problems or [
@@ -172,8 +188,8 @@ async def compile_article(
                 "material does not (" + "; ".join(review.ungrounded[:3]) + ")"
             ]
             raise ArticleRefusedError(target.path, problems)
+        draft.reply.accept()  # after the last check of the reply
         break
-    draft.reply.accept()  # after the last check of the reply
     body = clean_body(review.body, title)  # a converted <h1> title goes too
     if notes is not None:
         notes += review.notes

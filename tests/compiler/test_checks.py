@@ -71,20 +71,32 @@ def assert_refused(kb, result, llm, reason):
     assert "failed" in kb.log_path.read_text()
 
 
-def test_a_paragraph_repeated_to_the_cap_and_cut_mid_word_is_refused(kb, settings, notes):
+def assert_kept_once(kb, result, llm, sentence):
+    """Two replies unusable in shape: what is whole and grounded is kept, each once."""
+    assert result.failed == [] and len(result.created) == 1
+    body = read_article(kb, result.created[0]).body
+    assert body.count(sentence) == 1
+    assert body.rstrip().endswith(".")
+    assert len(write_prompts(llm)) == 2, "asked once more, with the findings"
+    assert "refused by these checks" in write_prompts(llm)[1]
+    assert "kept its whole sentences, each once" in kb.log_path.read_text()
+
+
+def test_a_paragraph_repeated_to_the_cap_and_cut_mid_word_is_kept_once(kb, settings, notes):
     para = "We decided to move DNS records out of the puppet module into Terraform."
     body = ("\n\n".join([para] * 60))[:3000]
     llm = writer({"body": body})
     result = compile_note(kb, settings, notes, llm)
-    assert_refused(kb, result, llm, "repeated")
-    assert "ends mid-sentence" in result.failed[0].error
+    assert_kept_once(kb, result, llm, para)
+    assert "ends mid-sentence" in write_prompts(llm)[1]
 
 
-def test_the_summary_pasted_fifteen_times_is_refused(kb, settings, notes):
+def test_the_summary_pasted_fifteen_times_is_kept_once(kb, settings, notes):
     summary = "We decided to move DNS records out of the puppet module into Terraform."
     llm = writer({"body": "\n\n".join([summary] * 15)})
     result = compile_note(kb, settings, notes, llm)
-    assert_refused(kb, result, llm, "paragraph repeated 15 times")
+    assert_kept_once(kb, result, llm, summary)
+    assert "paragraph repeated 15 times" in write_prompts(llm)[1]
 
 
 def test_a_second_reply_that_passes_is_taken(kb, settings, notes):
