@@ -166,13 +166,18 @@ async def compile_article(
             findings = review.findings + ([summary_problem] if summary_problem else [])
             draft.reply.reject()
             continue
-        if review.problems and not review.ungrounded:
+        if review.problems:
             # Twice unusable in shape (a small model repeating itself, or cut off): keep
-            # what is whole and said once, if that passes every check.
+            # what is whole and said once, if that passes every check (ungrounded
+            # passages removed as for any reply, refused above the same share).
             repaired = review_body(
                 repair_shape(review.body), evidence=evidence, material=texts, previous=previous
             )
-            if repaired.body.strip() and not repaired.problems and not repaired.ungrounded:
+            if (
+                repaired.body.strip()
+                and not repaired.problems
+                and repaired.removed_share <= REFUSE_ABOVE
+            ):
                 draft.reply.reject()  # not cached: the repair is ours, not the reply's
                 repaired.notes.append(
                     "the second reply failed too ("
