@@ -38,7 +38,7 @@ from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review
 from compiler.runs import RunTracker
 from compiler.sources import Source, discover
-from compiler.work import Plan, Work
+from compiler.work import Plan, Work, allocate_work, taken_slugs
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -59,9 +59,6 @@ from wiki import (
     read_article,
     read_extraction,
     record_run,
-    slugify,
-    source_articles,
-    unique_slug,
     write_extraction,
     write_raw,
 )
@@ -241,7 +238,7 @@ class Compiler:
         # deterministically), each starting on its way to the model once read.
         work: list[Work] = []
         tasks = []
-        taken = self._taken_slugs(known)
+        taken = taken_slugs(known)
         for item in pending:
             if self.interrupted:
                 result.failed.append(Failure(item.origin, "interrupted before it was read"))
@@ -253,7 +250,7 @@ class Compiler:
                 self.progress("advance", name="extract", item=item.origin)
                 continue
             result.redactions += src.redactions
-            w = self._allocate(src, known, taken)
+            w = allocate_work(src, known, taken)
             work.append(w)
             tasks.append(self._tasks.spawn(prepare(w)))
         if not work:  # nothing could be read: nothing to write, log or commit
@@ -363,25 +360,6 @@ class Compiler:
                 reason = "interrupted" if outcome is CANCELLED else str(outcome)
                 article_errors[path] = f"writing {path} failed: {reason}"
         return written, article_errors
-
-    @staticmethod
-    def _taken_slugs(known: dict) -> set[str]:
-        return {PurePosixPath(p).stem for p in (r["raw_path"] for r in known.values()) if p}
-
-    @staticmethod
-    def _allocate(src: Source, known: dict, taken: set[str]) -> Work:
-        """The raw slug of ``src``: its earlier one, or a new one not in ``taken``."""
-        row = known.get(src.origin)
-        if row is not None and row["raw_path"]:
-            raw_path = row["raw_path"]
-            slug = PurePosixPath(raw_path).stem
-            previous = source_articles(row)
-        else:
-            slug = unique_slug(slugify(src.title), taken)
-            raw_path = f"raw/{slug}.md"
-            previous = []
-        taken.add(slug)
-        return Work(src, slug, raw_path, previous)
 
     async def _prepare(
         self, llm: LLM, w: Work, ranker_ready: asyncio.Future, categories: Sequence[str]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, closing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from kb_ai.llm import LLM, Completion, Usage
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
 from retrieval import extractive
+from retrieval.answer import Answer, Event, Turn
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
@@ -45,44 +45,6 @@ class EmptyWikiError(UsageError):
 
 class SelectionError(LLMError):
     """Page selection failed, so there is no context to answer from."""
-
-
-@dataclass(frozen=True)
-class Turn:
-    role: str  # "user" | "assistant"
-    content: str
-
-
-@dataclass
-class Answer:
-    answer: str
-    citations: list[Citation] = field(default_factory=list)
-    read: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    question: str = ""  # the standalone question actually answered
-    covered: bool = True
-    shortlisted: bool = False
-    findings: list[Finding] = field(default_factory=list)  # what the checks removed, and why
-    hops: list[Hop] = field(default_factory=list)  # each search-and-read round, in order
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "answer": self.answer,
-            "citations": [c.as_dict() for c in self.citations],
-            "read": self.read,
-            "hops": [h.as_dict() for h in self.hops],
-            "usage": self.usage.as_dict(),
-            "question": self.question,
-            "covered": self.covered,
-            "findings": [f.as_dict() for f in self.findings],
-        }
-
-
-@dataclass(frozen=True)
-class Event:
-    type: str  # status | delta | done | error
-    data: dict[str, Any]  # JSON-ready, for an event stream
-    error: KbAiError | None = None  # with type "error": what went wrong, to act on by type
 
 
 def _schema_paths(paths: list[str], k: int) -> dict[str, Any]:
@@ -469,7 +431,9 @@ class Asker:
             query = question
             if follow.terms and len(chosen) < n:
                 query = f"{question} {' '.join(follow.terms)}"
-                chosen += await self._select_more(query, catalog, read | set(chosen), n - len(chosen))
+                chosen += await self._select_more(
+                    query, catalog, read | set(chosen), n - len(chosen)
+                )
         except LLMError:
             return None  # the first pages are read; a failed optional step does not stop the answer
         if not chosen:
