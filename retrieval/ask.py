@@ -29,9 +29,11 @@ from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
+from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
 from retrieval.pages import Citation, Page, check_paths, link_targets, read_page
+from retrieval.selection import SelectionError, chosen_paths, paths_schema, selection_failed
 from retrieval.terms import shares_a_term, terms
-from wiki import KnowledgeBase, compile_under_way, normalise_article_path, open_state
+from wiki import KnowledgeBase, compile_under_way, open_state
 from wiki.indexing import index_is_current, refresh_search_index
 from wiki.search import SearchIndex
 
@@ -41,21 +43,6 @@ MAX_QUESTION_CHARS = 4_000
 
 class EmptyWikiError(UsageError):
     """The knowledge base has no articles to answer from."""
-
-
-class SelectionError(LLMError):
-    """Page selection failed, so there is no context to answer from."""
-
-
-def _schema_paths(paths: list[str], k: int) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "paths": {"type": "array", "items": {"type": "string", "enum": paths}, "maxItems": k}
-        },
-        "required": ["paths"],
-        "additionalProperties": False,
-    }
 
 
 REWRITE_SCHEMA = {
@@ -75,6 +62,7 @@ class Asker:
         self.llm = llm
         self.usage = Usage()
         self.findings: list[Finding] = []  # of the question being answered
+        self.crossing: list[str] = []  # its search terms in the catalog's language, if other
 
     def _paid(self, reply: Completion) -> Completion:
         self.usage = self.usage + reply.usage
@@ -97,7 +85,7 @@ class Asker:
         self, question: str, history: Sequence[Turn], paths: Sequence[str] | None
     ) -> AsyncIterator[Event]:
         question = " ".join(question.split())
-        self.findings = []
+        self.findings, self.crossing = [], []
         if not question:
             raise UsageError(
                 "The question is empty", hint='ask something, e.g. kb-ai ask "Why did we ..."'
@@ -128,6 +116,7 @@ class Asker:
                 yield Event("status", {"stage": "rewriting"})
                 standalone = await self._rewrite(question, history)
             yield Event("status", {"stage": "selecting"})
+            self.crossing = await self._catalog_terms(standalone, catalog)
             chosen, shortlisted = await self._select(standalone, catalog)
             if not chosen:
                 answer = Answer(
@@ -143,7 +132,8 @@ class Asker:
                 return
         yield Event("status", {"stage": "reading", "paths": chosen})
         pages = await asyncio.to_thread(self._read, chosen)
-        hops = [Hop(standalone, list(chosen), "paths" if paths else "search")]
+        searched = " ".join([standalone, *self.crossing])
+        hops = [Hop(searched, list(chosen), "paths" if paths else "search")]
         # Follow-ups: what the pages name that the answer needs next, within one budget
         # of pages for the whole question.
         room = self.settings.select_k + self.settings.second_hop_pages - len(pages)
@@ -157,7 +147,11 @@ class Asker:
             room -= len(hop.pages)
         yield Event("status", {"stage": "answering"})
         messages = PROMPTS.render(
-            "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
+            "answer",
+            pages=pages,
+            question=standalone,
+            history=[t.__dict__ for t in history[-6:]],
+            crossing=bool(self.crossing),
         )
         # Each sentence is checked against the pages before it is shown (checks.py).
         check = AnswerCheck(pages, standalone)
@@ -212,7 +206,7 @@ class Asker:
     ) -> list[str]:
         """The extractive answer in pieces: the model names sentence ids under a grammar
         (an enum of the numbered sentences of the pages read), kb-ai quotes them."""
-        numbered = extractive.number_sentences(pages, question)
+        numbered = extractive.number_sentences(pages, " ".join([question, *self.crossing]))
         if not numbered:
             return extractive.compose([])
         messages = PROMPTS.render(
@@ -266,10 +260,15 @@ class Asker:
         return [read_page(self.kb, p, self.settings.read_chars) for p in paths]
 
     def selection_prompt(
-        self, question: str, catalog: Catalog, exclude: set[str] | frozenset[str] = frozenset()
+        self,
+        question: str,
+        catalog: Catalog,
+        exclude: set[str] | frozenset[str] = frozenset(),
+        search_terms: Sequence[str] = (),
     ) -> tuple[list[dict], list[str], bool]:
         """The selection messages within the budget, the candidate paths (none of
-        ``exclude``), and whether the catalog was shortlisted."""
+        ``exclude``), and whether the catalog was shortlisted. ``search_terms`` (in the
+        catalog's language) are searched and shown beside the question."""
         overhead = estimate_tokens(
             "".join(
                 m["content"]
@@ -280,13 +279,14 @@ class Asker:
                     k=self.settings.select_k,
                     shortlisted=True,
                     total=len(catalog),
+                    search_terms=search_terms,
                 )
             )
         )
         budget = max(self.settings.selection_budget_tokens - overhead - 64, 0)
         cands = pick_candidates(
             catalog,
-            question,
+            " ".join([question, *search_terms]),
             budget,
             lambda q, limit: self._search(q, limit, len(catalog)),
             exclude=exclude,
@@ -298,16 +298,19 @@ class Asker:
             k=self.settings.select_k,
             shortlisted=cands.shortlisted,
             total=cands.total,
+            search_terms=search_terms,
         )
         return messages, cands.paths, cands.shortlisted
 
     def _search(self, question: str, limit: int, articles: int) -> list[str]:
         with closing(open_state(self.kb)) as conn:
-            if not index_is_current(
-                conn, articles
-            ):  # built before the index existed, or edited by hand
-                refresh_search_index(self.kb, conn)
-            return [hit.path for hit in SearchIndex(conn).search(question, limit=limit)]
+            index = self._index(conn, articles)
+            return [hit.path for hit in index.search(question, limit=limit)]
+
+    def _index(self, conn: Any, articles: int) -> SearchIndex:
+        if not index_is_current(conn, articles):  # built before it existed, or edited by hand
+            refresh_search_index(self.kb, conn)
+        return SearchIndex(conn)
 
     async def _pick(self, messages: list[dict], offered: list[str], limit: int) -> list[str] | None:
         """Ask the model to pick among ``offered`` paths; None when the reply has no list.
@@ -318,34 +321,46 @@ class Asker:
             await self.llm.complete(
                 messages,
                 stage="select",
-                schema=_schema_paths(offered, limit),
+                schema=paths_schema(offered, limit),
                 schema_name="selection",
             )
         )
-        picked = reply.data.get("paths") if isinstance(reply.data, dict) else None
-        if not isinstance(picked, list):
-            reply.reject()
-            return None
-        allowed = set(offered)
-        chosen: list[str] = []
-        for p in picked:
-            if isinstance(p, str):
-                path = normalise_article_path(p)
-                if not path.startswith("wiki/"):
-                    path = f"wiki/{path}"
-                if path in allowed and path not in chosen:
-                    chosen.append(path)
-        if picked and not chosen:  # every path invented or escaping: not an answer to keep
-            reply.reject()
-        else:
-            reply.accept()
-        return chosen[:limit]
+        chosen, keep = chosen_paths(reply.data, offered, limit)
+        (reply.accept if keep else reply.reject)()  # every path invented: not one to keep
+        return chosen
+
+    async def _catalog_terms(self, question: str, catalog: Catalog) -> list[str]:
+        """Search terms in the catalog's language(s) for a question written in another
+        script (languages.py); [] when the scripts agree or the reply has none usable.
+        Only terms whose words the index holds are kept: one no page has finds nothing."""
+        messages = await asyncio.to_thread(terms_prompt, question, catalog.sample)
+        if messages is None:
+            return []
+        try:
+            reply = self._paid(
+                await self.llm.complete(
+                    messages, stage="select", schema=TERMS_SCHEMA, schema_name="search_terms"
+                )
+            )
+        except LLMOutputError:
+            return []  # unusable: the question is searched as it is
+        except LLMError as exc:
+            raise selection_failed(exc) from exc
+        offered = parse_terms(reply.data)
+        kept = await asyncio.to_thread(self._known_terms, offered, len(catalog))
+        (reply.accept if kept or not offered else reply.reject)()
+        return kept
+
+    def _known_terms(self, offered: list[str], articles: int) -> list[str]:
+        with closing(open_state(self.kb)) as conn:
+            index = self._index(conn, articles)
+            return [t for t in offered if index.has_words_of(t)]
 
     async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
         messages, paths, shortlisted = await asyncio.to_thread(
-            self.selection_prompt, question, catalog
+            self.selection_prompt, question, catalog, frozenset(), self.crossing
         )
-        wanted = terms(question)
+        wanted = terms(" ".join([question, *self.crossing]))
         if not paths or not await asyncio.to_thread(self._any_shares, wanted, paths, catalog):
             self.findings.append(
                 Finding(
@@ -358,13 +373,7 @@ class Asker:
         try:
             chosen = await self._pick(messages, paths, self.settings.select_k)
         except LLMError as exc:
-            raise SelectionError(
-                f"Page selection failed, so no answer was given: {exc}",
-                model=exc.model,
-                status=exc.status,
-                body=exc.body,
-                hint="try again, or name the pages with --paths",
-            ) from exc
+            raise selection_failed(exc) from exc
         if chosen is None:
             raise SelectionError("Page selection returned no list of paths, so no answer was given")
         related = await asyncio.to_thread(
@@ -409,7 +418,8 @@ class Asker:
         linked = [p for p in catalog.resolve(*link_targets(pages)) if p not in read][:20]
         lines = catalog.lookup(linked) if linked else {}
         linked = [p for p in linked if p in lines]
-        if not linked and pages_hold_every_term(question, (p.text for p in pages)):
+        held = " ".join(self.crossing) or question  # the question's words as the pages write them
+        if not linked and pages_hold_every_term(held, (p.text for p in pages)):
             return None  # nothing links on, and every word of the question is answered for
         messages = PROMPTS.render(
             "follow", question=question, pages=pages, lines=[lines[p] for p in linked], n=n
@@ -430,7 +440,7 @@ class Asker:
             chosen = list(follow.pages)
             query = question
             if follow.terms and len(chosen) < n:
-                query = f"{question} {' '.join(follow.terms)}"
+                query = " ".join([question, *self.crossing, *follow.terms])
                 chosen += await self._select_more(
                     query, catalog, read | set(chosen), n - len(chosen)
                 )

@@ -102,6 +102,27 @@ class Catalog:
     def __len__(self) -> int:
         return self.total
 
+    def sample(self, chars: int = 64_000) -> list[str]:
+        """Catalog lines from across the catalog, about ``chars`` of them: a large one is
+        read in eight pieces spread over the file, never whole."""
+        if self.lines is not None:
+            out, used = [], 0
+            step = max(len(self.lines) * 200 // max(chars, 1), 1)  # ~200 chars a line
+            for line in list(self.lines.values())[::step]:
+                out.append(line)
+                used += len(line)
+                if used >= chars:
+                    break
+            return out
+        out = []
+        with self.kb.master_index_path.open("rb") as f:
+            size = f.seek(0, 2)
+            for i in range(8):
+                f.seek(size * i // 8)
+                piece = f.read(chars // 8).decode("utf-8", errors="replace")
+                out += [line for line in piece.splitlines()[1:-1] if line.startswith("- [")]
+        return out
+
     def lookup(self, paths: Sequence[str]) -> dict[str, str]:
         """The lines of those ``paths`` that are articles of the catalog."""
         if self.lines is not None:

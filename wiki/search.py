@@ -210,6 +210,15 @@ class SearchIndex:
         ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
 
+    def has_words_of(self, text: str) -> bool:
+        """Whether some article holds a word ``text`` searches for (as ``search`` cuts
+        it; prefixes and single CJK characters left out: they would meet almost any)."""
+        return any(
+            self._matches("search_fts", _quote(t.text), 0)
+            for t in query_terms(text)
+            if not (t.prefix or t.unless)
+        )
+
     def _query_clauses(self, query: str) -> dict[str, str | None]:
         """The FTS5 clauses a question stands for, each quoted, in order, without repeats.
 

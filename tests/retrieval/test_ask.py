@@ -197,10 +197,14 @@ def test_a_chinese_question_with_a_two_character_keyword_finds_its_page(kb, sett
     _big_wiki(kb, 200, [zh])
     small = replace(settings, selection_budget_tokens=1500)
     llm = FakeLLM().enqueue(
-        {"paths": [zh[0]]}, ENOUGH, "数据保存在北京机房 [存储方案](wiki/concept/shu-ju-ku.md)。"
+        {"terms": ["Beijing"]},  # the wiki is mostly English: terms in it are asked for first
+        {"paths": [zh[0]]},
+        ENOUGH,
+        "数据保存在北京机房 [存储方案](wiki/concept/shu-ju-ku.md)。",
     )
     answer = run(ask(kb, small, llm, "北京在哪里？"))
-    assert zh[0] in llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
+    assert "terms" in llm.calls[0].schema["properties"]
+    assert zh[0] in llm.calls[1].schema["properties"]["paths"]["items"]["enum"]
     assert [c.path for c in answer.citations] == [zh[0]]
 
 
@@ -351,9 +355,7 @@ def test_long_pages_are_cut_with_a_visible_marker(kb, settings):
     assert prompt.count("word") < 300
 
 
-def test_a_local_model_picks_a_sentence_id_and_the_answer_quotes_it_with_its_citation(
-    kb, settings
-):
+def test_a_local_model_picks_a_sentence_id_and_the_answer_quotes_it_with_its_citation(kb, settings):
     make_wiki(kb, [DNS, BACKUP])
     local = replace(settings, model="local/default")
     llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, {"sentences": ["s1", "s7"]})

@@ -76,11 +76,15 @@ def test_question_words_alone_do_not_make_a_page_relevant(kb, settings):
     assert llm.calls == [] and not answer.covered
 
 
-def test_a_chinese_question_about_a_page_never_compiled_is_declined_without_a_call(kb, settings):
+def test_a_chinese_question_about_a_page_never_compiled_is_declined_without_a_selection(
+    kb, settings
+):
     make_wiki(kb, [DNS, BACKUP])
-    llm = FakeLLM()
+    # the wiki is English: search terms in English are asked for once; none is in it
+    llm = FakeLLM().enqueue({"terms": ["Beijing-Shanghai high-speed railway", "length"]})
     answer = run(ask(kb, settings, llm, "京沪高铁有多长？"))
-    assert llm.calls == [] and answer.answer == NOT_COVERED and not answer.covered
+    assert len(llm.calls) == 1 and "terms" in llm.calls[0].schema["properties"]
+    assert answer.answer == NOT_COVERED and not answer.covered
 
 
 def test_selected_pages_that_share_no_word_with_the_question_are_not_read(kb, settings):
