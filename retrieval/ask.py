@@ -34,6 +34,7 @@ from retrieval.pages import Citation, Page, check_paths, link_targets, read_page
 from retrieval.selection import SelectionError, chosen_paths, paths_schema, selection_failed
 from retrieval.terms import shares_a_term, terms
 from wiki import KnowledgeBase, compile_under_way, open_state
+from wiki.feedback import names_in, search_with_feedback
 from wiki.indexing import index_is_current, refresh_search_index
 from wiki.search import SearchIndex
 
@@ -304,8 +305,8 @@ class Asker:
 
     def _search(self, question: str, limit: int, articles: int) -> list[str]:
         with closing(open_state(self.kb)) as conn:
-            index = self._index(conn, articles)
-            return [hit.path for hit in index.search(question, limit=limit)]
+            # the question, then with the names its best hit mentions (wiki/feedback.py)
+            return search_with_feedback(self._index(conn, articles), question, limit)
 
     def _index(self, conn: Any, articles: int) -> SearchIndex:
         if not index_is_current(conn, articles):  # built before it existed, or edited by hand
@@ -376,9 +377,7 @@ class Asker:
             raise selection_failed(exc) from exc
         if chosen is None:
             raise SelectionError("Page selection returned no list of paths, so no answer was given")
-        related = await asyncio.to_thread(
-            lambda: [p for p in chosen if shares_a_term(wanted, self._page_text(p))]
-        )
+        related = await asyncio.to_thread(self._related, chosen, wanted, question)
         for path in chosen:
             if path not in related:
                 self.findings.append(
@@ -389,6 +388,14 @@ class Asker:
                     )
                 )
         return related, shortlisted
+
+    def _related(self, chosen: list[str], wanted: set[str], question: str) -> list[str]:
+        """The chosen pages sharing a term with the question, and those sharing one with
+        the names these pages mention (a later hop's page, as the shortlist found it)."""
+        texts = {p: self._page_text(p) for p in chosen}
+        direct = [p for p in chosen if shares_a_term(wanted, texts[p])]
+        named = terms(" ".join(n for p in direct for n in names_in(texts[p], question)))
+        return [p for p in chosen if p in direct or shares_a_term(named, texts[p])]
 
     def _page_text(self, path: str) -> str:
         try:

@@ -210,6 +210,16 @@ class SearchIndex:
         ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
 
+    def stored_text(self, path: str) -> str:
+        """The title and body of an indexed article as the index holds them (folded; CJK
+        cut into bigrams); "" for a path not indexed."""
+        row = self._conn.execute(
+            "SELECT f.title, f.body FROM search_docs AS d JOIN search_fts AS f"
+            " ON f.rowid = d.id WHERE d.path = ?",
+            (path,),
+        ).fetchone()
+        return "" if row is None else f"{row[0]}\n{row[1]}"
+
     def has_words_of(self, text: str) -> bool:
         """Whether some article holds a word ``text`` searches for (as ``search`` cuts
         it; prefixes and single CJK characters left out: they would meet almost any)."""

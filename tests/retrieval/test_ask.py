@@ -268,8 +268,25 @@ TAYLOR = (
 )
 
 
+def test_the_first_selection_is_offered_the_pages_its_best_hit_names(kb, settings):
+    # Taylor's page shares no word with the question: only the Dead Ernest page names
+    # her, and the shortlist searches again with the names its best hit mentions.
+    _big_wiki(kb, 300, [DEAD_ERNEST, TAYLOR])
+    small = replace(settings, selection_budget_tokens=2000)
+    llm = FakeLLM().enqueue(
+        {"paths": [DEAD_ERNEST[0], TAYLOR[0]]},
+        ENOUGH,
+        "Boston [Phoebe Atwood Taylor](wiki/entity/phoebe-atwood-taylor.md).",
+    )
+    answer = run(ask(kb, small, llm, "Where was the author of Dead Ernest born?"))
+    offer = llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
+    assert offer[0] == DEAD_ERNEST[0] and TAYLOR[0] in offer
+    assert answer.read == [DEAD_ERNEST[0], TAYLOR[0]]
+    assert [c.path for c in answer.citations] == [TAYLOR[0]]
+
+
 def test_a_bridge_the_first_page_names_is_searched_and_read(kb, settings):
-    # The later page shares no word with the question: only the first page names it.
+    # The model picks only the first page; it names the later one, which is searched for.
     _big_wiki(kb, 300, [DEAD_ERNEST, TAYLOR])
     small = replace(settings, selection_budget_tokens=2000)
     llm = FakeLLM().enqueue(
@@ -284,7 +301,7 @@ def test_a_bridge_the_first_page_names_is_searched_and_read(kb, settings):
 
     first_offer = llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
     second_offer = llm.calls[2].schema["properties"]["paths"]["items"]["enum"]
-    assert TAYLOR[0] not in first_offer  # the question alone cannot reach it
+    assert DEAD_ERNEST[0] in first_offer
     assert TAYLOR[0] in second_offer and DEAD_ERNEST[0] not in second_offer
     assert answer.read == [DEAD_ERNEST[0], TAYLOR[0]]
     assert llm.stages() == ["select", "select", "select", "select", "answer"]
