@@ -29,10 +29,18 @@ def _answer_reply(messages: list[dict]) -> str:
 
 
 def fake_handler(stage: str, messages: list[dict], schema: dict | None) -> Any:
-    """A model that answers at once: the first 3 candidates, one further page on the second
-    hop, and an answer citing the first page read."""
+    """A model that answers at once: the first 3 candidates, then after each reading it
+    is never enough (a search for the first page's title; one page picked), so every
+    question runs all its hops; search terms "release notes" for a question in another
+    script than the wiki's; an answer citing the first page read."""
+    props = (schema or {}).get("properties", {})
+    if "terms" in props:
+        return {"terms": ["release notes"]}
+    if "enough" in props:
+        title = re.search(r"^- \[(.{1,80}?)\]", messages[-1]["content"], re.M)
+        return {"enough": False, "search": [title.group(1)] if title else []}
     if stage == "select":
-        enum = schema["properties"]["paths"]["items"]["enum"] if schema else []
+        enum = props["paths"]["items"]["enum"] if props else []
         hop = "Further pages:" in messages[-1]["content"]
         return {"paths": enum[:1] if hop else enum[:3]}
     return _answer_reply(messages)
@@ -128,6 +136,8 @@ def child(size: int, root: Path) -> dict:
                 "target_in_candidates": (q["target"] in paths) if q["target"] else None,
                 "cited": [c.path for c in answer.citations],
                 "read": len(answer.read),
+                "hops": len(answer.hops),
+                "own_per_hop_ms": (wall - llm.inside) * 1e3 / max(len(answer.hops), 1),
             }
         )
     loop.run_until_complete(loop.shutdown_asyncgens())
