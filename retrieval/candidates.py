@@ -121,7 +121,7 @@ class Catalog:
                 f.seek(size * i // 8)
                 piece = f.read(chars // 8).decode("utf-8", errors="replace")
                 out += [line for line in piece.splitlines()[1:-1] if line.startswith("- [")]
-        return out
+        return list(dict.fromkeys(out))  # pieces of a small file overlap
 
     def lookup(self, paths: Sequence[str]) -> dict[str, str]:
         """The lines of those ``paths`` that are articles of the catalog."""

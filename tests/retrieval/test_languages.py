@@ -150,3 +150,22 @@ def test_a_question_in_the_wiki_s_script_costs_no_extra_call(kb, settings):
     answer = asyncio.run(ask(kb, settings, llm, "How long are backups kept?"))
     assert "terms" not in llm.calls[0].schema["properties"]
     assert answer.covered
+
+
+def test_a_chinese_question_naming_an_english_product_is_still_chinese(kb, settings):
+    railway = (
+        "wiki/reference/chengdu-chongqing-railway.md",
+        "成渝高速铁路",
+        "成渝高速铁路的线路概况。",
+        "成渝高速铁路全长308公里，使用CRH380列车，设计速度为每小时350公里。\n",
+    )
+    make_wiki(kb, [railway])
+    llm = FakeLLM().enqueue(
+        {"paths": [railway[0]]},
+        {"enough": True, "search": []},
+        "设计速度为每小时350公里 [成渝高速铁路](wiki/reference/chengdu-chongqing-railway.md)。",
+    )
+    # more Latin letters (17) than Chinese characters (6), but fewer tokens: Chinese
+    answer = asyncio.run(ask(kb, settings, llm, "成渝高铁 CRH380 Express Service 多快？"))
+    assert "terms" not in llm.calls[0].schema["properties"]  # no call for search terms
+    assert [c.path for c in answer.citations] == [railway[0]]
