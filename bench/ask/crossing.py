@@ -77,14 +77,18 @@ async def shortlist(asker: Asker, catalog: Catalog, question: str, found: list[s
     return paths if paths and asker._any_shares(wanted, paths, catalog) else []
 
 
-async def measure(kb: KnowledgeBase, questions: list[tuple[str, str]], model: str) -> dict:
+async def measure(
+    kb: KnowledgeBase, questions: list[tuple[str, str]], model: str, answers: bool
+) -> dict:
     settings = load_settings(kb.root, {"model": model}, detect=False)
     catalog = Catalog.load(kb, settings.selection_budget_tokens)
     rows = []
     for zh, gold in questions:
         llm = open_llm(settings, db_path=kb.state_db)
         try:
-            reply = await llm.complete(PROMPTS.render("english", question=zh), stage="rewrite")
+            reply = await llm.complete(
+                PROMPTS.render("english", question=zh), stage="rewrite", max_tokens=80
+            )
             en = " ".join((reply.text or "").split())[:300]
             if not en or _CJK.search(en):
                 rows.append({"zh": zh, "en": en, "skipped": True})
@@ -103,6 +107,10 @@ async def measure(kb: KnowledgeBase, questions: list[tuple[str, str]], model: st
                 "en_offered": gold in await shortlist(asker, catalog, en, []),
                 "terms_offered": gold in await shortlist(asker, catalog, en, found),
             }
+            if not answers:
+                rows.append(row)
+                print(json.dumps(row, ensure_ascii=False), flush=True)
+                continue
             started = time.monotonic()
             answer = await ask(kb, settings, llm, en)
             row |= {
@@ -116,7 +124,7 @@ async def measure(kb: KnowledgeBase, questions: list[tuple[str, str]], model: st
             await llm.aclose()
         rows.append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
-    return {"model": model, "rows": rows}
+    return {"model": model, "rows": rows, "answers": answers}
 
 
 def render(result: dict, load: str) -> str:
@@ -125,6 +133,16 @@ def render(result: dict, load: str) -> str:
 
     def share(key: str) -> str:
         return f"{sum(r[key] for r in rows)} of {n}"
+
+    ends = (
+        [
+            f"| end to end: gold page read | {share('read')} |",
+            f"| end to end: gold page cited | {share('cited')} |",
+            f"| seconds per question end to end, median | {statistics.median(r['seconds'] for r in rows):.1f} |",
+        ]
+        if result["answers"] and rows
+        else []
+    )  # fmt: skip
 
     return "\n".join(
         [
@@ -141,10 +159,8 @@ def render(result: dict, load: str) -> str:
             f"| gold page offered to selection, Chinese question (reference) | {share('zh_offered')} |",
             f"| gold page offered, English question searched as it is (before) | {share('en_offered')} |",
             f"| gold page offered, English question with kb-ai's Chinese terms (after) | {share('terms_offered')} |",
-            f"| end to end: gold page read | {share('read')} |",
-            f"| end to end: gold page cited | {share('cited')} |",
             f"| seconds for the terms call, median | {statistics.median(r['terms_s'] for r in rows):.1f} |",
-            f"| seconds per question end to end, median | {statistics.median(r['seconds'] for r in rows):.1f} |",
+            *ends,
             "",
             f"Load average while measured: {load}.",
             "",
@@ -156,11 +172,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--model", default="local/default")
+    parser.add_argument(
+        "--no-answers", action="store_true", help="the shortlist only, no end-to-end ask"
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the fragment here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         kb, questions = build(Path(tmp) / "kb")
-        result = asyncio.run(measure(kb, questions[: args.questions], args.model))
+        result = asyncio.run(
+            measure(kb, questions[: args.questions], args.model, not args.no_answers)
+        )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     fragment = render(result, load)
     print(fragment)
