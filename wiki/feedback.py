@@ -13,7 +13,10 @@ gold pages): MuSiQue-50 0.798 -> 0.900 (later-hop pages 0.652 -> 0.826, all-gold
 0.76), HotpotQA-100 0.970 -> 1.000. Tried on the same data: the names of the top 2 or 3
 hits (0.86-0.87: the second hit is more often a distractor, and its names crowd out the
 first's), one search per name (0.88, several times the cost), ``KEEP`` 10 to 30 and
-``MAX_NAMES`` 15 to 60 (all within 0.893-0.900). Names are capitalised Latin words,
+``MAX_NAMES`` 15 to 60 (all within 0.893-0.900; 10 names: HotpotQA 0.995). 15 names,
+not more: every name is a clause the search must count and score, and at 10,000
+articles the second search is what a hop's own time grows by (bench/ask/hops_time.py).
+Names are capitalised Latin words,
 so a Chinese or Japanese best hit adds nothing: the first search alone decides there.
 """
 
@@ -26,7 +29,7 @@ from wiki.search import SearchIndex
 __all__ = ["names_in", "search_with_feedback"]
 
 KEEP = 20  # hits of the question's own search kept ahead of the feedback's
-MAX_NAMES = 30  # names of the best hit added to the question
+MAX_NAMES = 15  # names of the best hit added to the question
 _TEXT_CHARS = 20_000  # of the best hit read for names
 
 _CAPITAL = "[A-ZÀ-ÖØ-Þ]"

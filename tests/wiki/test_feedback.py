@@ -9,7 +9,10 @@ NOVEL = SearchDoc(
     "novel", "Dead Ernest", "A 1944 mystery novel.", body="The novel is by Phoebe Atwood Taylor."
 )
 AUTHOR = SearchDoc(
-    "author", "Phoebe Atwood Taylor", "An American writer.", body="She set her mysteries on Cape Cod."
+    "author",
+    "Phoebe Atwood Taylor",
+    "An American writer.",
+    body="She set her mysteries on Cape Cod.",
 )
 
 
