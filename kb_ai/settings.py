@@ -67,6 +67,11 @@ class Settings:
     local_context_tokens: int = _setting(
         8_192, "Context window of a local GGUF model (prompt and reply, in tokens)."
     )
+    local_threads: int = _setting(
+        0,
+        "Threads a local model generates with (0: half the CPUs, at least one; reading the "
+        "prompt always uses them all).",
+    )
     api_base: str | None = _setting(None, "Base URL of an OpenAI-compatible endpoint.")
     api_key: str | None = _setting(
         None, "API key for that endpoint (or the provider's own variable)."
@@ -117,7 +122,8 @@ class Settings:
         DEFAULT_MAX_TOKENS["select"], "Most tokens of a page selection reply (0: not sent)."
     )
     max_tokens_rewrite: int = _setting(
-        DEFAULT_MAX_TOKENS["rewrite"], "Most tokens of a follow-up question rewritten (0: not sent)."
+        DEFAULT_MAX_TOKENS["rewrite"],
+        "Most tokens of a follow-up question rewritten (0: not sent).",
     )
     max_tokens_answer: int = _setting(
         DEFAULT_MAX_TOKENS["answer"], "Most tokens of an answer (0: not sent)."

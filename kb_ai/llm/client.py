@@ -304,9 +304,7 @@ class LLMClient:
     def _retry_now(self, exc: LLMError, attempt: int) -> bool:
         """Whether to try again: a transient failure, retries left, and the breaker did
         not open on it (a call that tripped it fails with its own error)."""
-        return (
-            exc.retryable and attempt < self.settings.max_retries and not self.breaker.is_open
-        )
+        return exc.retryable and attempt < self.settings.max_retries and not self.breaker.is_open
 
     async def _backoff(self, attempt: int, exc: LLMError) -> None:
         delay = retry_delay(
@@ -463,7 +461,7 @@ def open_llm(settings: Settings, *, db_path: Path | None = None) -> LLMClient:
     if settings.is_local:
         from kb_ai.llm._local import LocalTransport
 
-        transport = LocalTransport(settings.local_context_tokens)
+        transport = LocalTransport(settings.local_context_tokens, settings.local_threads or None)
     elif _speaks_http(settings, model):
         from kb_ai.llm._http import HttpTransport
 
