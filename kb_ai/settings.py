@@ -117,7 +117,8 @@ class Settings:
         DEFAULT_MAX_TOKENS["select"], "Most tokens of a page selection reply (0: not sent)."
     )
     max_tokens_rewrite: int = _setting(
-        DEFAULT_MAX_TOKENS["rewrite"], "Most tokens of a follow-up question rewritten (0: not sent)."
+        DEFAULT_MAX_TOKENS["rewrite"],
+        "Most tokens of a follow-up question rewritten (0: not sent).",
     )
     max_tokens_answer: int = _setting(
         DEFAULT_MAX_TOKENS["answer"], "Most tokens of an answer (0: not sent)."

@@ -140,9 +140,7 @@ class FakeLLM:
         )
         duration = time.monotonic() - started
         call.finished = True
-        return Completion(
-            text, data, self.model, usage, False, self.finish_reason, duration, call
-        )
+        return Completion(text, data, self.model, usage, False, self.finish_reason, duration, call)
 
     async def stream(
         self,

@@ -374,7 +374,9 @@ def test_a_busy_client_still_finds_replies_an_earlier_client_cached(server, sett
     def question(i):
         return [*ASK[:1], {"role": "user", "content": f"Which page, {i}?"}]
 
-    earlier, _ = run(settings, "fast", lambda llm: used(llm.complete(question(7), stage="select")), db)
+    earlier, _ = run(
+        settings, "fast", lambda llm: used(llm.complete(question(7), stage="select")), db
+    )
 
     async def many(llm):
         replies = []

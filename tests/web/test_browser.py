@@ -156,7 +156,7 @@ class _Attacker(BaseHTTPRequestHandler):
             " site.</textarea><button>Claim</button></form>"
             f'<iframe sandbox="allow-forms allow-scripts" srcdoc="<form method=post '
             f"action={target}/submit enctype=multipart/form-data><input name=title "
-            'value=Sandboxed><textarea name=content>Sandboxed plant.</textarea>'
+            "value=Sandboxed><textarea name=content>Sandboxed plant.</textarea>"
             '<button>Go</button></form>"></iframe>'
         ).encode()
         self.send_response(200)
