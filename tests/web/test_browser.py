@@ -2,10 +2,7 @@
 `kb-ai serve` and the fake model server: submit a note, watch it compile on Status, open
 the article, ask a question and see the streamed answer with a citation link."""
 
-import os
 import re
-import shutil
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -13,57 +10,18 @@ import httpx
 import pytest
 
 from tests.fakes.kb_responder import respond
-from tests.fakes.openai_server import FakeOpenAIServer
-from tests.web.live import LiveServer, model_env
+from tests.web.conftest import BROWSER, serving
 from wiki import KnowledgeBase
 
-CHROMIUM = os.environ.get("KB_AI_CHROMIUM", "/usr/bin/chromium")
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not shutil.which(CHROMIUM), reason=f"no chromium at {CHROMIUM} (apt-get install chromium)"
-    ),
-]
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
+pytestmark = BROWSER
+expect = pytest.importorskip("playwright.sync_api").expect
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     kb = KnowledgeBase.init(tmp_path_factory.mktemp("browser") / "kb")
-    with FakeOpenAIServer(respond) as model:
-        command = [
-            sys.executable,
-            "-m",
-            "kb_ai",
-            "--kb",
-            str(kb.root),
-            "serve",
-            "--host",
-            "127.0.0.1",
-        ]
-        with LiveServer(model_env(model.base_url, kb.root), command=command) as live:
-            yield live
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(base_url=server.url)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert errors == [], errors
+    with serving(kb.root, respond) as live:
+        yield live
 
 
 def test_submit_watch_read_and_ask(page):
