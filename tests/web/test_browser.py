@@ -3,14 +3,12 @@
 the article, ask a question and see the streamed answer with a citation link."""
 
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from tests.fakes.kb_responder import respond
-from tests.web.conftest import BROWSER, serving
+from tests.web.conftest import BROWSER, html_site, serving
 from wiki import KnowledgeBase
 
 pytestmark = BROWSER
@@ -102,40 +100,22 @@ def test_drop_files_and_keyboard_navigation(page):
     assert width <= 390
 
 
-class _Attacker(BaseHTTPRequestHandler):
-    """Another site: one page whose form posts a note into the kb-ai server."""
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        target = self.server.target
-        body = (
-            "<!doctype html><title>Win a prize</title>"
-            f'<form id="f" method="post" action="{target}/api/submit" enctype="multipart/form-data">'
-            '<input name="title" value="Planted"><textarea name="content">Planted by another'
-            " site.</textarea><button>Claim</button></form>"
-            f'<iframe sandbox="allow-forms allow-scripts" srcdoc="<form method=post '
-            f"action={target}/submit enctype=multipart/form-data><input name=title "
-            "value=Sandboxed><textarea name=content>Sandboxed plant.</textarea>"
-            '<button>Go</button></form>"></iframe>'
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def attacker(server):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
-    httpd.target = server.url
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    """Another site: one page whose form posts a note into the kb-ai server."""
+    target = server.url
+    body = (
+        "<!doctype html><title>Win a prize</title>"
+        f'<form id="f" method="post" action="{target}/api/submit" enctype="multipart/form-data">'
+        '<input name="title" value="Planted"><textarea name="content">Planted by another'
+        " site.</textarea><button>Claim</button></form>"
+        f'<iframe sandbox="allow-forms allow-scripts" srcdoc="<form method=post '
+        f"action={target}/submit enctype=multipart/form-data><input name=title "
+        "value=Sandboxed><textarea name=content>Sandboxed plant.</textarea>"
+        '<button>Go</button></form>"></iframe>'
+    ).encode()
+    with html_site(body, "/") as url:
+        yield url
 
 
 def test_a_page_on_another_site_cannot_write_into_the_wiki(page, server, attacker):
