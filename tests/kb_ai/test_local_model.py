@@ -130,7 +130,7 @@ def test_the_embedded_model_answers_only_what_the_pages_say(tmp_path, embedded):
 
 
 class _Watched:
-    """The real client, watched: whether its answer stream has ended yet."""
+    """The real client, watched: whether its answer call (streamed or not) has ended yet."""
 
     def __init__(self, llm) -> None:
         self.llm = llm
@@ -138,7 +138,9 @@ class _Watched:
         self.answer_ended = False
 
     async def complete(self, messages, **kwargs):
-        return await self.llm.complete(messages, **kwargs)
+        reply = await self.llm.complete(messages, **kwargs)
+        self.answer_ended |= kwargs.get("stage") == "answer"
+        return reply
 
     async def stream(self, messages, **kwargs):
         async with aclosing(self.llm.stream(messages, **kwargs)) as items:
