@@ -155,24 +155,29 @@ class Asker:
             pages += await asyncio.to_thread(self._read, hop.pages)
             hops.append(hop)
             room -= len(hop.pages)
-        yield Event("status", {"stage": "answering"})
-        messages = PROMPTS.render(
-            "answer", pages=pages, question=standalone, history=[t.__dict__ for t in history[-6:]]
-        )
         # Each sentence is checked against the pages before it is shown (checks.py).
         check = AnswerCheck(pages, standalone)
         cutter = SentenceCutter()
         said: list[str] = []
         final: Completion | None = None
         if self.settings.answers_extractively:
-            # A small model picks sentences of the pages; kb-ai quotes them verbatim,
-            # through the same sentence checks as any answer.
-            pieces = await self._pick_sentences(standalone, pages, history)
-            said.extend(pieces)
-            for sentence in [s for p in pieces for s in cutter.feed(p)] + cutter.flush():
-                if shown := check.check(sentence):
+            # A small model picks sentences of the pages; kb-ai quotes each verbatim as
+            # soon as its id is written, through the same checks as any answer.
+            async for item in self._quote(standalone, pages, history):
+                if isinstance(item, Event):
+                    yield item
+                    continue
+                said.append(item)
+                if shown := check.check(item):
                     yield Event("delta", {"text": shown})
         else:
+            yield Event("status", {"stage": "answering"})
+            messages = PROMPTS.render(
+                "answer",
+                pages=pages,
+                question=standalone,
+                history=[t.__dict__ for t in history[-6:]],
+            )
             async for item in self.llm.stream(messages, stage="answer"):
                 if isinstance(item, Completion):
                     final = self._paid(item)
@@ -207,32 +212,39 @@ class Asker:
             final.accept()  # after the last check of the answer
         yield Event("done", answer.as_dict())
 
-    async def _pick_sentences(
+    async def _quote(
         self, question: str, pages: list[Page], history: Sequence[Turn]
-    ) -> list[str]:
-        """The extractive answer in pieces: the model names sentence ids under a grammar
-        (an enum of the numbered sentences of the pages read), kb-ai quotes them."""
+    ) -> AsyncIterator[str | Event]:
+        """The extractive answer in pieces, as the model names sentence ids under a
+        grammar (an enum of the numbered sentences of the pages read): each sentence once
+        its id is complete in the streamed reply, its page's citation once its run ends."""
         numbered = extractive.number_sentences(pages, question)
-        if not numbered:
-            return extractive.compose([])
-        messages = PROMPTS.render(
-            "pick",
-            pages=numbered,
-            question=question,
-            history=[t.__dict__ for t in history[-6:]],
-            max_picks=extractive.MAX_PICKS,
-        )
-        reply = self._paid(
-            await self.llm.complete(
-                messages,
-                stage="answer",
-                schema=extractive.pick_schema(numbered),
-                schema_name="pick",
+        quoter = extractive.Quoter()
+        if numbered:
+            offered = sum(len(p.sentences) for p in numbered)
+            yield Event("status", {"stage": "choosing", "sentences": offered})
+            messages = PROMPTS.render(
+                "pick",
+                pages=numbered,
+                question=question,
+                history=[t.__dict__ for t in history[-6:]],
+                max_picks=extractive.MAX_PICKS,
             )
-        )
-        picks = extractive.chosen(reply.data, numbered)
-        reply.accept()  # ids not offered were dropped: what is left is quoted verbatim
-        return extractive.compose(picks)
+            partial = extractive.PartialPicks(numbered)
+            schema = extractive.pick_schema(numbered)
+            reply = self.llm.stream(messages, stage="answer", schema=schema, schema_name="pick")
+            async with aclosing(reply) as items:
+                async for item in items:
+                    if isinstance(item, Completion):
+                        self._paid(item).accept()  # ids not offered are dropped; rest quoted
+                        picks = partial.finish(item.data)
+                    else:
+                        picks = partial.feed(item)
+                    for s in picks:
+                        for piece in quoter.add(s):
+                            yield piece
+        for piece in quoter.end():
+            yield piece
 
     def _compile_note(self) -> str | None:
         """What to tell the reader when a compile is changing the wiki under the answer."""

@@ -101,9 +101,10 @@ def worker_busy(kb: KnowledgeBase) -> bool:
 
 def run(sessions: int, delay: float) -> dict:
     half = sessions // 2
-    with tempfile.TemporaryDirectory() as d, FakeOpenAIServer(
-        lambda r: Reply(respond(r).content, delay=delay)
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        FakeOpenAIServer(lambda r: Reply(respond(r).content, delay=delay)) as server,
+    ):
         tmp = Path(d)
         kb = KnowledgeBase.init(tmp / "kb")
         with kb.config_path.open("a") as f:

@@ -34,7 +34,9 @@ HANDLERS = ("session-start", "session-end", "prompt")
 PromptHint = Callable[[Path, Mapping[str, object]], str]
 AGENTS = ("claude-code", "codex")
 MAX_STDIN_BYTES = 1_000_000
-USAGE = "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
+USAGE = (
+    "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
+)
 
 
 def parse_event(stdin_text: str) -> dict[str, object]:

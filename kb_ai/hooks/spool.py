@@ -13,6 +13,7 @@ This module is imported by the hook itself: standard library only, nothing slow.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -151,10 +152,8 @@ def read(path: Path) -> dict[str, object] | None:
         return record
     bad = path.parent.parent / BAD
     bad.mkdir(exist_ok=True)
-    try:
+    with contextlib.suppress(OSError):
         os.rename(path, bad / path.name)
-    except OSError:
-        pass
     return None
 
 

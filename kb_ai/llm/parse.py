@@ -30,6 +30,7 @@ EXTRA_ITEMS = 8
 def field_bound(limit: int, extra: int) -> int:
     return FIELD_SLACK * limit + extra
 
+
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _DECODER = json.JSONDecoder()
 _TYPES: dict[str, type | tuple[type, ...]] = {

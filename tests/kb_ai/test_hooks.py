@@ -203,7 +203,9 @@ def test_the_capture_hook_imports_nothing_heavy(tmp_path):
             timeout=30,
         )
         assert result.returncode == 0
-        imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+        imported = {
+            line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line
+        }
         assert "kb_ai.hooks.run" in imported
         heavy = {"click", "litellm", "jinja2", "yaml", "httpx", "wiki", "compiler", "sqlite3"}
         assert not {m.split(".")[0] for m in imported} & heavy, sorted(imported)
@@ -279,12 +281,12 @@ def test_a_finished_session_is_compiled_in_the_background(tmp_path, fake_model):
     assert list((kb.root / "wiki").rglob("*.md"))
 
 
-
-
 SETTINGS = {
     "permissions": {"allow": ["Bash(ls:*)"]},
     "hooks": {
-        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}
+        ]
     },
 }
 
@@ -375,7 +377,9 @@ def test_shared_install_writes_the_team_file_with_commands_from_path(tmp_path):
         "--kb", str(kb.root), "hooks", "install", "--agent", "claude-code",
         "--project", str(project), "--no-check",
     )  # fmt: skip
-    assert "captured twice" in mine.stdout and "uninstall --agent claude-code --shared" in mine.stdout
+    assert (
+        "captured twice" in mine.stdout and "uninstall --agent claude-code --shared" in mine.stdout
+    )
 
 
 def test_install_writes_nothing_when_it_refuses(tmp_path):

@@ -217,7 +217,9 @@ def test_a_record_claimed_by_a_dead_process_is_taken_once(tmp_path, server):
     with worker_running(kb):
         run_hook("session-end", end_event(kb, rollout, "sess-crash"), agent="codex")
     [record] = spool.pending(kb.state_dir)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True
+    )
     cur = kb.state_dir / "spool" / "cur"
     cur.mkdir(exist_ok=True)
     claimed = cur / f"{record.name}.{int(dead.stdout)}"
@@ -333,9 +335,7 @@ def burn(seconds: float) -> subprocess.Popen:
 
 
 @pytest.mark.slow  # 50 interpreter starts beside two CPU burners: half a minute here
-def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_once(
-    tmp_path, server
-):
+def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_once(tmp_path, server):
     kb = KnowledgeBase.init(tmp_path / "kb")
     burners = [burn(120), burn(120)]
     try:

@@ -374,7 +374,9 @@ def test_a_busy_client_still_finds_replies_an_earlier_client_cached(server, sett
     def question(i):
         return [*ASK[:1], {"role": "user", "content": f"Which page, {i}?"}]
 
-    earlier, _ = run(settings, "fast", lambda llm: used(llm.complete(question(7), stage="select")), db)
+    earlier, _ = run(
+        settings, "fast", lambda llm: used(llm.complete(question(7), stage="select")), db
+    )
 
     async def many(llm):
         replies = []
@@ -464,6 +466,26 @@ def test_streaming_yields_deltas_in_order_then_one_completion(server, settings, 
     assert final.usage.prompt_tokens > 0 and llm.usage == final.usage
     sent = server.requests[0]
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+
+
+def test_a_streamed_json_reply_is_asked_for_by_schema_and_parsed_at_the_end(
+    server, settings, transport
+):
+    # The extractive answer streams its pick: the JSON arrives in pieces, then once parsed.
+    server.queue('{"paths": ["wiki/a.md", "wiki/b.md"]}', "I would read a.md first")
+
+    async def collect(llm):
+        good = [i async for i in llm.stream(ASK, stage="answer", schema=PATHS)]
+        with pytest.raises(LLMOutputError):
+            [i async for i in llm.stream(ASK, stage="answer", schema=PATHS)]
+        return good
+
+    items, _ = run(settings, transport, collect)
+    deltas, final = items[:-1], items[-1]
+    assert len(deltas) > 1 and "".join(deltas) == final.text
+    assert final.data == {"paths": ["wiki/a.md", "wiki/b.md"]}
+    sent = server.requests[0]
+    assert sent["stream"] is True and sent["response_format"]["schema"] == PATHS
 
 
 def test_streaming_retries_errors_before_the_first_delta(server, settings, transport):

@@ -351,9 +351,7 @@ def test_long_pages_are_cut_with_a_visible_marker(kb, settings):
     assert prompt.count("word") < 300
 
 
-def test_a_local_model_picks_a_sentence_id_and_the_answer_quotes_it_with_its_citation(
-    kb, settings
-):
+def test_a_local_model_picks_a_sentence_id_and_the_answer_quotes_it_with_its_citation(kb, settings):
     make_wiki(kb, [DNS, BACKUP])
     local = replace(settings, model="local/default")
     llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, {"sentences": ["s1", "s7"]})

@@ -4,13 +4,11 @@ which refuses addresses on its own network unless kb-ai.toml allows them."""
 
 import dataclasses
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from tests.web.conftest import make_client, wait_for
+from tests.web.conftest import html_site, make_client, wait_for
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
@@ -22,25 +20,10 @@ PAGE = (
 )
 
 
-class Page(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def page_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/handbook.html"
-    server.shutdown()
-    server.server_close()
+    with html_site(PAGE, "/handbook.html") as url:
+        yield url
 
 
 def test_an_uploaded_pdf_compiles_and_its_source_shows_pages_and_the_original(client, kb):

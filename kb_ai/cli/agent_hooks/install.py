@@ -16,6 +16,7 @@ kb-ai's hooks changed, and removes a file (and directory) that install created.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -54,10 +55,7 @@ def settings_path(agent: str, project: Path | None, *, shared: bool = False) -> 
 
 def hook_command(name: str, agent: str, *, shared: bool, kb: Path | None = None) -> str:
     """The command an agent runs for hook ``name``."""
-    if shared:
-        base = HOOK_SCRIPT
-    else:
-        base = f"{shlex.quote(sys.executable)} -P -m kb_ai.hooks"
+    base = HOOK_SCRIPT if shared else f"{shlex.quote(sys.executable)} -P -m kb_ai.hooks"
     kb_part = f" --kb {shlex.quote(str(kb))}" if kb is not None else ""
     return f"{base} {name} --agent {agent}{kb_part}"
 
@@ -136,7 +134,12 @@ def remember(path: Path, original: bytes | None, installed: bytes) -> None:
 
 
 def plan_install(
-    agent: str, path: Path, *, prompt_hint: bool = False, shared: bool = False, kb: Path | None = None
+    agent: str,
+    path: Path,
+    *,
+    prompt_hint: bool = False,
+    shared: bool = False,
+    kb: Path | None = None,
 ) -> tuple[dict[str, Any], bytes | None, list[str]]:
     """(the new settings, the file's bytes before, the events added), writing nothing."""
     data, raw = load(path)
@@ -160,7 +163,12 @@ def plan_install(
 
 
 def install(
-    agent: str, path: Path, *, prompt_hint: bool = False, shared: bool = False, kb: Path | None = None
+    agent: str,
+    path: Path,
+    *,
+    prompt_hint: bool = False,
+    shared: bool = False,
+    kb: Path | None = None,
 ) -> list[str]:
     """Add kb-ai's hooks to the settings file at ``path``; returns the events added."""
     data, raw, added = plan_install(agent, path, prompt_hint=prompt_hint, shared=shared, kb=kb)
@@ -221,10 +229,8 @@ def restore(path: Path, data: dict[str, Any]) -> None:
     if isinstance(entry, dict) and original is None and not data:
         path.unlink()  # install created it, and nothing else is in it
         if entry.get("created_dir"):
-            try:
+            with contextlib.suppress(OSError):  # something else lives there now
                 path.parent.rmdir()
-            except OSError:
-                pass  # something else lives there now
     elif isinstance(original, str) and _same(original, data):
         write(path, original.encode("utf-8"))  # byte for byte as the user had it
     else:

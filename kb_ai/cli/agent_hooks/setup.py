@@ -10,7 +10,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from kb_ai.errors import UsageError
 from kb_ai.cli.agent_hooks import mcp_config
 from kb_ai.cli.agent_hooks.install import (
     install,
@@ -20,6 +19,7 @@ from kb_ai.cli.agent_hooks.install import (
     settings_path,
     uninstall,
 )
+from kb_ai.errors import UsageError
 from kb_ai.hooks.locate import MARKER, find_kb, is_kb
 
 Echo = Callable[[str], None]
