@@ -72,6 +72,8 @@ def all_modules() -> dict[str, tuple[Path, bool]]:
     for package in PACKAGES:
         for file in sorted((ROOT / package).rglob("*.py")):
             rel = file.relative_to(ROOT).with_suffix("")
+            if rel.parts[:2] == ("bench", "out"):  # what benchmarks leave (git-ignored)
+                continue
             is_package = rel.name == "__init__"
             modules[".".join(rel.parent.parts if is_package else rel.parts)] = (file, is_package)
     return modules
