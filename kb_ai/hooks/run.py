@@ -33,8 +33,10 @@ HANDLERS = ("session-start", "session-end", "prompt")
 # the prompt hook searches the wiki: that lives above this package (kb_ai/cli/agent_hooks)
 PromptHint = Callable[[Path, Mapping[str, object]], str]
 AGENTS = ("claude-code", "codex")
-MAX_STDIN_BYTES = 1_000_000
-USAGE = "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
+MAX_STDIN_BYTES = spool.MAX_EVENT_BYTES
+USAGE = (
+    "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
+)
 
 
 def parse_event(stdin_text: str) -> dict[str, object]:

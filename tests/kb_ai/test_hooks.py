@@ -203,7 +203,9 @@ def test_the_capture_hook_imports_nothing_heavy(tmp_path):
             timeout=30,
         )
         assert result.returncode == 0
-        imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+        imported = {
+            line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line
+        }
         assert "kb_ai.hooks.run" in imported
         heavy = {"click", "litellm", "jinja2", "yaml", "httpx", "wiki", "compiler", "sqlite3"}
         assert not {m.split(".")[0] for m in imported} & heavy, sorted(imported)
@@ -279,12 +281,12 @@ def test_a_finished_session_is_compiled_in_the_background(tmp_path, fake_model):
     assert list((kb.root / "wiki").rglob("*.md"))
 
 
-
-
 SETTINGS = {
     "permissions": {"allow": ["Bash(ls:*)"]},
     "hooks": {
-        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}
+        ]
     },
 }
 
@@ -343,7 +345,11 @@ def test_hooks_install_cli_writes_a_marker_and_status_reports_it(tmp_path):
     assert find_kb(project, {}) == kb.root
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
-    assert command.startswith(sys.executable) and "-m kb_ai.hooks session-end" in command
+    # the capture hook is the POSIX sh script (it starts no Python); the snapshot is Python's
+    assert command.startswith("/bin/sh ") and "kb-ai-hook.sh --python " in command
+    assert f"{sys.executable} session-end --agent claude-code" in command
+    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert start.startswith(sys.executable) and "-m kb_ai.hooks session-start" in start
     # no model for this KB: install says so plainly, and where the settings must be
     assert "Captures would fail" in result.stdout and "kb-ai.toml" in result.stdout
     servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
@@ -375,7 +381,9 @@ def test_shared_install_writes_the_team_file_with_commands_from_path(tmp_path):
         "--kb", str(kb.root), "hooks", "install", "--agent", "claude-code",
         "--project", str(project), "--no-check",
     )  # fmt: skip
-    assert "captured twice" in mine.stdout and "uninstall --agent claude-code --shared" in mine.stdout
+    assert (
+        "captured twice" in mine.stdout and "uninstall --agent claude-code --shared" in mine.stdout
+    )
 
 
 def test_install_writes_nothing_when_it_refuses(tmp_path):

@@ -8,14 +8,18 @@ handlers. kb-ai's entries are recognised by their command, so install is idempot
 uninstall removes exactly what install added.
 
 The per-user file gets absolute commands (this Python, so a virtual environment need
-not be on the agent's PATH); the shared file gets ``kb-ai-hook``, found on each
-teammate's PATH. Install keeps a copy of the file as it was (in kb-ai's state directory,
-``$XDG_STATE_HOME/kb-ai/installs``): uninstall writes those bytes back when nothing but
-kb-ai's hooks changed, and removes a file (and directory) that install created.
+not be on the agent's PATH), and where a POSIX ``/bin/sh`` exists the capture hook is
+the shell script kb_ai/hooks/kb-ai-hook.sh (it runs on every SessionEnd, Stop and
+PreCompact, and is done before a Python would have started); the shared file gets
+``kb-ai-hook``, found on each teammate's PATH. Install keeps a copy of the file as it
+was (in kb-ai's state directory, ``$XDG_STATE_HOME/kb-ai/installs``): uninstall writes
+those bytes back when nothing but kb-ai's hooks changed, and removes a file (and
+directory) that install created.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -40,6 +44,13 @@ EVENTS: dict[str, dict[str, str]] = {
 PROMPT_EVENT = "UserPromptSubmit"
 TIMEOUT_SECONDS = 5
 HOOK_SCRIPT = "kb-ai-hook"
+SHELL_HOOK = Path(__file__).parents[2] / "hooks" / "kb-ai-hook.sh"
+POSIX_SH = "/bin/sh"
+
+
+def shell_hook_usable() -> bool:
+    """Whether the capture hook can be the shell script (not on Windows)."""
+    return os.name == "posix" and os.access(POSIX_SH, os.X_OK) and SHELL_HOOK.is_file()
 
 
 def settings_path(agent: str, project: Path | None, *, shared: bool = False) -> Path:
@@ -56,6 +67,9 @@ def hook_command(name: str, agent: str, *, shared: bool, kb: Path | None = None)
     """The command an agent runs for hook ``name``."""
     if shared:
         base = HOOK_SCRIPT
+    elif name == "session-end" and shell_hook_usable():
+        script, python = shlex.quote(str(SHELL_HOOK)), shlex.quote(sys.executable)
+        base = f"{POSIX_SH} {script} --python {python}"
     else:
         base = f"{shlex.quote(sys.executable)} -P -m kb_ai.hooks"
     kb_part = f" --kb {shlex.quote(str(kb))}" if kb is not None else ""
@@ -136,7 +150,12 @@ def remember(path: Path, original: bytes | None, installed: bytes) -> None:
 
 
 def plan_install(
-    agent: str, path: Path, *, prompt_hint: bool = False, shared: bool = False, kb: Path | None = None
+    agent: str,
+    path: Path,
+    *,
+    prompt_hint: bool = False,
+    shared: bool = False,
+    kb: Path | None = None,
 ) -> tuple[dict[str, Any], bytes | None, list[str]]:
     """(the new settings, the file's bytes before, the events added), writing nothing."""
     data, raw = load(path)
@@ -160,7 +179,12 @@ def plan_install(
 
 
 def install(
-    agent: str, path: Path, *, prompt_hint: bool = False, shared: bool = False, kb: Path | None = None
+    agent: str,
+    path: Path,
+    *,
+    prompt_hint: bool = False,
+    shared: bool = False,
+    kb: Path | None = None,
 ) -> list[str]:
     """Add kb-ai's hooks to the settings file at ``path``; returns the events added."""
     data, raw, added = plan_install(agent, path, prompt_hint=prompt_hint, shared=shared, kb=kb)
@@ -221,10 +245,8 @@ def restore(path: Path, data: dict[str, Any]) -> None:
     if isinstance(entry, dict) and original is None and not data:
         path.unlink()  # install created it, and nothing else is in it
         if entry.get("created_dir"):
-            try:
+            with contextlib.suppress(OSError):  # something else lives there now
                 path.parent.rmdir()
-            except OSError:
-                pass  # something else lives there now
     elif isinstance(original, str) and _same(original, data):
         write(path, original.encode("utf-8"))  # byte for byte as the user had it
     else:
