@@ -362,6 +362,7 @@ def test_hooks_install_cli_writes_a_marker_and_status_reports_it(tmp_path):
     removed = hook("hooks", "uninstall", "--agent", "claude-code", "--project", str(project))
     assert removed.returncode == 0, removed.stderr
     assert not (project / ".claude").exists() and not (project / ".mcp.json").exists()
+    assert not (project / ".kb-ai").exists()  # the marker install wrote goes too
 
 
 def test_shared_install_writes_the_team_file_with_commands_from_path(tmp_path):
@@ -399,6 +400,36 @@ def test_install_writes_nothing_when_it_refuses(tmp_path):
     assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert not (project / ".kb-ai").exists()  # no marker either
     assert (project / ".claude" / "settings.local.json").read_bytes() == broken
+
+
+def test_uninstall_takes_back_the_marker_once_no_agent_needs_it(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    project = tmp_path / "project"
+    project.mkdir()
+    args = ["--kb", str(kb.root), "hooks", "install", "--project", str(project), "--no-check"]
+    for agent in ("claude-code", "codex"):
+        assert hook(*args, "--agent", agent).returncode == 0
+    assert find_kb(project, {}) == kb.root
+    one = hook("hooks", "uninstall", "--agent", "claude-code", "--project", str(project))
+    assert one.returncode == 0, one.stderr
+    assert find_kb(project, {}) == kb.root  # Codex's hooks still find the KB through it
+    other = hook("hooks", "uninstall", "--agent", "codex", "--project", str(project))
+    assert other.returncode == 0 and f"Removed {project / '.kb-ai'}" in other.stdout
+    assert os.listdir(project) == []  # nothing install wrote is left behind
+    # a marker of the user's that install replaced comes back byte for byte
+    theirs = b'kb = "/somewhere/else"   # my old KB\r\n'
+    (project / ".kb-ai").write_bytes(theirs)
+    assert hook(*args, "--agent", "codex").returncode == 0
+    assert find_kb(project, {}) == kb.root
+    assert hook("hooks", "uninstall", "--agent", "codex", "--project", str(project)).returncode == 0
+    assert (project / ".kb-ai").read_bytes() == theirs
+    # a marker the user changed after install is theirs: kept
+    (project / ".kb-ai").unlink()
+    assert hook(*args, "--agent", "codex").returncode == 0
+    edited = (project / ".kb-ai").read_text() + "# reviewed\n"
+    (project / ".kb-ai").write_text(edited)
+    kept = hook("hooks", "uninstall", "--agent", "codex", "--project", str(project))
+    assert "Kept" in kept.stdout and (project / ".kb-ai").read_text() == edited
 
 
 def test_status_and_retry_honour_kb_and_show_why_a_capture_failed(tmp_path):

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from compiler.captures import take_spool
-from kb_ai.cli.agent_hooks.install import POSIX_SH, SHELL_HOOK, shell_hook_usable
 from kb_ai.hooks import spool
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, shell_hook_usable
 from tests.fakes.kb_responder import respond
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.kb_ai.test_hooks import LESSONS, make_kb

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_ai.errors import UsageError
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, shell_hook_usable
 
 AGENTS = ("claude-code", "codex")
 # event -> hook name, per agent. Codex has no session-end event: its Stop runs after
@@ -44,13 +45,6 @@ EVENTS: dict[str, dict[str, str]] = {
 PROMPT_EVENT = "UserPromptSubmit"
 TIMEOUT_SECONDS = 5
 HOOK_SCRIPT = "kb-ai-hook"
-SHELL_HOOK = Path(__file__).parents[2] / "hooks" / "kb-ai-hook.sh"
-POSIX_SH = "/bin/sh"
-
-
-def shell_hook_usable() -> bool:
-    """Whether the capture hook can be the shell script (not on Windows)."""
-    return os.name == "posix" and os.access(POSIX_SH, os.X_OK) and SHELL_HOOK.is_file()
 
 
 def settings_path(agent: str, project: Path | None, *, shared: bool = False) -> Path:
@@ -123,14 +117,14 @@ def state_home() -> Path:
     return Path(base) / "kb-ai" / "installs"
 
 
-def _record_path(path: Path) -> Path:
+def record_path(path: Path) -> Path:
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return state_home() / f"{key}.json"
 
 
 def remember(path: Path, original: bytes | None, installed: bytes) -> None:
     """Keep the file as it was before kb-ai first touched it (not overwritten later)."""
-    record = _record_path(path)
+    record = record_path(path)
     if record.exists():
         try:
             old = json.loads(record.read_text(encoding="utf-8"))
@@ -236,7 +230,7 @@ def uninstall(path: Path) -> int:
 def restore(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` (the file without kb-ai's entries) back to ``path``: the original
     bytes when they say the same, no file at all when install created it and it is empty."""
-    record = _record_path(path)
+    record = record_path(path)
     try:
         entry = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
