@@ -4,7 +4,9 @@ chat fixtures, recognised by content and normalised into a readable, much shorte
 import asyncio
 import json
 import math
+import os
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -626,7 +628,36 @@ def test_an_export_compiles_as_a_transcript_whatever_its_file_is_called(tmp_path
     path = tmp_path / "2026-03-01-session.txt"
     path.write_text(terminal_capture("The cart total test fails, fix it"))
     src = read_source(Candidate(path, str(path)), max_bytes=10**6, chunk_chars=10_000)
-    assert src.kind == "transcript" and src.title == "The cart total test fails, fix it"
+    assert src.kind == "transcript"
+    assert src.title == "The cart total test fails, fix it (2026-03-01)"  # the name's date
+
+
+def test_an_export_with_no_date_of_its_own_is_dated_by_its_file(tmp_path):
+    titles = []
+    for day, stamp in (("a", 1766577600), ("b", 1767787200)):  # 2025-12-24, 2026-01-07 noon UTC
+        path = tmp_path / f"export-{day}.txt"
+        path.write_text(terminal_capture("Make checkout retry the payment once"))
+        os.utime(path, (stamp, stamp))
+        src = read_source(Candidate(path, str(path)), max_bytes=10**6, chunk_chars=10_000)
+        titles.append(src.title)
+        assert "*Transcript of a Claude Code session, started 20" in src.text
+    assert titles == [
+        "Make checkout retry the payment once (2025-12-24)",
+        "Make checkout retry the payment once (2026-01-07)",
+    ]  # one request, two days: two names
+
+
+def test_a_real_capture_is_dated_by_a_time_stamp_printed_in_it_else_by_its_file():
+    dated, undated = TERMINAL / "day-005.md", TERMINAL / "day-003.md"
+    if not dated.is_file() or not undated.is_file():
+        pytest.skip(MISSING)
+    # day-005 runs `git log --since="2024-04-17"` (a date in a command), then `gh run
+    # list` prints the CI runs it started that day: 2025-05-25T08:02:05Z
+    src = read_source(Candidate(dated, str(dated)), max_bytes=10**7, chunk_chars=10_000)
+    assert src.title.endswith("(2025-05-25)"), src.title
+    src = read_source(Candidate(undated, str(undated)), max_bytes=10**7, chunk_chars=10_000)
+    day = datetime.fromtimestamp(undated.stat().st_mtime, UTC).date().isoformat()
+    assert src.title.endswith(f"({day})"), src.title
 
 
 @pytest.mark.parametrize("name", ["day-003.md", "day-005.md"])
