@@ -718,3 +718,32 @@ def test_a_long_session_needs_about_size_over_budget_chunks_of_whole_turns(budge
     assert any(
         len(chunk_text(text, 8_000)) > math.ceil(len(text) / 8_000 * 1.1) for _, text in sessions
     )  # what the notes' chunker made of them
+
+
+def test_real_claude_code_files_hold_one_session_each_and_a_summary_links_no_parent():
+    """What ../shared/data shows of sessions that follow one another (issue 15, part 4):
+    every file holds one sessionId, its own name, and no message of another file; no
+    first message names a parent. 9cc4a4b0 opens with a summary record whose leafUuid is
+    the last message of 9dd861b1 (exited six minutes before, same directory, same task),
+    while its first request has no parentUuid: the summary titles the earlier
+    conversation for the resume picker; it does not make the two one session."""
+    from compiler.sessions import head_key
+
+    paths = sorted((DATA / "claude_code").glob("*.jsonl"))
+    if not paths:
+        pytest.skip(MISSING)
+    owners: dict[str, str] = {}
+    for path in paths:
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        assert {r["sessionId"] for r in records if "sessionId" in r} == {path.stem}
+        talk = [r for r in records if r.get("type") in ("user", "assistant")]
+        assert talk[0].get("parentUuid") is None
+        for r in talk:
+            assert owners.setdefault(r["uuid"], path.stem) == path.stem
+        assert head_key(path.read_bytes(), path.name) == f"session:claude-code:{path.stem}"
+    earlier = DATA / "claude_code" / "9dd861b1-71f8-41ee-bb93-7d3724bcb337.jsonl"
+    later = DATA / "claude_code" / "9cc4a4b0-cba8-4e56-b79f-80b730735150.jsonl"
+    [summary] = [json.loads(x) for x in later.read_text().splitlines() if '"summary"' in x[:30]]
+    assert owners[summary["leafUuid"]] == earlier.stem
+    tr = parse(later.read_bytes(), later.name)
+    assert tr.session_id == later.stem and tr.title != summary["summary"]
