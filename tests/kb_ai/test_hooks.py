@@ -310,6 +310,29 @@ def test_install_then_uninstall_gives_back_the_users_file_byte_for_byte(tmp_path
         assert installed_events(path) == []
 
 
+def test_reinstalling_moves_an_earlier_python_capture_hook_to_the_shell_one(tmp_path):
+    from kb_ai.hooks.run import shell_hook_usable
+
+    if not shell_hook_usable():
+        pytest.skip("no POSIX /bin/sh here")
+    path = settings_path("codex", tmp_path)
+    path.parent.mkdir(parents=True)
+    original = json.dumps(SETTINGS).encode()
+    path.write_bytes(original)
+    install("codex", path)
+    data = json.loads(path.read_text())
+    old = f"{sys.executable} -P -m kb_ai.hooks session-end --agent codex"
+    data["hooks"]["Stop"][0]["hooks"][0]["command"] = old  # as an earlier version wrote it
+    path.write_text(json.dumps(data))
+    assert install("codex", path) == ["Stop"]
+    hooks = json.loads(path.read_text())["hooks"]
+    assert "kb-ai-hook.sh --python" in hooks["Stop"][0]["hooks"][0]["command"]
+    assert len(hooks["Stop"]) == 1  # replaced, not added
+    assert install("codex", path) == []
+    uninstall(path)
+    assert path.read_bytes() == original
+
+
 def test_uninstall_removes_the_file_and_folder_install_created(tmp_path):
     project = tmp_path / "project"
     project.mkdir()

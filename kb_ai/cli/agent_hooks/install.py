@@ -151,7 +151,9 @@ def plan_install(
     shared: bool = False,
     kb: Path | None = None,
 ) -> tuple[dict[str, Any], bytes | None, list[str]]:
-    """(the new settings, the file's bytes before, the events added), writing nothing."""
+    """(the new settings, the file's bytes before, the events added or updated), writing
+    nothing. A kb-ai hook an earlier install wrote with another command (the Python
+    capture hook, another interpreter's path) gets this install's command."""
     data, raw = load(path)
     hooks = data.setdefault("hooks", {})
     events = dict(EVENTS[agent])
@@ -162,9 +164,17 @@ def plan_install(
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise UsageError(f'{path}: hooks "{event}" is not a list', hint="fix it first")
-        if any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks") or []):
-            continue
         command = hook_command(name, agent, shared=shared, kb=kb)
+        ours = [
+            h for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if is_ours(h)
+        ]
+        if ours:
+            stale = [h for h in ours if h.get("command") != command]
+            for handler in stale:
+                handler["command"] = command
+            if stale:
+                added.append(event)
+            continue
         groups.append(
             {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUT_SECONDS}]}
         )
