@@ -31,7 +31,7 @@ python_hook() {
     exec "$py" -P -m kb_ai.hooks "$@"
 }
 
-name= agent=claude-code kb= want=
+name='' agent=claude-code kb='' want=''
 for arg do
     case $want in
         agent) agent=$arg; want=; continue ;;
@@ -70,7 +70,7 @@ read_marker() {
                 [ -z "$target" ] || return 1
                 target=${line#'kb = "'}
                 target=${target%'"'}
-                case $target in '' | *'"'* | *'\'* | '~'*) return 1 ;; esac
+                case $target in '' | *'"'* | *\\* | '~'*) return 1 ;; esac
                 ;;
             *) return 1 ;;
         esac
@@ -133,7 +133,7 @@ esac
 record=$stamp-$$-$(printf '%08x' $((ns % 4294967296))).json
 sec=${ns%?????????}
 here=$PWD
-case $here in *'"'* | *'\'* | *[[:cntrl:]]*) here= ;; esac  # the event's cwd comes first
+case $here in *'"'* | *\\* | *[[:cntrl:]]*) here='' ;; esac  # the event's cwd comes first
 
 tmp=$spool/tmp/$record
 # each write a plain command: a failed redirection must not end this shell with an error

@@ -239,3 +239,17 @@ def test_other_hooks_and_a_missing_kb_go_through_python(tmp_path):
     assert lost.returncode == 0 and lost.stdout == b"" and spool.pending(kb.state_dir) == []
     usage = shell_hook("", "no-such-hook", cwd=kb.root)
     assert usage.returncode == 0 and b"usage" in usage.stderr
+
+
+def test_a_marker_the_shell_does_not_read_itself_is_read_by_the_python_hook(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".kb-ai").write_text(f"kb = '{kb.root}'  # a TOML literal string\n")
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-marker", 1)
+    with worker_running(kb):
+        hook = shell_hook(end_event(kb, rollout, "sess-marker"), "session-end", cwd=project)
+    assert hook.returncode == 0 and hook.stdout == b""
+    [record] = spool.pending(kb.state_dir)
+    assert not record.read_bytes().startswith(spool.SHELL_PREFIX)  # the Python hook's record
+    assert spool.read(record)["session_id"] == "sess-marker"
