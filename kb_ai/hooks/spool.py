@@ -235,6 +235,28 @@ def reclaim(state_dir: Path) -> int:
     return n
 
 
+TMP_SECONDS = 3600  # a hook finishes its record in seconds: one older was cut off
+
+
+def sweep_tmp(state_dir: Path, *, now: float | None = None) -> int:
+    """Delete the records that hooks began in ``tmp/`` and never finished (killed by the
+    agent's timeout, say): they were never claimable, and never will be."""
+    now = time.time() if now is None else now
+    n = 0
+    try:
+        begun = list((spool_dir(state_dir) / TMP).iterdir())
+    except OSError:
+        return 0
+    for path in begun:
+        try:
+            if now - path.stat().st_mtime > TMP_SECONDS:
+                path.unlink()
+                n += 1
+        except OSError:
+            continue
+    return n
+
+
 def bad_records(state_dir: Path) -> list[Path]:
     try:
         return sorted((spool_dir(state_dir) / BAD).iterdir())

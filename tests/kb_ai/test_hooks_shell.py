@@ -166,6 +166,10 @@ def test_a_record_cut_off_mid_write_is_never_claimed(tmp_path, server):
         drain(kb, settings_for(kb, server))
     assert tasks_of(kb) == [] and spool.pending(kb.state_dir) == []
     assert partial.exists() and spool.bad_records(kb.state_dir) == []
+    # an hour on, the cut-off record is litter: the next drain deletes it, unread
+    os.utime(partial, (time.time() - 7200, time.time() - 7200))
+    drain(kb, settings_for(kb, server))
+    assert not partial.exists() and tasks_of(kb) == []
 
 
 BIG_MESSAGE = "a long answer " * 40_000  # 560 KB: under the 1,000,000 bytes a hook reads
