@@ -16,8 +16,8 @@
 # event, as the Python hook would have spooled nothing.
 #
 # Every other hook (session-start prints the snapshot, prompt), and whatever this script
-# does not handle itself (a marker it cannot read simply, a linked git worktree, a path
-# starting with ~), runs the Python hook instead. It prints nothing and exits 0, always:
+# does not handle itself (no KB found from the current directory, a marker it cannot
+# read simply, a linked git worktree, a path starting with ~), runs the Python hook. It prints nothing and exits 0, always:
 # a hook must never break the agent.
 
 py=python3
@@ -116,7 +116,9 @@ else
         case $KB_AI_DIR in '~'*) python_hook "$@" ;; esac
         if is_kb "$KB_AI_DIR"; then kb=$KB_AI_DIR; fi
     fi
-    [ -n "$kb" ] || no_kb
+    # none from here: the Python hook looks from the session's own directory (the
+    # event's cwd), in case the agent runs its hooks from elsewhere
+    [ -n "$kb" ] || python_hook "$@"
 fi
 
 state=$kb/.kb-ai

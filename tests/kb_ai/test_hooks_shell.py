@@ -238,9 +238,17 @@ def test_other_hooks_and_a_missing_kb_go_through_python(tmp_path):
     nowhere = tmp_path / "nowhere"
     nowhere.mkdir()
     (nowhere / ".git").mkdir()  # a repository with no KB: the walk stops there
-    rollout = codex_session(tmp_path / "r.jsonl", "sess-none", 1)
-    lost = shell_hook(end_event(kb, rollout, "sess-none"), "session-end", cwd=nowhere)
-    assert lost.returncode == 0 and lost.stdout == b"" and spool.pending(kb.state_dir) == []
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-cwd", 1)
+    event = json.loads(end_event(kb, rollout, "sess-cwd"))
+    with worker_running(kb):
+        # run from a directory with no KB, for a session whose own directory has one
+        found = shell_hook(json.dumps(event), "session-end", cwd=nowhere)
+        assert found.returncode == 0 and found.stdout == b""
+        [record] = spool.pending(kb.state_dir)
+        assert spool.read(record)["session_id"] == "sess-cwd"
+        record.unlink()
+        lost = shell_hook(json.dumps({**event, "cwd": str(nowhere)}), "session-end", cwd=nowhere)
+        assert lost.returncode == 0 and lost.stdout == b"" and spool.pending(kb.state_dir) == []
     usage = shell_hook("", "no-such-hook", cwd=kb.root)
     assert usage.returncode == 0 and b"usage" in usage.stderr
 
