@@ -126,14 +126,15 @@ spool=$state/spool
 [ -d "$spool/new" ] && [ -d "$spool/tmp" ] || mkdir -p "$spool/tmp" "$spool/new" "$spool/cur" 2>/dev/null
 
 # the record's name, as the Python hook names it: nanoseconds (20 digits), pid, 8 hex
+# digits (here the nanoseconds' last 8 decimal digits: no process spent on randomness)
 ns=$(date +%s%N 2>/dev/null)
 case $ns in '' | *[!0-9]*) ns=$(date +%s)000000000 ;; esac
 case ${#ns} in
     19) stamp=0$ns ;;
     *) stamp=$(printf '%020d' "$ns") ;;
 esac
-record=$stamp-$$-$(printf '%08x' $((ns % 4294967296))).json
 sec=${ns%?????????}
+record=$stamp-$$-${ns#"${ns%????????}"}.json
 here=$PWD
 case $here in *'"'* | *\\* | *[[:cntrl:]]*) here='' ;; esac  # the event's cwd comes first
 
