@@ -9,9 +9,9 @@ circuit breaker, the cache, the log and parsing live above it, in the client.
 from __future__ import annotations
 
 import time
+from datetime import UTC
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Protocol
 

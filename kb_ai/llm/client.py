@@ -27,7 +27,7 @@ from kb_ai.errors import (
     LLMTransientError,
 )
 from kb_ai.llm import structured
-from kb_ai.llm._breaker import Breaker
+from kb_ai.llm._breaker import REQUEST_FAULT_STATUSES, Breaker
 from kb_ai.llm._transport import RawReply, Request, Transport
 from kb_ai.llm.parse import parse_reply
 from kb_ai.llm.store import CachedReply, CacheReceipt, CallRecord, CallStore, cache_key
