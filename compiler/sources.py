@@ -334,7 +334,9 @@ def read_source(
     text = _decode_known(data, name)
     kind = KIND_BY_EXTENSION.get(Path(name).suffix.lower(), "document")
     title = ""
-    text, kind, title, found = _as_transcript(text, name, kind)
+    text, kind, title, found = _as_transcript(
+        text, name, kind, file_date=None if candidate.member else _file_day(candidate.path)
+    )
     title = title or guess_title(text, Path(name).stem)
     text, redacted = redact(text)
     return Source(
@@ -391,12 +393,24 @@ def _decode_known(data: bytes, name: str) -> str:
         ) from exc
 
 
-def _as_transcript(text: str, name: str, kind: str) -> tuple[str, str, str, int]:
+def _file_day(path: Path) -> str | None:
+    """The day a file was last written (ISO, UTC): the date of a capture that has none."""
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC).date().isoformat()
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def _as_transcript(
+    text: str, name: str, kind: str, *, file_date: str | None = None
+) -> tuple[str, str, str, int]:
     """(text, kind, title, redactions): a transcript normalised, anything else as it was."""
     if detect(text, name) is None:
         return text, kind, "", 0
     try:
-        transcript = parse(text, name)
+        transcript = parse(text, name, file_date=file_date)
     except (TranscriptError, ValueError) as exc:
         raise SourceError(f"{name}: looks like a transcript but cannot be read ({exc})") from exc
     if transcript.is_empty():

@@ -19,7 +19,7 @@ from compiler.queue import TaskQueue
 from compiler.worker import Worker
 from kb_ai.cli import main
 from kb_ai.hooks import spool
-from kb_ai.hooks.run import run_hook
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, run_hook, shell_hook_usable
 from kb_ai.settings import load_settings
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
@@ -334,8 +334,27 @@ def burn(seconds: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+HOOK_COMMANDS = {  # what `hooks install` writes: the shell one where /bin/sh exists
+    "python": [sys.executable, "-P", "-m", "kb_ai.hooks", "session-end", "--agent", "codex"],
+    "sh": [
+        POSIX_SH,
+        str(SHELL_HOOK),
+        "--python",
+        sys.executable,
+        "session-end",
+        "--agent",
+        "codex",
+    ],
+}
+
+
 @pytest.mark.slow  # 50 interpreter starts beside two CPU burners: half a minute here
-def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_once(tmp_path, server):
+@pytest.mark.parametrize("kind", sorted(HOOK_COMMANDS))
+def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_once(
+    tmp_path, server, kind
+):
+    if kind == "sh" and not shell_hook_usable():
+        pytest.skip("no POSIX /bin/sh here")
     kb = KnowledgeBase.init(tmp_path / "kb")
     burners = [burn(120), burn(120)]
     try:
@@ -343,11 +362,12 @@ def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_onc
             for i in range(50):
                 rollout = codex_session(tmp_path / f"r{i}.jsonl", f"sess-busy-{i}", 1)
                 hook = subprocess.run(
-                    [sys.executable, "-P", "-m", "kb_ai.hooks", "session-end", "--agent", "codex"],
+                    HOOK_COMMANDS[kind],
                     input=end_event(kb, rollout, f"sess-busy-{i}"),
                     capture_output=True,
                     text=True,
                     timeout=60,
+                    cwd=kb.root,
                 )
                 assert hook.returncode == 0 and hook.stdout == ""
     finally:
