@@ -100,6 +100,14 @@ class LiteLLMTransport:
             kwargs["response_format"] = request.response_format
         return kwargs
 
+    async def prepare(self) -> None:
+        # ``import litellm`` took 8 s on a loaded machine. Inside a call's timeout it timed
+        # out the first call of a process, and litellm 1.110 dropped the coroutine that its
+        # executor step had made ("coroutine 'OpenAIChatCompletion.acompletion' was never
+        # awaited"): acompletion awaits run_in_executor(completion), and a cancel there loses
+        # the coroutine completion() returns.
+        _litellm()
+
     async def send(self, request: Request) -> RawReply:
         lm = _litellm()
         try:

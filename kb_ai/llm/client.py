@@ -109,6 +109,7 @@ class LLMClient:
             yield self._cached_completion(key, hit, None, started)
             return
         limit = self.settings.max_reply_chars
+        await self._transport.prepare()  # before any attempt's clock starts
         for attempt in range(self.settings.max_retries + 1):
             self._check_breaker()
             delivered = 0
@@ -262,6 +263,7 @@ class LLMClient:
         )
 
     async def _send(self, request: Request, stage: str, started: float) -> RawReply:
+        await self._transport.prepare()  # before any attempt's clock starts
         for attempt in range(self.settings.max_retries + 1):
             trial = self._check_breaker()
             try:
