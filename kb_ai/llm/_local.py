@@ -338,6 +338,9 @@ class LocalTransport:
             if not worker.done():
                 worker.add_done_callback(lambda f: f.exception())
 
+    async def prepare(self) -> None:
+        return None
+
     async def send(self, request: Request) -> RawReply:
         async with contextlib.aclosing(self.stream(request)) as items:
             async for item in items:

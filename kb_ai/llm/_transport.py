@@ -41,6 +41,11 @@ class RawReply:
 
 
 class Transport(Protocol):
+    async def prepare(self) -> None:
+        """One-time setup (an import that takes seconds) before a call: the client awaits
+        it before it starts a call's clock, so the setup is never taken for a slow model."""
+        ...
+
     async def send(self, request: Request) -> RawReply: ...
 
     def stream(self, request: Request) -> AsyncIterator[str | RawReply]:

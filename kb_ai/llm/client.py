@@ -119,6 +119,7 @@ class LLMClient:
             yield self._cached_completion(key, hit, usable[0], started)
             return
         limit = self.settings.max_reply_chars
+        await self._transport.prepare()  # before any attempt's clock starts
         for attempt in range(self.settings.max_retries + 1):
             self.breaker.check()
             delivered = 0
@@ -281,6 +282,7 @@ class LLMClient:
         )
 
     async def _send(self, request: Request, stage: str, started: float) -> RawReply:
+        await self._transport.prepare()  # before any attempt's clock starts
         for attempt in range(self.settings.max_retries + 1):
             trial = self.breaker.check()
             try:

@@ -4,6 +4,7 @@ OpenAI-compatible server on loopback."""
 import asyncio
 import json
 import sqlite3
+import sys
 from dataclasses import replace
 
 import pytest
@@ -265,6 +266,21 @@ def test_a_slow_model_times_out_per_stage_and_is_retried(server, settings, trans
     with pytest.raises(LLMTimeoutError):
         run(settings, transport, select())
     assert len(server.requests) == 2
+
+
+def test_a_timeout_during_litellms_thread_step_leaves_no_coroutine_behind(
+    server, settings, monkeypatch
+):
+    # litellm runs completion() in a thread, then awaits the coroutine it returns. A
+    # timeout in between lost that coroutine, and Python warned "coroutine
+    # 'OpenAIChatCompletion.acompletion' was never awaited" on the user's terminal.
+    # With a 1 ms timeout the attempt ends at that first wait.
+    lost = []
+    monkeypatch.setattr(sys, "unraisablehook", lost.append)
+    tight = replace(settings, timeout_select=0.001, max_retries=0)
+    with pytest.raises(LLMTimeoutError, match="did not answer within 0.001 s"):
+        run(tight, "litellm", select())
+    assert [str(u.exc_value) for u in lost] == []
 
 
 def test_the_breaker_opens_and_fails_fast_without_reaching_the_server(server, settings, transport):
