@@ -13,7 +13,7 @@ from typing import Any
 
 from compiler.documents import (
     ArchiveLimits,
-    ConvertOptions,
+    convert_options,
     fetch_policy,
     fetch_url,
     is_url,
@@ -88,10 +88,7 @@ def pending_files(
             chunk_chars=settings.chunk_chars,
             data=data,
             checksum=checksum,
-            convert=ConvertOptions(
-                max_sheet_rows=settings.max_sheet_rows,
-                url=cand.origin if is_url(cand.origin) else "",
-            ),
+            convert=convert_options(settings, url=cand.origin if is_url(cand.origin) else ""),
         )
         pending.append(Unread(cand.origin, checksum, read))
     return pending

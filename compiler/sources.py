@@ -188,7 +188,8 @@ def file_checksum(
     max_transcript_bytes: int | None = None,
     max_document_bytes: int | None = None,
 ) -> tuple[str, bytes]:
-    """(sha256, bytes) of a file, refusing files over max_bytes before reading them.
+    """(sha256, bytes) of a file, refusing files over max_bytes before reading them
+    (a document: over ``max_document_bytes``, when given).
 
     A transcript (recognised by its head) may be larger, up to ``max_transcript_bytes``:
     a Claude Code session is easily several MB of JSON, most of it tool output that
@@ -198,17 +199,18 @@ def file_checksum(
         size = path.stat().st_size
     except OSError as exc:
         raise SourceError(f"{path}: cannot read it ({exc.strerror})") from exc
-    if size > max_bytes:
-        limit, setting = max_bytes, "max_source_bytes"
-        if (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
-            limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
-        elif format_of(path.name):
-            limit, setting = max(max_document_bytes or 0, max_bytes), "max_document_bytes"
-        if size > limit:
-            raise SourceError(
-                f"{path}: {size:,} bytes is over the {limit:,}-byte limit",
-                hint=f"split it, or raise {setting} in kb-ai.toml",
-            )
+    limit, setting = max_bytes, "max_source_bytes"
+    if max_document_bytes is not None and format_of(path.name):
+        # a document has a limit of its own, larger or smaller; its text is held to
+        # max_source_bytes once converted (compiler/documents/convert.py)
+        limit, setting = max_document_bytes, "max_document_bytes"
+    elif size > max_bytes and (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
+        limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
+    if size > limit:
+        raise SourceError(
+            f"{path}: {size:,} bytes is over the {limit:,}-byte limit ({setting})",
+            hint=f"split it, or raise {setting} in kb-ai.toml",
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:

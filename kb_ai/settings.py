@@ -117,7 +117,8 @@ class Settings:
         DEFAULT_MAX_TOKENS["select"], "Most tokens of a page selection reply (0: not sent)."
     )
     max_tokens_rewrite: int = _setting(
-        DEFAULT_MAX_TOKENS["rewrite"], "Most tokens of a follow-up question rewritten (0: not sent)."
+        DEFAULT_MAX_TOKENS["rewrite"],
+        "Most tokens of a follow-up question rewritten (0: not sent).",
     )
     max_tokens_answer: int = _setting(
         DEFAULT_MAX_TOKENS["answer"], "Most tokens of an answer (0: not sent)."
@@ -158,7 +159,9 @@ class Settings:
     chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
     # documents (compiler/documents): PDF, Office, sheets, pages, archives, URLs
     max_document_bytes: int = _setting(
-        50_000_000, "Documents (PDF, Office, archives, fetched pages) up to this size are read."
+        50_000_000,
+        "Documents (PDF, Office, archives, fetched pages), uploaded or not, up to this size "
+        "are read; their converted text is held to max_source_bytes.",
     )
     max_sheet_rows: int = _setting(
         5_000, "Rows kept of each spreadsheet sheet or CSV file; the source says what was cut."

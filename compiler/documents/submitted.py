@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from compiler.documents.archive import ArchiveLimits, list_members, read_member
-from compiler.documents.convert import ConvertOptions
+from compiler.documents.convert import ConvertOptions, convert_options
 from compiler.documents.fetch import is_url
 from compiler.documents.formats import DOCUMENT_EXTENSIONS, format_of
 from kb_ai.errors import DocumentError, SourceError
@@ -24,9 +24,7 @@ def submitted_sources(origin: str, filename: str, data: bytes, settings: Setting
     (members that cannot be read are left out; all of them failing is an error)."""
     from compiler.sources import source_from_document
 
-    options = ConvertOptions(
-        max_sheet_rows=settings.max_sheet_rows, url=origin if is_url(origin) else ""
-    )
+    options = convert_options(settings, url=origin if is_url(origin) else "")
     if format_of(filename) != "zip":
         return [source_from_document(origin, filename, data, chunk_chars=settings.chunk_chars,
                                      options=options)]  # fmt: skip
