@@ -21,8 +21,9 @@ from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.dating import source_date
+from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
-from compiler.intake import Pending, archive_limits, pending_files, still_pending
+from compiler.intake import Pending, pending_paths, still_pending
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import needs_rewrite, plan_rewrite
 from compiler.record import (
@@ -37,7 +38,7 @@ from compiler.recovery import finish_journal, journaled, reconcile, unfinished_r
 from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review
 from compiler.runs import RunTracker
-from compiler.sources import Source, discover
+from compiler.sources import Source
 from compiler.work import Plan, Work, allocate_work, taken_slugs
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
@@ -114,13 +115,9 @@ class Compiler:
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
         started = time.monotonic()
-        candidates, problems = discover(paths, archive_limits(self.settings))
-        result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
-        with closing(open_state(self.kb)) as conn:
-            known = all_sources(conn)
-        pending = pending_files(candidates, known, self.settings, result, force=force)
-        result.sources = len(candidates)
-        return await self._compile(pending, result, started, known, force)
+        with convert_process(self.settings) as converter:  # each document: convert_timeout
+            pending, result, known = pending_paths(self.kb, paths, self.settings, force, converter)
+            return await self._compile(pending, result, started, known, force)
 
     async def compile_sources(
         self, sources: Sequence[Source], *, force: bool = False

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.documents import (
     ArchiveLimits,
@@ -28,6 +29,9 @@ from compiler.redact import redact
 from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
 from compiler.transcripts.chunks import pack_turns
 from kb_ai.errors import DocumentError, SourceError, UsageError
+
+if TYPE_CHECKING:
+    from compiler.documents.isolation import ConvertProcess
 
 # Extensions picked up when a directory is given. A file named explicitly is read
 # whatever its extension, as long as it is text.
@@ -317,6 +321,7 @@ def read_source(
     checksum: str | None = None,
     max_transcript_bytes: int | None = None,
     convert: ConvertOptions | None = None,
+    converter: ConvertProcess | None = None,
 ) -> Source:
     """Read one candidate into a normalised Source (raises SourceError).
 
@@ -331,8 +336,9 @@ def read_source(
     name = candidate.member or str(candidate.path)
     if format_of(name):  # a document: converted (compiler/documents)
         return source_from_document(
-            candidate.origin, name, data, chunk_chars=chunk_chars, options=convert
-        )
+            candidate.origin, name, data, chunk_chars=chunk_chars, options=convert,
+            converter=converter,
+        )  # fmt: skip
     text = _decode_known(data, name)
     kind = KIND_BY_EXTENSION.get(Path(name).suffix.lower(), "document")
     title = ""
@@ -360,10 +366,14 @@ def source_from_document(
     *,
     chunk_chars: int,
     options: ConvertOptions | None = None,
+    converter: ConvertProcess | None = None,
 ) -> Source:
     """The Source of the document ``name`` (a PDF, a deck, ...): converted text with its
-    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError)."""
-    doc = prepare_document(name, data, chunk_chars=chunk_chars, options=options)
+    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError).
+    ``converter``: converts it in a process of its own, under a time limit."""
+    doc = prepare_document(
+        name, data, chunk_chars=chunk_chars, options=options, converter=converter
+    )
     return Source(
         origin=origin,
         title=doc.title or redact(guess_title(doc.title_text(), Path(name).stem))[0],

@@ -15,7 +15,7 @@ from contextlib import closing
 from typing import Any
 
 from compiler.captures import release_orphans, retry_due, take_spool
-from compiler.documents import format_of
+from compiler.documents import convert_process, format_of
 from compiler.documents.submitted import submitted_sources
 from compiler.queue import TaskQueue, hold_owner, release_owner
 from compiler.run import Compiler
@@ -155,7 +155,10 @@ class Worker:
         by_origin: dict[str, list[str]] = {}
         # the members of a submitted archive that were left out, each with why, by task
         left_out: dict[str, list[dict[str, str]]] = {}
-        with closing(open_state(self.kb)) as conn:
+        with (
+            closing(open_state(self.kb)) as conn,
+            convert_process(self.settings) as converter,  # one process for the batch
+        ):
             queue = TaskQueue(self.kb, conn)
             known = all_sources(conn)
             for task in tasks:
@@ -167,6 +170,7 @@ class Worker:
                             task["filename"],
                             queue.read_content(task["id"]),
                             self.settings,
+                            converter,
                         )
                         left_out[task["id"]] = [
                             {"source": member, "error": error} for member, error in found.left_out

@@ -163,6 +163,12 @@ class Settings:
         "Documents (PDF, Office, archives, fetched pages), uploaded or not, up to this size "
         "are read; their converted text is held to max_source_bytes.",
     )
+    convert_timeout: float = _setting(
+        120.0,
+        "Seconds one document's conversion may take (in a process of its own, stopped past "
+        "it: that document fails, the run goes on); 0 converts in kb-ai's own process, "
+        "without a limit.",
+    )
     max_sheet_rows: int = _setting(
         5_000, "Rows kept of each spreadsheet sheet or CSV file; the source says what was cut."
     )

@@ -13,6 +13,7 @@ from compiler.documents.formats import (
     supported_types,
     wanted_in_folder,
 )
+from compiler.documents.isolation import ConverterCrashError, ConvertProcess, convert_process
 from compiler.documents.markers import span
 from compiler.documents.prepare import Prepared, prepare_document
 from compiler.documents.sections import split_sections
@@ -22,11 +23,14 @@ __all__ = [
     "ArchiveLimits",
     "archive_members",
     "ConvertOptions",
+    "ConvertProcess",
+    "ConverterCrashError",
     "Document",
     "FetchPolicy",
     "Fetched",
     "convert_document",
     "convert_options",
+    "convert_process",
     "fetch_policy",
     "fetch_url",
     "is_url",

@@ -14,6 +14,7 @@ from compiler.documents.formats import DOCUMENT_EXTENSIONS, format_of, supported
 from kb_ai.errors import DocumentError, SourceError
 
 if TYPE_CHECKING:
+    from compiler.documents.isolation import ConvertProcess
     from compiler.sources import Source
     from kb_ai.settings import Settings
 
@@ -32,17 +33,23 @@ class Submitted:
 MAX_NAMED = 10  # members named in the error of an archive none of whose members compiled
 
 
-def submitted_sources(origin: str, filename: str, data: bytes, settings: Settings) -> Submitted:
+def submitted_sources(
+    origin: str,
+    filename: str,
+    data: bytes,
+    settings: Settings,
+    converter: ConvertProcess | None = None,
+) -> Submitted:
     """The sources of one submitted document: one, or one per member of a zip archive
     (members that cannot be read are left out, each with its reason; all of them failing
-    is an error that names them)."""
+    is an error that names them). ``converter``: converts in a process of its own."""
     from compiler.sources import source_from_document
 
     options = convert_options(settings, url=origin if is_url(origin) else "")
     if format_of(filename) != "zip":
         return Submitted([source_from_document(origin, filename, data,
                                                chunk_chars=settings.chunk_chars,
-                                               options=options)])  # fmt: skip
+                                               options=options, converter=converter)])  # fmt: skip
     limits = ArchiveLimits(
         max_members=settings.max_archive_members,
         max_total_bytes=settings.max_archive_bytes,
@@ -58,7 +65,7 @@ def submitted_sources(origin: str, filename: str, data: bytes, settings: Setting
             continue
         try:
             sources.append(_member_source(f"{origin}#{member}", member, data, filename, limits,
-                                          options, settings))  # fmt: skip
+                                          options, settings, converter))  # fmt: skip
         except SourceError as exc:
             left_out.append((member, str(exc)))
     if not sources:
@@ -94,13 +101,14 @@ def _member_source(
     limits: ArchiveLimits,
     options: ConvertOptions,
     settings: Settings,
+    converter: ConvertProcess | None,
 ) -> Source:
     from compiler.sources import source_from_document, source_from_text
 
     data = read_member(archive, filename, member, limits)
     if format_of(member):
         return source_from_document(origin, member, data, chunk_chars=settings.chunk_chars,
-                                    options=options)  # fmt: skip
+                                    options=options, converter=converter)  # fmt: skip
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
