@@ -268,8 +268,9 @@ async def _rewrite(
         )
     target = Target(article.path, article.title, article.type, exists=True)
     fresh = await compile_article(
-        llm, PROMPTS, target, material, None, patch_threshold=settings.patch_threshold_chars
-    )
+        llm, PROMPTS, target, material, None, patch_threshold=settings.patch_threshold_chars,
+        material_chars=settings.write_material_chars, prompt_chars=settings.max_prompt_chars,
+    )  # fmt: skip
     body = link_mentions(fresh.body, targets, article.path)
     return replace(fresh, body=body, created=article.created or fresh.created)
 

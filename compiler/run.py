@@ -331,6 +331,8 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
                 notes=notes.setdefault(path, []),
+                material_chars=self.settings.write_material_chars,
+                prompt_chars=self.settings.max_prompt_chars,
             )
             if rewrite is not None:
                 article = rewrite.finish(article)

@@ -194,6 +194,12 @@ class Settings:
         "New articles one source may create (at least 1); past that, its material goes into "
         "the articles it updates or creates first.",
     )
+    write_material_chars: int = _setting(
+        300_000,
+        "Characters of material one write call is shown (about 75,000 tokens), and never "
+        "more than max_prompt_chars allows: past it, the items most related to the article "
+        "first; the run's log says what was left out. 0: no bound but max_prompt_chars.",
+    )
     patch_threshold_chars: int = _setting(
         12_000, "Articles longer than this are merged by section patches, not rewritten."
     )
