@@ -170,3 +170,23 @@ def test_a_zip_none_of_whose_members_compile_fails_naming_each(client):
     assert failed["state"] == "failed"
     assert "locked.pdf" in failed["error"] and "password-protected" in failed["error"]
     assert "scan.pdf" in failed["error"] and "no text layer" in failed["error"]
+
+
+def test_a_zip_member_over_convert_timeout_is_listed_and_the_rest_compiles(
+    settings, model, kb, monkeypatch
+):
+    from compiler.documents import isolation
+    from tests.fakes.stand_in_converters import misbehaving_convert
+
+    monkeypatch.setattr(isolation, "convert_document", misbehaving_convert)
+    invoice = (DATA / "REPAIR-2022-INV-001_multipage.pdf").read_bytes()
+    bundle = zip_of({"slow-scan.pdf": invoice, "invoice.pdf": invoice})
+    with make_client(dataclasses.replace(settings, convert_timeout=3.0), model) as client:
+        files = [("files", ("bundle.zip", bundle, "application/zip"))]
+        task = client.post("/api/submit", files=files).json()["tasks"][0]
+        done = wait_for(client, task["id"], timeout=60.0)
+    assert done["state"] == "done", done["error"]
+    [failed] = done["result"]["failed"]
+    assert failed["source"] == "slow-scan.pdf"
+    assert "took longer than 3 s; raise convert_timeout" in failed["error"]
+    assert len(list((kb.root / "raw").glob("*.md"))) == 1
