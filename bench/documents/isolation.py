@@ -99,17 +99,22 @@ def main() -> None:
     print(json.dumps(result, indent=1))
     if args.quick:
         return
-    section = write(result)
-    RESULT.write_text(section, encoding="utf-8")
+    save_section(SECTION, write(result), RESULT)
+
+
+def save_section(title: str, section: str, saved: Path) -> None:
+    """``section`` kept beside the benchmark (run.py appends it when it rewrites the page)
+    and put in docs/benchmarks-documents.md in place of the section of that title."""
+    saved.write_text(section, encoding="utf-8")
     text = DOC.read_text(encoding="utf-8")
-    if SECTION in text:  # replaced up to the next section of the page
-        head, rest = text.split(SECTION, 1)
+    if title in text:  # replaced up to the next section of the page
+        head, rest = text.split(title, 1)
         tail = rest[rest.find("\n## ") :] if "\n## " in rest else ""
         text = head + section + tail
     else:
         text = text.rstrip("\n") + "\n\n" + section
     DOC.write_text(text, encoding="utf-8")
-    print(f"wrote {RESULT} and {DOC}")
+    print(f"wrote {saved} and {DOC}")
 
 
 if __name__ == "__main__":

@@ -186,7 +186,7 @@ def main() -> None:
 def _selection() -> str:
     """The sections other benchmarks keep beside this one (converter choice, isolation)."""
     out = ""
-    for name in ("selection.md", "isolation.md"):
+    for name in ("selection.md", "isolation.md", "material.md"):
         path = Path(__file__).with_name(name)
         out += "\n" + path.read_text(encoding="utf-8") if path.is_file() else ""
     return out
