@@ -21,6 +21,7 @@ from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.dating import source_date
+from compiler.document_article import write_document_articles
 from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, pending_paths, still_pending
@@ -473,16 +474,10 @@ class Compiler:
         article_errors: dict[str, str],
         result: CompileResult,
     ) -> None:
-        record_sources(
-            self.kb,
-            work,
-            plan,
-            article_errors,
-            result,
-            model=self.settings.model or "",
-            prompt_version=extraction_version(),
-            interrupted=self.interrupted,
-        )
+        if not self.interrupted:  # a long document's outline, linking what it fed
+            await run_io(write_document_articles, self.kb, work, plan, written, result)
+        record_sources(self.kb, work, plan, article_errors, result, model=self.settings.model or "",
+                       prompt_version=extraction_version(), interrupted=self.interrupted)  # fmt: skip
         self.progress("stage", name="index", total=len(written))
         if written:
             await run_io(write_run_indexes, self.kb, self._catalog, self._catalog_ns, written)

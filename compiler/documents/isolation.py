@@ -8,9 +8,9 @@ on a damaged file) fails its document the same way, and never the run."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import threading
 import traceback
@@ -41,7 +41,7 @@ class ConvertProcess:
         self.target = target or convert_document
         self._lock = threading.Lock()
         self._process: Any = None
-        self._conn: Connection | None = None
+        self._conn: _Channel | None = None
 
     def __enter__(self) -> ConvertProcess:
         return self
@@ -89,19 +89,37 @@ class ConvertProcess:
         with self._lock:
             self._stop(kill=False)
 
-    def _ready(self) -> Connection:
-        if self._process is not None and self._process.is_alive() and self._conn is not None:
+    @property
+    def pid(self) -> int | None:
+        """The converter process's id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def _ready(self) -> _Channel:
+        if self._process is not None and self._process.poll() is None and self._conn is not None:
             return self._conn
         self._stop(kill=True)
-        # spawn, not fork: the caller has threads (the event loop's pool, the web server)
-        # whose locks a forked child would inherit held
-        context = multiprocessing.get_context("spawn")
-        ours, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(theirs,), name="kb-ai convert", daemon=True)
-        process.start()
-        theirs.close()
-        self._process, self._conn = process, ours
-        if not ours.poll(START_SECONDS):
+        # A fresh interpreter running this module, not multiprocessing's spawn (which runs
+        # the caller's main script again: a script without a __main__ guard would start
+        # itself) nor a fork (the caller has threads whose locks a child would inherit).
+        from_parent, to_child = os.pipe()
+        from_child, to_parent = os.pipe()
+        path = os.pathsep.join(p for p in sys.path if p)
+        env = {**os.environ, "PYTHONPATH": path}
+        code = f"from compiler.documents.isolation import serve; serve({from_parent}, {to_parent})"
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", code],
+                pass_fds=(from_parent, to_parent),
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        finally:
+            os.close(from_parent)
+            os.close(to_parent)
+        self._process = process
+        self._conn = _Channel(Connection(from_child, writable=False),
+                              Connection(to_child, readable=False))  # fmt: skip
+        if not self._conn.poll(START_SECONDS):
             self._stop(kill=True)
             raise DocumentError(
                 f"the converter process did not start within {START_SECONDS:g} s",
@@ -109,11 +127,11 @@ class ConvertProcess:
                 hint="the machine is overloaded; try again",
             )
         try:
-            ours.recv()  # "ready"
+            self._conn.recv()  # "ready"
         except (EOFError, OSError) as exc:
             code = self._stop(kill=True)
             raise ConverterCrashError(f"the converter process failed to start ({code})") from exc
-        return ours
+        return self._conn
 
     def _stop(self, *, kill: bool) -> int | None:
         """End the process (at once when ``kill``); returns its exit code."""
@@ -128,13 +146,33 @@ class ConvertProcess:
                 except (OSError, ValueError):
                     kill = True
             conn.close()
-        process.join(0 if kill else 5)
-        if process.is_alive():
-            process.kill()
-            process.join()
-        code = process.exitcode
-        process.close()
-        return code
+        if not kill:
+            try:
+                return process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        process.kill()
+        return process.wait()
+
+
+class _Channel:
+    """Both ends of the pipes to the converter process, as one connection."""
+
+    def __init__(self, incoming: Connection, outgoing: Connection) -> None:
+        self.incoming, self.outgoing = incoming, outgoing
+
+    def send(self, obj: object) -> None:
+        self.outgoing.send(obj)
+
+    def recv(self) -> Any:
+        return self.incoming.recv()
+
+    def poll(self, timeout: float) -> bool:
+        return self.incoming.poll(timeout)
+
+    def close(self) -> None:
+        self.incoming.close()
+        self.outgoing.close()
 
 
 def convert_process(settings) -> AbstractContextManager[ConvertProcess | None]:  # noqa: ANN001
@@ -145,8 +183,9 @@ def convert_process(settings) -> AbstractContextManager[ConvertProcess | None]: 
     return nullcontext(None)
 
 
-def _serve(conn: Connection) -> None:
+def serve(read_fd: int, write_fd: int) -> None:
     """The converter process: one conversion after another until told to stop."""
+    conn = _Channel(Connection(read_fd, writable=False), Connection(write_fd, readable=False))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     # what a converter prints must not mix into the caller's output (`compile --json`)
     os.dup2(2, 1)
