@@ -54,15 +54,15 @@ class ConvertProcess:
         longer than the limit or the converter process dies on it."""
         with self._lock:
             conn = self._ready()
-            conn.send((self.target, data, name, options))
-            if not conn.poll(self.timeout):
-                self._stop(kill=True)
-                raise DocumentError(
-                    f"{name}: the conversion took longer than {self.timeout:g} s; raise "
-                    "convert_timeout or split the file",
-                    cause="timeout",
-                )
             try:
+                conn.send((self.target, data, name, options))
+                if not conn.poll(self.timeout):
+                    self._stop(kill=True)
+                    raise DocumentError(
+                        f"{name}: the conversion took longer than {self.timeout:g} s; raise "
+                        "convert_timeout or split the file",
+                        cause="timeout",
+                    )
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 code = self._stop(kill=True)
