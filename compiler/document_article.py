@@ -9,74 +9,15 @@ two top heading levels) has at least three entries."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import date
 
-from compiler.documents.markers import MARKER
-from compiler.documents.sections import MAX_OUTLINE
+from compiler.documents.sections import outline_sections, pages_of
 from compiler.recovery import journaled
 from compiler.result import CompileResult
 from compiler.work import Plan, Work
 from wiki import Article, KnowledgeBase, derive_keys, read_article, write_article
 
 KIND = "reference"
-_HEADING = re.compile(r"^(#{1,6}) (.+)$")
-
-
-@dataclass(frozen=True)
-class Section:
-    level: int  # 0 for the top level of the document's outline
-    title: str
-    first: int | None  # pages (or slides) it spans; None without markers
-    last: int | None
-
-
-def outline_sections(text: str) -> list[Section]:
-    """The document's two top heading levels, each with the pages it spans."""
-    lines = text.split("\n")
-    heads: list[tuple[int, str, int | None, bool]] = []  # level, title, page, starts a page
-    page: int | None = None
-    last_page: int | None = None
-    for i, line in enumerate(lines):
-        marker = MARKER.fullmatch(line)
-        if marker and marker.group(2):
-            page = last_page = int(marker.group(2))
-            continue
-        m = _HEADING.match(line)
-        if not m:
-            continue
-        # a heading that opens a page comes just before that page's marker (a chapter's,
-        # before its first section's heading too)
-        following = next((x for x in lines[i + 1 :] if x.strip() and not _HEADING.match(x)), "")
-        upcoming = MARKER.fullmatch(following)
-        at_start = bool(upcoming and upcoming.group(2))
-        start = int(upcoming.group(2)) if at_start else page
-        heads.append((len(m.group(1)), m.group(2).strip(), start, at_start))
-    if not heads:
-        return []
-    top = min(level for level, *_ in heads)
-    out: list[Section] = []
-    for k, (level, title, start, _) in enumerate(heads):
-        if level > top + 1:
-            continue
-        end = last_page
-        for nxt_level, _, nxt_start, nxt_at_start in heads[k + 1 :]:
-            if nxt_level <= level and nxt_start is not None:
-                end = nxt_start - 1 if nxt_at_start else nxt_start
-                break
-        if start is not None and end is not None:
-            end = max(end, start)
-        out.append(Section(level - top, title, start, end))
-    return out[:MAX_OUTLINE]
-
-
-def _pages(section: Section) -> str:
-    if section.first is None:
-        return ""
-    if section.first == section.last:
-        return f" (p. {section.first})"
-    return f" (pp. {section.first}-{section.last})"
 
 
 def document_article(
@@ -97,7 +38,7 @@ def document_article(
         return None
     day = (today or date.today()).isoformat()
     lines = ["## Outline", ""]
-    lines += [f"{'  ' * s.level}- {s.title}{_pages(s)}" for s in sections]
+    lines += [f"{'  ' * s.level}- {s.title}{pages_of(s)}" for s in sections]
     if fed:
         lines += ["", "## Articles from this document", ""]
         lines += [f"- [[{p}|{t}]]" for p, t in fed]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from compiler import Compiler
-from compiler.document_article import outline_sections
+from compiler.documents.sections import outline_sections
 from wiki import read_article
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
@@ -51,3 +51,31 @@ def test_the_thesis_gets_an_outline_article_linking_what_it_fed(kb, settings, fa
     assert subjects
     for path in subjects:
         assert f"[[{path}|" in article.body
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+def test_an_article_citing_pages_is_found_by_lint_and_removal(kb, settings, fake_llm, tmp_path):
+    """A sources entry that names pages ("raw/x.md#pages=1-3") is still that source: lint
+    found it missing, and removing the document left its article behind."""
+    from compiler.removal import find_sources, remove_sources
+    from wiki.lint import lint_wiki
+
+    invoice = tmp_path / "invoice.pdf"
+    invoice.write_bytes((DATA / "REPAIR-2022-INV-001_multipage.pdf").read_bytes())
+    compiler = Compiler(kb, settings, llm_factory=lambda s, **k: fake_llm)
+    result = asyncio.run(compiler.compile_paths([str(invoice)]))
+    [path] = result.created
+    assert "#pages=" in read_article(kb, path).sources[0]
+    findings = [f for f in lint_wiki(kb).findings if f.check in ("missing-source", "unused-source")]
+    assert findings == []
+    removed = asyncio.run(
+        remove_sources(
+            kb,
+            settings,
+            find_sources(kb, [str(invoice)]),
+            reason="test",
+            llm_factory=lambda s, **k: fake_llm,
+        )  # fmt: skip
+    )
+    assert removed.deleted == [path]
+    assert not (kb.root / path).exists()
