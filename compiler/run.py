@@ -21,8 +21,10 @@ from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.dating import source_date
+from compiler.document_article import write_document_articles
+from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
-from compiler.intake import Pending, archive_limits, pending_files, still_pending
+from compiler.intake import Pending, pending_paths, still_pending
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import needs_rewrite, plan_rewrite
 from compiler.record import (
@@ -37,7 +39,7 @@ from compiler.recovery import finish_journal, journaled, reconcile, unfinished_r
 from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review
 from compiler.runs import RunTracker
-from compiler.sources import Source, discover
+from compiler.sources import Source
 from compiler.work import Plan, Work, allocate_work, taken_slugs
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
@@ -114,13 +116,9 @@ class Compiler:
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
         started = time.monotonic()
-        candidates, problems = discover(paths, archive_limits(self.settings))
-        result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
-        with closing(open_state(self.kb)) as conn:
-            known = all_sources(conn)
-        pending = pending_files(candidates, known, self.settings, result, force=force)
-        result.sources = len(candidates)
-        return await self._compile(pending, result, started, known, force)
+        with convert_process(self.settings) as converter:  # each document: convert_timeout
+            pending, result, known = pending_paths(self.kb, paths, self.settings, force, converter)
+            return await self._compile(pending, result, started, known, force)
 
     async def compile_sources(
         self, sources: Sequence[Source], *, force: bool = False
@@ -334,6 +332,8 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
                 notes=notes.setdefault(path, []),
+                material_chars=self.settings.write_material_chars,
+                prompt_chars=self.settings.max_prompt_chars,
             )
             if rewrite is not None:
                 article = rewrite.finish(article)
@@ -474,16 +474,10 @@ class Compiler:
         article_errors: dict[str, str],
         result: CompileResult,
     ) -> None:
-        record_sources(
-            self.kb,
-            work,
-            plan,
-            article_errors,
-            result,
-            model=self.settings.model or "",
-            prompt_version=extraction_version(),
-            interrupted=self.interrupted,
-        )
+        if not self.interrupted:  # a long document's outline, linking what it fed
+            await run_io(write_document_articles, self.kb, work, plan, written, result)
+        record_sources(self.kb, work, plan, article_errors, result, model=self.settings.model or "",
+                       prompt_version=extraction_version(), interrupted=self.interrupted)  # fmt: skip
         self.progress("stage", name="index", total=len(written))
         if written:
             await run_io(write_run_indexes, self.kb, self._catalog, self._catalog_ns, written)

@@ -201,7 +201,7 @@ def _source_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Fi
     for rel, article in articles.items():
         if not article.sources:
             findings.append(Finding("no-source", WARNING, rel, "no source backs it"))
-        for source in article.sources:
+        for source in (s.split("#", 1)[0] for s in article.sources):  # "raw/x.md#pages=3-5"
             fed.add(source)
             if source not in raw:
                 findings.append(
@@ -221,7 +221,8 @@ def _claim_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Fin
     material: dict[str, str | None] = {}
     findings = []
     for rel, article in articles.items():
-        texts = [t for t in (_material(kb, s, material) for s in article.sources) if t]
+        sources = [s.split("#", 1)[0] for s in article.sources]  # "raw/x.md#pages=3-5"
+        texts = [t for t in (_material(kb, s, material) for s in sources) if t]
         if not texts:
             continue  # no source (reported), or none extracted: nothing to hold it to
         checker = ClaimChecker(article.title, *texts)

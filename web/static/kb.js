@@ -139,6 +139,11 @@ function taskRow(t) {
     for (const p of [...(t.result.created || []), ...(t.result.updated || [])]) {
       doc.append(el("a", { class: "made", href: "/" + p, text: p }), " ");
     }
+    const left = t.result.failed || [];  // members of an archive that did not compile, and why
+    if (left.length) {
+      doc.append(el("p", { class: "error", text: `Not compiled: ${left.length} of its files` }),
+        el("ul", { class: "error left-out" }, ...left.map((f) => el("li", { text: f.error }))));
+    }
   }
   const state = el("td", {}, el("span", { class: `pill ${t.state}`, text: t.state }));
   if (t.stage && t.state === "running") state.append(" ", el("span", { class: "muted", text: t.stage }));
