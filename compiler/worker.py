@@ -233,6 +233,8 @@ class Worker:
             self._compiler = None
         failed = {f.source: f.error for f in result.failed}
         summary = {"created": result.created, "updated": result.updated, "commit": result.commit}
+        if result.review:  # held: its tasks keep their copies until the run is approved
+            summary["review"] = result.review
         with closing(open_state(self.kb)) as conn:
             queue = TaskQueue(self.kb, conn)
             for origin, task_ids in by_origin.items():
