@@ -166,3 +166,77 @@ def test_claims_in_any_spelling_of_the_material_are_supported():
 def test_lint_outside_a_knowledge_base_says_what_to_do(tmp_path):
     result = CliRunner().invoke(main, ["--kb", str(tmp_path), "lint"])
     assert result.exit_code == 2 and "kb-ai init" in result.output
+
+
+def age(kb, seconds=3600):
+    """Every article and extraction as if written an hour ago (kept facts are only
+    trusted for files not modified in the last moments)."""
+    import os
+    import time
+
+    past = time.time_ns() - seconds * 1_000_000_000
+    for folder in (kb.wiki_dir, kb.extraction_dir):
+        for path in folder.rglob("*.md"):
+            os.utime(path, ns=(past, past))
+
+
+def test_a_second_lint_reads_no_unchanged_article_and_still_sees_every_change(
+    compiled, monkeypatch
+):
+    import wiki.lintfacts
+
+    kb = compiled
+    age(kb)
+    assert lint(kb)[1]["findings"] == []
+    parsed = []
+    real = wiki.lintfacts.load_document
+    monkeypatch.setattr(
+        wiki.lintfacts,
+        "load_document",
+        lambda text, where: parsed.append(where) or real(text, where),
+    )
+    code, report = lint(kb)
+    assert (code, report["findings"], report["articles"], parsed) == (0, [], 2, [])
+
+    # an edited article is read again: its new dead link and invented number are found
+    cache = read_article(kb, CACHE)
+    cache.body += "\nSee [[no-such-page|the old plan]]. The TTL was raised to 90 minutes.\n"
+    write_article(kb, cache)
+    code, report = lint(kb)
+    assert parsed == [CACHE]
+    assert code == 1
+    assert {("dead-wikilink", CACHE), ("unsupported", CACHE)} <= checks_at(report)
+    (unsupported,) = [f for f in report["findings"] if f["check"] == "unsupported"]
+    assert "'90'" in unsupported["message"]
+
+
+def test_kept_facts_follow_a_deleted_article_and_a_changed_extraction(compiled):
+    kb = compiled
+    deploy = next(p for p in wiki_paths(kb) if p != CACHE)
+    cache = read_article(kb, CACHE)
+    cache.body += f"\nSee [[{deploy.rsplit('/', 1)[1][:-3]}]].\n"
+    write_article(kb, cache)
+    lint(kb, "--fix")  # the search tables take the edit in
+    age(kb)
+    assert lint(kb)[1]["findings"] == []
+    assert lint(kb)[1]["findings"] == []  # from the kept facts
+    # a source's extraction no longer states the TTL: the unchanged article's claim is
+    # held to the new extraction
+    (slug,) = [s.removeprefix("raw/").removesuffix(".md") for s in cache.sources]
+    extraction = kb.extraction_dir / f"{slug}.md"
+    extraction.write_text(extraction.read_text(encoding="utf-8").replace("30", "35"))
+    code, report = lint(kb)
+    unsupported = [f for f in report["findings"] if f["check"] == "unsupported"]
+    assert [f["path"] for f in unsupported] == [CACHE] and "'30'" in unsupported[0]["message"]
+    # the article a wikilink leads to is deleted: the link is dead, though the linking
+    # article did not change
+    (kb.root / deploy).unlink()
+    code, report = lint(kb)
+    assert code == 1 and ("dead-wikilink", CACHE) in checks_at(report)
+    assert ("index-orphan", "index/master-index.md") in checks_at(report)
+
+
+def wiki_paths(kb):
+    from wiki import list_articles
+
+    return list_articles(kb)
