@@ -8,8 +8,9 @@ again. kb-ai writes a file by renaming a new one over it, so each write gives it
 inode too. A file modified in the last two seconds is read but not kept: a write in the
 same clock tick that kept the size would otherwise look unchanged.
 
-The claims an article makes are held to its sources' extractions, which change on their
-own: that verdict is kept with the stamps of those extractions, and found again (from
+The claims an article makes (numbers, dates, names, identifiers: kb_ai.grounding's,
+the check every written article and answer passes) are held to its sources'
+extractions, which change on their own: that verdict is kept with the stamps of those extractions, and found again (from
 the kept claims, without reading the article) when one of them changed. The checks over
 the whole wiki (links, index, orphans, tables) run on these facts every time, so they
 see every article.
@@ -23,20 +24,19 @@ import re
 import sqlite3
 import stat
 import time
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kb_ai.errors import KbAiError
+from kb_ai.grounding import Claim, Evidence, extract_claims
 from wiki._frontmatter import load_document
 from wiki.articles import article_from
 from wiki.catalog import entry_for, format_entry
-from wiki.claims import Claim, ClaimChecker, body_claims
 from wiki.extraction import read_extraction_data
 from wiki.indexing import search_doc
 from wiki.layout import KnowledgeBase
-from wiki.linkcheck import body_links
+from wiki.linkcheck import body_links, prose_lines
 from wiki.search import content_hash
 from wiki.state import apply_migrations
 
@@ -44,12 +44,15 @@ __all__ = ["REQUIRED_FIELDS", "ArticleFacts", "gather_facts"]
 
 REQUIRED_FIELDS = ("title", "type", "summary", "sources", "created", "updated")
 #: Part of every stamp: bump it with any change to what the facts hold or how they are found.
-VERSION = "1"
+VERSION = "2"
 RECENT_NS = 2_000_000_000
 MIGRATIONS = (
     "CREATE TABLE lint_facts (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, facts TEXT NOT NULL)",
 )
 _CONFLICT = re.compile(r"^\s*(?:[-*>]\s*)*\**Conflict\b[^:\n]{0,40}:.*$", re.M)
+_CODE = re.compile(r"`[^`\n]*`")
+_WIKILINK = re.compile(r"\[\[([^\]|\n]*)(?:\|([^\]\n]*))?\]\]")
+_URL = re.compile(r"https?://\S+")
 
 
 @dataclass
@@ -66,7 +69,7 @@ class ArticleFacts:
     line: str = ""  # its master-index line
     search: str = ""  # the search table's content hash of it
     conflicts: list[str] = field(default_factory=list)  # its "Conflict (...):" lines
-    claims: list[list[str]] = field(default_factory=list)  # [kind, text] of its body
+    claims: list[list[str]] = field(default_factory=list)  # [kind, text, value] of its body
     material: str | None = None  # the extractions' stamps ``unsupported`` was found with
     unsupported: list[list[str]] = field(default_factory=list)
 
@@ -139,8 +142,26 @@ def _read(kb: KnowledgeBase, rel: str) -> ArticleFacts:
         line=format_entry(entry_for(article)),
         search=content_hash(search_doc(article)),
         conflicts=conflicts,
-        claims=[[c.kind, c.text] for c in body_claims(unicodedata.normalize("NFKC", body))],
+        claims=[[c.kind, c.text, c.value] for c in _claims(body)],
     )
+
+
+def _claims(body: str) -> list[Claim]:
+    """The claims of an article's prose worth holding to its sources: not in code,
+    headings, link targets or URLs, and no whole number below 10 (list steps, "2
+    options"), which would flag more than it catches."""
+    lines = []
+    for line in prose_lines(body):
+        if line.lstrip().startswith("#"):
+            continue
+        line = _CODE.sub(" ", line)
+        line = _WIKILINK.sub(lambda m: m.group(2) or m.group(1), line)
+        lines.append(_URL.sub(" ", line))
+    return [
+        c
+        for c in extract_claims("\n".join(lines))
+        if c.kind != "number" or "." in c.value or int(c.value) >= 10
+    ]
 
 
 class _Materials:
@@ -176,8 +197,8 @@ class _Materials:
         texts = [t for t in (self._text(s) for s in facts.sources) if t]
         if not texts:
             return []  # no source (reported), or none extracted: nothing to hold it to
-        checker = ClaimChecker(facts.title, *texts)
-        return [[k, t] for k, t in facts.claims if not checker.supports(Claim(k, t))]
+        evidence = Evidence(facts.title, *texts)
+        return [[k, t] for k, t, v in facts.claims if not evidence.supports(Claim(k, t, v))]
 
     def _text(self, source: str) -> str | None:
         """The text of a source's stored extraction, or None."""
