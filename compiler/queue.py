@@ -4,8 +4,9 @@ A submission is spooled to ``.kb-ai/inbox/`` and recorded in the ``tasks`` table
 the caller is told it was accepted, so nothing submitted is lost; the spooled copy is
 deleted once the task is compiled (or deleted), and its title is redacted like a
 source's text. A task whose run waits on a review branch keeps its copy until the run
-is approved; when the run is rejected the task fails with the reason, ready to retry. A worker claims tasks with a lease, and holds a lock file named after
-itself (``.kb-ai/leases/``) while it lives. A worker that dies leaves a lease behind:
+is approved; when the run is rejected the task fails with the reason, ready to retry.
+A worker claims tasks with a lease, and holds a lock file named after itself
+(``.kb-ai/leases/``) while it lives. A worker that dies leaves a lease behind:
 the next worker takes the task at once when the owner's lock file is free (the kernel
 released it with the dead process), else when the lease expires. Duplicate content is
 recognised by its hash. Failed tasks keep their error and can be retried.
