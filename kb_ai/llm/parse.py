@@ -163,16 +163,17 @@ def bounds_problem(value: Any, schema: dict, where: str = "the reply") -> str | 
 
 
 def _chars_bound(schema: dict) -> int | None:
-    """The most characters a value of ``schema`` holds: its maxLength, or for an object
-    the sum of its properties' (a model that sends a string where an object of bounded
-    strings belongs gets no more room than the object had); None when unbounded."""
+    """The most characters a string of ``schema`` may hold: its maxLength, or for an
+    object the largest of its properties' (a model that sends a bare string where an
+    object of bounded strings belongs, {fact, about, held} as "fact", gets the room of
+    its longest field); None when unbounded."""
     if isinstance(schema.get("maxLength"), int):
         return schema["maxLength"]
     props = schema.get("properties")
     if schema.get("type") != "object" or not isinstance(props, dict) or not props:
         return None
     bounds = [_chars_bound(p) if isinstance(p, dict) else None for p in props.values()]
-    return None if None in bounds else sum(b for b in bounds if b is not None)
+    return None if None in bounds else max(b for b in bounds if b is not None)
 
 
 def check_bounds(
