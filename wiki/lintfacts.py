@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kb_ai.errors import KbAiError
-from kb_ai.grounding import Claim, Evidence, extract_claims
+from kb_ai.grounding import Claim, Evidence, extract_claims, normalise
 from wiki._frontmatter import load_document
 from wiki.articles import article_from
 from wiki.catalog import entry_for, format_entry
@@ -197,8 +197,15 @@ class _Materials:
         texts = [t for t in (self._text(s) for s in facts.sources) if t]
         if not texts:
             return []  # no source (reported), or none extracted: nothing to hold it to
+        # A claim written in the material as it is in the article is stated: only the
+        # rest are looked up in every spelling (indexing the material for that was most
+        # of the cost of a first lint).
+        lowered = [normalise(t).lower() for t in (facts.title, *texts)]
+        rest = [c for c in facts.claims if not _verbatim(c[1], lowered)]
+        if not rest:
+            return []
         evidence = Evidence(facts.title, *texts)
-        return [[k, t] for k, t, v in facts.claims if not evidence.supports(Claim(k, t, v))]
+        return [[k, t] for k, t, v in rest if not evidence.supports(Claim(k, t, v))]
 
     def _text(self, source: str) -> str | None:
         """The text of a source's stored extraction, or None."""
@@ -210,6 +217,32 @@ class _Materials:
             else:
                 self._texts[source] = "\n".join(_strings(data))
         return self._texts[source]
+
+
+def _verbatim(text: str, lowered: list[str]) -> bool:
+    """Whether ``text`` stands in one of ``lowered`` as written, as a whole token (not
+    "30" inside "300" or "30.5", nor "Priya" inside "Priyanka"). Plain string search: a
+    regular expression per claim cost more to compile than the lookup saved."""
+    needle = text.lower()
+    for hay in lowered:
+        at = hay.find(needle)
+        while at != -1:
+            end = at + len(needle)
+            if _edge(hay, at - 1, at - 2) and _edge(hay, end, end + 1):
+                return True
+            at = hay.find(needle, at + 1)
+    return False
+
+
+def _edge(hay: str, i: int, beyond: int) -> bool:
+    """Whether position ``i`` of ``hay`` ends a token: outside it, or not a word
+    character, nor a point or comma that a digit at ``beyond`` makes part of a number."""
+    if not 0 <= i < len(hay):
+        return True
+    c = hay[i]
+    if c.isalnum() or c == "_":
+        return False
+    return not (c in ".," and 0 <= beyond < len(hay) and hay[beyond].isdigit())
 
 
 def _slug(source: str) -> str:
