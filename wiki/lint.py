@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from wiki.articles import list_articles
-from wiki.catalog import parse_master_index
+from wiki.catalog import index_lines
 from wiki.indexing import CATALOG_MIGRATIONS
 from wiki.layout import KnowledgeBase
 from wiki.linkcheck import LinkResolver
@@ -84,9 +84,10 @@ def lint_wiki(kb: KnowledgeBase, conn: sqlite3.Connection | None = None) -> Lint
     on_disk = list_articles(kb)
     facts = gather_facts(kb, on_disk, conn)
     articles = _readable(facts, findings)
-    findings += _link_findings(kb, on_disk, articles)
+    raw = set(list_raw(kb))
+    findings += _link_findings(raw, on_disk, articles)
     findings += _index_findings(kb, on_disk, articles)
-    findings += _source_findings(kb, articles)
+    findings += _source_findings(raw, articles)
     findings += _claim_findings(articles)
     findings += _conflict_findings(articles)
     if conn is not None:
@@ -111,10 +112,9 @@ def _readable(facts: dict[str, ArticleFacts], findings: list[Finding]) -> dict[s
 
 
 def _link_findings(
-    kb: KnowledgeBase, on_disk: list[str], articles: dict[str, ArticleFacts]
+    raw: set[str], on_disk: list[str], articles: dict[str, ArticleFacts]
 ) -> list[Finding]:
     resolver = LinkResolver([(p, articles[p].title if p in articles else "") for p in on_disk])
-    raw = set(list_raw(kb))
     known = set(on_disk)
     findings = []
     for rel, article in articles.items():
@@ -141,15 +141,15 @@ def _index_findings(
         if not on_disk:
             return []
         return [Finding("index", ERROR, index, "there is no master index", fixable=True)]
-    entries = parse_master_index(kb.master_index_path.read_text(encoding="utf-8"), keep_lines=True)
-    listed = {e.path: e for e in entries}
+    entries = index_lines(kb.master_index_path.read_text(encoding="utf-8"))
+    listed = dict(entries)
     findings = []
     for rel in on_disk:
         if rel not in articles:
             continue  # its frontmatter is the finding: the index cannot list it as it is
         if rel not in listed:
             findings.append(Finding("unindexed", ERROR, rel, "no index lists it", fixable=True))
-        elif listed[rel].line != articles[rel].line:
+        elif listed[rel] != articles[rel].line:
             findings.append(
                 Finding(
                     "index-stale",
@@ -160,22 +160,21 @@ def _index_findings(
                 )
             )
     disk = set(on_disk)
-    for entry in entries:
-        if entry.path not in disk:
+    for path, _ in entries:
+        if path not in disk:
             findings.append(
                 Finding(
                     "index-orphan",
                     ERROR,
                     index,
-                    f"lists {entry.path}, which is not an article",
+                    f"lists {path}, which is not an article",
                     fixable=True,
                 )
             )
     return findings
 
 
-def _source_findings(kb: KnowledgeBase, articles: dict[str, ArticleFacts]) -> list[Finding]:
-    raw = set(list_raw(kb))
+def _source_findings(raw: set[str], articles: dict[str, ArticleFacts]) -> list[Finding]:
     fed: set[str] = set()
     findings = []
     for rel, article in articles.items():
