@@ -25,7 +25,7 @@ import sqlite3
 import stat
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kb_ai.errors import KbAiError
@@ -110,7 +110,7 @@ def gather_facts(
                 changed = True
         facts[rel] = found
         if changed and not racy and conn is not None:
-            store.append((rel, stamp, json.dumps(asdict(found), ensure_ascii=False)))
+            store.append((rel, stamp, json.dumps(vars(found), ensure_ascii=False)))
     if conn is not None:
         _save(conn, store, set(kept) - set(on_disk))
     return facts
