@@ -10,10 +10,12 @@ same clock tick that kept the size would otherwise look unchanged.
 
 The claims an article makes (numbers, dates, names, identifiers: kb_ai.grounding's,
 the check every written article and answer passes) are held to its sources'
-extractions, which change on their own: that verdict is kept with the stamps of those extractions, and found again (from
-the kept claims, without reading the article) when one of them changed. The checks over
-the whole wiki (links, index, orphans, tables) run on these facts every time, so they
-see every article.
+extractions, which change on their own: that verdict is kept with the stamps of those
+extractions, and found again (the article read again) when one of them changed. Only
+lines with a token the material does not state as written are searched for claims: a
+claim is made of such tokens, and finding claims costs more than the rest of a lint.
+The checks over the whole wiki (links, index, orphans, tables) run on these facts every
+time, so they see every article.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ __all__ = ["REQUIRED_FIELDS", "ArticleFacts", "gather_facts"]
 
 REQUIRED_FIELDS = ("title", "type", "summary", "sources", "created", "updated")
 #: Part of every stamp: bump it with any change to what the facts hold or how they are found.
-VERSION = "2"
+VERSION = "3"
 RECENT_NS = 2_000_000_000
 MIGRATIONS = (
     "CREATE TABLE lint_facts (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, facts TEXT NOT NULL)",
@@ -69,7 +71,6 @@ class ArticleFacts:
     line: str = ""  # its master-index line
     search: str = ""  # the search table's content hash of it
     conflicts: list[str] = field(default_factory=list)  # its "Conflict (...):" lines
-    claims: list[list[str]] = field(default_factory=list)  # [kind, text, value] of its body
     material: str | None = None  # the extractions' stamps ``unsupported`` was found with
     unsupported: list[list[str]] = field(default_factory=list)
 
@@ -99,14 +100,17 @@ def gather_facts(
         stamp = f"{VERSION}:{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
         hit = kept.get(rel)
         changed = hit is None or hit[0] != stamp
-        found = _read(kb, rel) if changed else ArticleFacts(**json.loads(hit[1]))
+        found, body = _read(kb, rel) if changed else (ArticleFacts(**json.loads(hit[1])), None)
         racy = now - st.st_mtime_ns < RECENT_NS
         if found.error is None:
             key, recent = materials.stamp(found.sources, now)
             racy = racy or recent
             if found.material != key:
-                found.unsupported = materials.unsupported(found, key)
-                found.material = key
+                if body is None:  # kept, but a source's extraction changed: read again
+                    found, body = _read(kb, rel)
+                if found.error is None:
+                    found.unsupported = materials.unsupported(found, body or "")
+                    found.material = key
                 changed = True
         facts[rel] = found
         if changed and not racy and conn is not None:
@@ -116,16 +120,16 @@ def gather_facts(
     return facts
 
 
-def _read(kb: KnowledgeBase, rel: str) -> ArticleFacts:
-    """The facts of the article file ``rel``, read and parsed."""
+def _read(kb: KnowledgeBase, rel: str) -> tuple[ArticleFacts, str]:
+    """The facts of the article file ``rel``, read and parsed; and its body."""
     try:
         meta, body = load_document((kb.root / rel).read_text(encoding="utf-8"), rel)
     except UnicodeDecodeError:
-        return ArticleFacts(rel, error="the file is not UTF-8 text")
+        return ArticleFacts(rel, error="the file is not UTF-8 text"), ""
     except OSError as exc:
-        return ArticleFacts(rel, error=f"the file cannot be read: {exc.strerror}")
+        return ArticleFacts(rel, error=f"the file cannot be read: {exc.strerror}"), ""
     except KbAiError as exc:
-        return ArticleFacts(rel, error=str(exc).split("\n", 1)[0])
+        return ArticleFacts(rel, error=str(exc).split("\n", 1)[0]), ""
     article = article_from(rel, meta, body)
     body = article.body
     conflicts = []
@@ -133,7 +137,7 @@ def _read(kb: KnowledgeBase, rel: str) -> ArticleFacts:
         for m in _CONFLICT.finditer(body):
             line = " ".join(m.group().split())
             conflicts.append(line if len(line) <= 200 else line[:199] + "…")
-    return ArticleFacts(
+    facts = ArticleFacts(
         rel,
         missing=[name for name in REQUIRED_FIELDS if name not in meta],
         title=article.title,
@@ -142,21 +146,25 @@ def _read(kb: KnowledgeBase, rel: str) -> ArticleFacts:
         line=format_entry(entry_for(article)),
         search=content_hash(search_doc(article)),
         conflicts=conflicts,
-        claims=[[c.kind, c.text, c.value] for c in _claims(body)],
     )
+    return facts, body
 
 
-def _claims(body: str) -> list[Claim]:
-    """The claims of an article's prose worth holding to its sources: not in code,
-    headings, link targets or URLs, and no whole number below 10 (list steps, "2
-    options"), which would flag more than it catches."""
+def _claims(body: str, lowered: list[str]) -> list[Claim]:
+    """The claims of an article's prose worth holding to its sources (``lowered``: their
+    text, NFKC and lower case): not in code, headings, link targets or URLs, and no whole
+    number below 10 (list steps, "2 options"), which would flag more than it catches.
+    A line whose every token that could make a claim stands in the material as written
+    makes none the material does not state, and is not searched."""
     lines = []
     for line in prose_lines(body):
         if line.lstrip().startswith("#"):
             continue
         line = _CODE.sub(" ", line)
         line = _WIKILINK.sub(lambda m: m.group(2) or m.group(1), line)
-        lines.append(_URL.sub(" ", line))
+        line = _URL.sub(" ", line)
+        if _may_claim(normalise(line), lowered):
+            lines.append(line)
     return [
         c
         for c in extract_claims("\n".join(lines))
@@ -192,8 +200,8 @@ class _Materials:
             recent = recent or fresh
         return f"{VERSION}|" + "|".join(parts), recent
 
-    def unsupported(self, facts: ArticleFacts, key: str) -> list[list[str]]:
-        """The claims of the article its sources' extractions never state."""
+    def unsupported(self, facts: ArticleFacts, body: str) -> list[list[str]]:
+        """The claims of the article (``body``) its sources' extractions never state."""
         texts = [t for t in (self._text(s) for s in facts.sources) if t]
         if not texts:
             return []  # no source (reported), or none extracted: nothing to hold it to
@@ -201,11 +209,11 @@ class _Materials:
         # rest are looked up in every spelling (indexing the material for that was most
         # of the cost of a first lint).
         lowered = [normalise(t).lower() for t in (facts.title, *texts)]
-        rest = [c for c in facts.claims if not _verbatim(c[1], lowered)]
+        rest = [c for c in _claims(body, lowered) if not _verbatim(c.text, lowered)]
         if not rest:
             return []
         evidence = Evidence(facts.title, *texts)
-        return [[k, t] for k, t, v in rest if not evidence.supports(Claim(k, t, v))]
+        return [[c.kind, c.text] for c in rest if not evidence.supports(c)]
 
     def _text(self, source: str) -> str | None:
         """The text of a source's stored extraction, or None."""
@@ -217,6 +225,38 @@ class _Materials:
             else:
                 self._texts[source] = "\n".join(_strings(data))
         return self._texts[source]
+
+
+_TOKEN = re.compile(r"\w[\w.,/:'’-]*\w|\w")
+# a date may be written over several tokens ("2 March 2026"), each stated apart
+_SPREAD_DATE = re.compile(
+    r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|[年月]"
+)
+
+
+_WORD_CASE = re.compile(r"[A-Z][a-z]+")
+# where grounding's claims.py starts a sentence: a word there is no name
+_SENTENCE_START = re.compile(
+    r"(?:^[ \t>#|*_-]*(?:\d+[.)]\s+)?|[.!?:;|。！？；][)\"'”’*_]*\s+|[(\"“‘\[])[*_\"'“(\[]*$"
+)
+
+
+def _may_claim(line: str, lowered: list[str]) -> bool:
+    """Whether ``line`` may make a claim the material does not state: a token with a
+    digit, a capital or a joining . / : that does not stand in it as written (a
+    capitalised word opening a sentence aside: grounding does not count it a name)."""
+    if _SPREAD_DATE.search(line) and any(c.isdigit() for c in line):
+        return True
+    for m in _TOKEN.finditer(line):
+        token = m.group()
+        if token.islower() and not any(c in token for c in "./:"):
+            continue
+        if _verbatim(token, lowered):
+            continue
+        if _WORD_CASE.fullmatch(token) and _SENTENCE_START.search(line, 0, m.start()):
+            continue
+        return True
+    return False
 
 
 def _verbatim(text: str, lowered: list[str]) -> bool:
