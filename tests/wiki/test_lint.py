@@ -171,6 +171,8 @@ def test_claims_in_any_spelling_of_the_material_are_supported(kb):
     body = (
         "## Budget 2027\n\nIn 2026-03 the team led by Priya approved 1000 euros for 30 days,"
         " which Marcus opposed, and 250 were kept for `S3 backups` and 5 steps.\n"
+        # a date spread over words, and a capitalised word that only opens a sentence
+        "\nThe budget was signed on 3 March 2026. See the budget.\n"
     )
     write_article(
         kb, Article("wiki/topic/budget.md", "Budget", "topic", "The budget.", [], ["raw/budget.md"],
@@ -178,7 +180,9 @@ def test_claims_in_any_spelling_of_the_material_are_supported(kb):
     )  # fmt: skip
     _, report = lint(kb)
     (finding,) = [f for f in report["findings"] if f["check"] == "unsupported"]
-    assert finding["message"] == "its sources' extractions never state name 'Marcus', number '250'"
+    assert finding["message"] == (
+        "its sources' extractions never state name 'Marcus', number '250', date '3 March 2026'"
+    )
 
 
 def test_lint_outside_a_knowledge_base_says_what_to_do(tmp_path):
