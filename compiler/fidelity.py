@@ -231,9 +231,7 @@ def _restore_dated(ex: Extraction, source: str, limit: int) -> None:
             "were kept as written"
         )
     if cut:
-        ex.notes.append(
-            f"more sentences with a date or number were left out than the {limit} kept"
-        )
+        ex.notes.append(f"more sentences with a date or number were left out than the {limit} kept")
 
 
 def _first_sentence(source: str) -> str:

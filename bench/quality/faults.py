@@ -181,9 +181,7 @@ class FaultyResponder:
             k
             for k in EXTRACT_FAULTS
             if (k != "cut_list" or any(len(lst) > 5 for lst in lists))
-            and (
-                k != "cut_facts" or any(re.search(r"\d", _fact(f)) for f in data["facts"][5:])
-            )
+            and (k != "cut_facts" or any(re.search(r"\d", _fact(f)) for f in data["facts"][5:]))
             and (k != "negation_flip" or negated)
         ]
         kind = self._pick(rng, tuple(applicable))

@@ -131,9 +131,7 @@ def test_an_article_deleted_by_a_revision_is_named_with_its_cause(kb, fake_model
         conn.close()
 
 
-def test_an_article_whose_other_source_cannot_be_read_is_kept_not_deleted(
-    kb, fake_model, tmp_path
-):
+def test_an_article_whose_other_source_cannot_be_read_is_kept_not_deleted(kb, fake_model, tmp_path):
     notes = notes_dir(tmp_path)
     (notes / "a.md").write_text("# Cache\n\nWe chose Redis for sessions. The TTL is 30 minutes.\n")
     compile_folder(kb, notes)
