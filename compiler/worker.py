@@ -247,6 +247,8 @@ class Worker:
             self._compiler = None
         failed = {f.source: f.error for f in result.failed}
         summary = {"created": result.created, "updated": result.updated, "commit": result.commit}
+        if result.review:  # held: its tasks keep their copies until the run is approved
+            summary["review"] = result.review
         origins: dict[str, list[str]] = {}  # task id -> its sources (an archive: several)
         archives = {t["id"] for t in tasks if format_of(t["filename"]) == "zip"}
         for origin, task_ids in by_origin.items():

@@ -26,7 +26,12 @@ RULES = {
     "kb_ai.hooks.__main__": (UPPER, ()),
     "kb_ai": (("kb_ai.cli", *UPPER), ()),
     "kb_ai.llm": (("kb_ai.cli", *UPPER), ()),
-    "wiki": (("kb_ai", "compiler", "retrieval", "web", "bench", "tests"), ("kb_ai.errors",)),
+    # the ground wiki stands on: the error tree, and the mechanical checks over text
+    # (pure functions, no files, no model) that lint shares with compile and ask
+    "wiki": (
+        ("kb_ai", "compiler", "retrieval", "web", "bench", "tests"),
+        ("kb_ai.errors", "kb_ai.grounding"),
+    ),
     "compiler": (("kb_ai.cli", "retrieval", "web", "bench", "tests"), ()),
     "retrieval": (("kb_ai.cli", "compiler", "web", "bench", "tests"), ()),
     "web": (("kb_ai.cli", "bench", "tests"), ()),
