@@ -68,6 +68,7 @@ def take_spool(
     open_captures(conn)
     now = time.time() if now is None else now
     spool.reclaim(kb.state_dir)
+    spool.sweep_tmp(kb.state_dir, now=now)
     result = SpoolResult()
     sessions: dict[tuple[str, str], list[tuple[Path, dict[str, Any]]]] = {}
     for path, record in _read_records(spool.pending(kb.state_dir)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,10 @@ class Extraction:
     conventions: list[str] = field(default_factory=list)
     # what kb-ai's checks against the source changed (compiler.fidelity); not material
     notes: list[str] = field(default_factory=list)
+    # what each fact is about and when it held, as the source dates it: (about, held)
+    # by the fact's key (its text, case-folded, spaces as one); checked against the
+    # source before it is stored (compiler.fidelity)
+    fact_context: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_data(cls, data: Any) -> Extraction:
@@ -56,7 +61,7 @@ class Extraction:
             raise LLMOutputError("extraction is not a JSON object")
         ex = cls(title=_s(data.get("title")), summary=_s(data.get("summary")))
         ex.topics = _strings(data.get("topics"))
-        ex.facts = _strings(data.get("facts"))
+        ex.facts, ex.fact_context = _facts(data.get("facts"))
         ex.concepts = _records(data.get("concepts"), ("name", "description"))
         ex.entities = _records(data.get("entities"), ("name", "kind", "description"))
         ex.decisions = _records(data.get("decisions"), ("what", "why", "who"))
@@ -81,8 +86,30 @@ class Extraction:
         data: dict[str, Any] = {"title": self.title, "summary": self.summary}
         for name in LIST_FIELDS:
             data[name] = [_plain(item) for item in getattr(self, name)]
+        data["facts"] = [self._fact_data(f) for f in self.facts]
         data["notes"] = list(self.notes)  # what the checks against the source changed
         return data
+
+    def _fact_data(self, fact: str) -> str | dict[str, str]:
+        """A fact as stored: its text, with what it is about and when it held if known."""
+        context = self.fact_context.get(_key(fact))
+        if context is None:
+            return fact
+        about, held = context
+        return {"fact": fact, "about": about, "held": held}
+
+    def _fact_lines(self) -> list[str]:
+        """The facts for the writer: those about the same thing together, under what
+        they are about, each with when it held where the source dates it."""
+        groups: dict[str, list[str]] = {}
+        for fact in self.facts:
+            about, held = self.fact_context.get(_key(fact), ("", ""))
+            groups.setdefault(about, []).append(f"- {fact}" + (f" (held {held})" if held else ""))
+        out = []
+        for about, lines in groups.items():
+            out.append(f"Facts about {about}:" if about else "Facts:")
+            out += lines
+        return out
 
     def names(self) -> list[str]:
         """The subjects this extraction covers, for ranking and classification."""
@@ -137,9 +164,7 @@ class Extraction:
                 + (f": {e['description']}" if e.get("description") else "")
                 for e in self.entities
             ]
-        if self.facts:
-            out.append("Facts:")
-            out += [f"- {f}" for f in self.facts]
+        out += self._fact_lines()
         for e in self.enumerations:
             out.append(f"Complete list, {e['name'] or 'items'} (keep every item, in order):")
             out += [f"  {i}. {item}" for i, item in enumerate(e["items"], 1)]
@@ -160,6 +185,31 @@ def _strings(value: Any) -> list[str]:
     if not isinstance(value, list):
         return []
     return _unique(s for v in value if (s := _s(v)))
+
+
+_HELD = re.compile(r"^\d{4}(?:-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12]\d|3[01]))?)?$")
+
+
+def _facts(value: Any) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """Facts from a reply or a stored extraction: each a string (as stored before facts
+    were dated, or from a model that ignored the schema) or {fact, about, held}. What
+    it is about is one short line; when it held, an ISO date or month, or nothing."""
+    if not isinstance(value, list):
+        return [], {}
+    facts: list[str] = []
+    context: dict[str, tuple[str, str]] = {}
+    for item in value:
+        record = item if isinstance(item, dict) else {"fact": item}
+        fact = _s(record.get("fact")) or _s(record.get("text"))
+        if not fact:
+            continue
+        facts.append(fact)
+        about = " ".join(_s(record.get("about")).split())[:80]
+        held = _s(record.get("held"))
+        held = held if _HELD.match(held) else ""
+        if about or held:
+            context.setdefault(_key(fact), (about, held))
+    return _unique(facts), context
 
 
 def _records(value: Any, keys: tuple[str, ...]) -> list[dict[str, str]]:
@@ -190,6 +240,9 @@ def merge_extractions(parts: list[Extraction]) -> Extraction:
     )
     for name in LIST_FIELDS:
         setattr(out, name, _unique(item for p in parts for item in getattr(p, name)))
+    for p in parts:
+        for key, context in p.fact_context.items():
+            out.fact_context.setdefault(key, context)
     return out
 
 
@@ -229,7 +282,13 @@ def locate(ex: Extraction, where: str) -> Extraction:
     keeps them, and an answer can name the page."""
     if where:
         tag = f" ({where})"
-        ex.facts = [f if f.endswith(tag) else f + tag for f in ex.facts]
+        tagged = [f if f.endswith(tag) else f + tag for f in ex.facts]
+        ex.fact_context = {
+            _key(new): ex.fact_context[_key(old)]
+            for old, new in zip(ex.facts, tagged, strict=True)
+            if _key(old) in ex.fact_context
+        }
+        ex.facts = tagged
     return ex
 
 

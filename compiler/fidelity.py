@@ -11,7 +11,10 @@ it drops or changes is lost for good. Before it is stored:
   negations around ("needs no persistence" -> "needs persistence"), are removed;
 - a source sentence with a date or number the extraction lost is kept as a fact, as
   written (the date with the fact it dates), up to a bound; past it, the extraction
-  says how many were left out.
+  says how many were left out;
+- when a fact held is kept only if the source states that date, and what it is about
+  only if the source states every name, number and date in it (else the writer would
+  date a fact, or learn a name, from the model alone).
 
 Every change is said in the extraction's ``notes``, which the writer sees.
 """
@@ -35,6 +38,7 @@ class Extraction(Protocol):
     enumerations: list[dict[str, Any]]
     conventions: list[str]
     notes: list[str]
+    fact_context: dict[str, tuple[str, str]]
 
     def to_markdown(self) -> str: ...
 
@@ -61,6 +65,7 @@ def check_extraction(
     _whole_summary(ex, source)
     if restore:
         _restore_dated(ex, source, MAX_RESTORED * max(chunks, 1))
+    _ground_context(ex, source)
     return ex
 
 
@@ -172,6 +177,29 @@ def _remove_unfaithful(ex: Extraction, source: str) -> None:
         )
 
 
+def _ground_context(ex: Extraction, source: str) -> None:
+    """What a fact is about and when it held, kept where the source states it."""
+    if not ex.fact_context:
+        return
+    evidence = Evidence(source)
+    dropped = 0
+    for key, (about, held) in list(ex.fact_context.items()):
+        if held and evidence.unsupported(held):
+            held, dropped = "", dropped + 1
+        # (after a word: a name opening the phrase would count as a sentence start)
+        if about and evidence.unsupported(f"about {about}"):
+            about, dropped = "", dropped + 1
+        if about or held:
+            ex.fact_context[key] = (about, held)
+        else:
+            del ex.fact_context[key]
+    if dropped:
+        ex.notes.append(
+            f"{dropped} date(s) or subject(s) given to facts were dropped: the source does"
+            " not state them"
+        )
+
+
 def _whole_summary(ex: Extraction, source: str) -> None:
     """A summary cut mid-sentence (at the reply's size bound) keeps its whole sentences."""
     flat = " ".join(ex.summary.split())
@@ -203,9 +231,7 @@ def _restore_dated(ex: Extraction, source: str, limit: int) -> None:
             "were kept as written"
         )
     if cut:
-        ex.notes.append(
-            f"more sentences with a date or number were left out than the {limit} kept"
-        )
+        ex.notes.append(f"more sentences with a date or number were left out than the {limit} kept")
 
 
 def _first_sentence(source: str) -> str:

@@ -5,7 +5,8 @@ run, so the first source goes to the model while the next ones are read."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -13,7 +14,8 @@ from typing import Any
 
 from compiler.documents import (
     ArchiveLimits,
-    ConvertOptions,
+    ConvertProcess,
+    convert_options,
     fetch_policy,
     fetch_url,
     is_url,
@@ -21,9 +23,10 @@ from compiler.documents import (
 )
 from compiler.result import CompileResult, Failure
 from compiler.sessions import increment
-from compiler.sources import Candidate, Source, file_checksum, read_source
+from compiler.sources import Candidate, Source, discover, file_checksum, read_source
 from kb_ai.errors import KbAiError
 from kb_ai.settings import Settings
+from wiki import KnowledgeBase, all_sources, open_state
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ def pending_files(
     result: CompileResult,
     *,
     force: bool,
+    converter: ConvertProcess | None = None,
 ) -> list[Pending]:
     """The candidates to compile, unread; the unchanged go to ``result.skipped`` and the
     unreadable (missing, too large) to ``result.failed``."""
@@ -88,13 +92,29 @@ def pending_files(
             chunk_chars=settings.chunk_chars,
             data=data,
             checksum=checksum,
-            convert=ConvertOptions(
-                max_sheet_rows=settings.max_sheet_rows,
-                url=cand.origin if is_url(cand.origin) else "",
-            ),
+            convert=convert_options(settings, url=cand.origin if is_url(cand.origin) else ""),
+            converter=converter,
         )
         pending.append(Unread(cand.origin, checksum, read))
     return pending
+
+
+def pending_paths(
+    kb: KnowledgeBase,
+    paths: Iterable[str | Path],
+    settings: Settings,
+    force: bool,
+    converter: ConvertProcess | None,
+) -> tuple[list[Pending], CompileResult, dict]:
+    """(what to compile, the result so far, the sources state.db knows) of the files and
+    folders ``paths`` name; ``converter`` converts their documents."""
+    candidates, problems = discover(paths, archive_limits(settings))
+    result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
+    with closing(open_state(kb)) as conn:
+        known = all_sources(conn)
+    pending = pending_files(candidates, known, settings, result, force=force, converter=converter)
+    result.sources = len(candidates)
+    return pending, result, known
 
 
 def archive_limits(settings: Settings) -> ArchiveLimits:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from compiler.documents.citations import base_path
 from compiler.extract import Extraction
 from kb_ai.errors import KbAiError, LLMError
 from kb_ai.llm import LLM, open_llm
@@ -171,7 +172,7 @@ def _related_order(articles: list[Article]) -> list[Article]:
     ordered: list[Article] = []
     by_key: dict[str, list[Article]] = {}
     for a in articles:
-        for key in [*a.sources, *(f"tag:{t}" for t in a.tags)]:
+        for key in [*map(base_path, a.sources), *(f"tag:{t}" for t in a.tags)]:
             by_key.setdefault(key, []).append(a)
     for a in articles:
         stack = [a]
@@ -181,14 +182,14 @@ def _related_order(articles: list[Article]) -> list[Article]:
                 continue
             seen.add(item.path)
             ordered.append(item)
-            for key in [*item.sources, *(f"tag:{t}" for t in item.tags)]:
+            for key in [*map(base_path, item.sources), *(f"tag:{t}" for t in item.tags)]:
                 stack.extend(reversed(by_key.get(key, [])))
     return ordered
 
 
 def _shown(kb: KnowledgeBase, article: Article, batch_chars: int) -> Shown:
     parts = []
-    for source in article.sources:
+    for source in map(base_path, article.sources):  # an entry may name pages: "#pages=3-5"
         slug = source.removeprefix("raw/").removesuffix(".md")
         try:
             data = read_extraction(kb, f"extraction/{slug}.md").data

@@ -3,8 +3,10 @@
 A submission is spooled to ``.kb-ai/inbox/`` and recorded in the ``tasks`` table before
 the caller is told it was accepted, so nothing submitted is lost; the spooled copy is
 deleted once the task is compiled (or deleted), and its title is redacted like a
-source's text. A worker claims tasks with a lease, and holds a lock file named after
-itself (``.kb-ai/leases/``) while it lives. A worker that dies leaves a lease behind:
+source's text. A task whose run waits on a review branch keeps its copy until the run
+is approved; when the run is rejected the task fails with the reason, ready to retry.
+A worker claims tasks with a lease, and holds a lock file named after itself
+(``.kb-ai/leases/``) while it lives. A worker that dies leaves a lease behind:
 the next worker takes the task at once when the owner's lock file is free (the kernel
 released it with the dead process), else when the lease expires. Duplicate content is
 recognised by its hash. Failed tasks keep their error and can be retried.
@@ -233,8 +235,10 @@ class TaskQueue:
 
     def finish(self, task_id: str, *, error: str | None = None, result: dict | None = None) -> None:
         """Record the outcome. A compiled task's spooled copy is deleted (its text is in
-        raw/ now, redacted); a failed one keeps it, to be retried."""
+        raw/ now, redacted); a failed one keeps it, to be retried, and so does one whose
+        run waits on a review branch (``result["review"]``) until it is approved."""
         state = "failed" if error else "done"
+        held = bool((result or {}).get("review"))
         with self.conn:
             self.conn.execute(
                 "UPDATE tasks SET state = ?, stage = NULL, error = ?, result = ?, lease_owner = NULL,"
@@ -247,8 +251,38 @@ class TaskQueue:
                     task_id,
                 ),
             )
-        if state == "done":
+        if state == "done" and not held:
             self.spool_path(task_id).unlink(missing_ok=True)
+
+    def held_in_review(self, branch: str) -> list[dict[str, Any]]:
+        """The done tasks whose run waits on ``branch`` (review/<run>)."""
+        rows = self.conn.execute(
+            "SELECT * FROM tasks WHERE state = 'done' AND json_extract(result, '$.review') = ?"
+            " ORDER BY created_at, id",
+            (branch,),
+        )
+        return [self._row(r) for r in rows]
+
+    def settle_review(self, branch: str, *, approved: bool) -> list[dict[str, Any]]:
+        """The run on ``branch`` was approved (its tasks' spooled copies go) or rejected
+        (its tasks fail with the reason, their copies kept, so Retry compiles them again
+        and nothing submitted is lost). Returns those tasks as they are now."""
+        tasks = self.held_in_review(branch)
+        if approved:
+            for task in tasks:
+                self.spool_path(task["id"]).unlink(missing_ok=True)
+            return tasks
+        run = branch.removeprefix("review/")
+        error = (
+            f"its compile run {run} was rejected in review, so nothing of it is in the wiki:"
+            " Retry compiles it again, Delete drops it"
+        )
+        with self.conn:
+            self.conn.executemany(
+                "UPDATE tasks SET state = 'failed', error = ?, updated_at = ? WHERE id = ?",
+                [(error, _stamp(_now()), t["id"]) for t in tasks],
+            )
+        return [self.get(t["id"]) for t in tasks]
 
     def release(self, task_ids: list[str], owner: str) -> None:
         """Hand tasks back to the queue untouched (the worker is stopping)."""

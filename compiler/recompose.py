@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 from compiler.classify import Target
 from compiler.dating import source_date
+from compiler.documents.citations import base_path
 from compiler.extract import Extraction
 from compiler.write import Material
 from kb_ai.errors import KbAiError
@@ -75,7 +76,7 @@ def plan_rewrite(
     sources): the new material is then merged into the article as it is."""
     given = {m.source for m in material}
     full = [m for m in material if m.source not in dropped]
-    for source in existing.sources:
+    for source in (base_path(e) for e in existing.sources):  # "raw/x.md#pages=3-5"
         if source in given or source in dropped:
             continue
         stored = stored_source(kb, source)
@@ -86,7 +87,7 @@ def plan_rewrite(
         return None
     target = Target(existing.path, existing.title, existing.type, exists=True)
     if len(existing.body) > patch_threshold:
-        kept = [s for s in existing.sources if s not in dropped]
+        kept = [s for s in existing.sources if base_path(s) not in dropped]
         return Rewrite(target, full, replace(existing, sources=kept), existing)
     # no old text to take anything out of
     fresh = [Material(m.source, m.text, date=m.date, dated=m.dated) for m in full]
@@ -96,6 +97,7 @@ def plan_rewrite(
 def stored_source(kb: KnowledgeBase, source: str) -> Material | None:
     """``source`` ("raw/<slug>.md") as material: its stored extraction, dated from its
     raw copy; None when the extraction is unreadable."""
+    source = base_path(source)  # a sources entry may name pages: "raw/x.md#pages=3-5"
     slug = source.removeprefix("raw/").removesuffix(".md")
     try:
         data = read_extraction(kb, f"extraction/{slug}.md").data

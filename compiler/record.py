@@ -20,7 +20,7 @@ from wiki import (
     upsert_source,
     write_indexes,
 )
-from wiki.indexing import refresh_search_index
+from wiki.indexing import refresh_search_index, remove_from_tables
 from wiki.state import RUN_RECORDED
 
 #: state.db meta key: the fingerprint of the indexes the last run wrote (see current_catalog).
@@ -49,7 +49,10 @@ def record_sources(
         conn.execute("BEGIN IMMEDIATE")
         for i, w in enumerate(work):
             paths = articles_of.get(i, [])
-            error = w.error or next((article_errors[p] for p in paths if p in article_errors), None)
+            # an article it fed before and was to leave counts too: failing to write it
+            # leaves the old version's statements there, so the source is not done
+            mine = [*paths, *(p for p in w.previous_articles if p not in paths)]
+            error = w.error or next((article_errors[p] for p in mine if p in article_errors), None)
             if error is None and not paths:
                 error = (
                     "interrupted before it finished" if interrupted else "no article was planned"
@@ -88,9 +91,13 @@ def write_run_indexes(
         set_meta(conn, INDEX_FINGERPRINT, fingerprint)
 
 
-def update_search(kb: KnowledgeBase, written: dict[str, Article]) -> None:
-    """The search index (and catalog lines) with the articles the run wrote."""
+def update_search(
+    kb: KnowledgeBase, written: dict[str, Article], deleted: Sequence[str] = ()
+) -> None:
+    """The search index (and catalog lines) with the articles the run wrote, and
+    without those it deleted."""
     with closing(open_state(kb)) as conn:
+        remove_from_tables(conn, deleted)
         refresh_search_index(kb, conn, sorted(written), written)
 
 
@@ -102,6 +109,7 @@ def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> N
     ]
     lines += [f"created {p}" for p in result.created]
     lines += [f"updated {p}" for p in result.updated]
+    lines += [f"deleted {d.path}: {d.cause}" for d in result.deleted]
     lines += [f"failed {f.source}: {f.error}" for f in result.failed]
     lines += [f"checked {c}" for c in result.checks]
     if result.redactions:
@@ -112,15 +120,19 @@ def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> N
 
 
 def commit_message(result: CompileResult) -> str:
-    """The run's git commit message: counts, then the articles created and updated."""
+    """The run's git commit message: counts, then the articles created, updated and
+    deleted (with the source that left each deleted one)."""
     head = (
         f"compile: {len(result.compiled)} source(s), {len(result.created)} created, "
         f"{len(result.updated)} updated"
     )
+    if result.deleted:
+        head += f", {len(result.deleted)} deleted"
     if result.failed:
         head += f", {len(result.failed)} failed"
     body = [
         *(f"created {p}" for p in result.created),
         *(f"updated {p}" for p in result.updated),
+        *(f"deleted {d.path}: {d.cause}" for d in result.deleted),
     ]
     return head + ("\n\n" + "\n".join(body) if body else "")

@@ -37,6 +37,7 @@ from wiki.indexing import refresh_search_index
 from wiki.lock import KbLock
 from wiki.state import RUN_RECORDED, clear_journal, journal_article, journaled_articles
 
+
 @contextmanager
 def journaled(kb: KnowledgeBase, rel: str) -> Iterator[None]:
     """Around writing the article ``rel``: note its text before, and the hash after."""

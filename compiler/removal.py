@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.classify import Target
+from compiler.documents.citations import base_path
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import stored_source
 from compiler.record import INDEX_FINGERPRINT
@@ -189,9 +190,9 @@ async def _remove(
     llm_factory: Callable[..., LLM],
 ) -> None:
     gone = {r.raw_path for r in result.removed}
-    fed = [a for a in _articles(kb) if gone & set(a.sources)]
-    to_rewrite = [a for a in fed if set(a.sources) - gone]
-    result.deleted = sorted(a.path for a in fed if not set(a.sources) - gone)
+    fed = [a for a in _articles(kb) if gone & _raw_paths(a)]
+    to_rewrite = [a for a in fed if _raw_paths(a) - gone]
+    result.deleted = sorted(a.path for a in fed if not _raw_paths(a) - gone)
     rewritten: list[Article] = []
     if to_rewrite:
         llm = llm_factory(settings, db_path=kb.state_db)
@@ -241,6 +242,11 @@ async def _remove(
     result.commit = commit_all(kb, f"{head}\n\nWhy: {reason}\n\n" + "\n".join(lines))
 
 
+def _raw_paths(article: Article) -> set[str]:
+    """The raw sources of an article (an entry may name pages: "raw/x.md#pages=3-5")."""
+    return {base_path(s) for s in article.sources}
+
+
 def _articles(kb: KnowledgeBase) -> Iterable[Article]:
     for rel in list_articles(kb):
         try:
@@ -259,7 +265,7 @@ async def _rewrite(
 ) -> Article:
     """``article`` written again from the extractions of the sources it has left."""
     material = [
-        m for m in (stored_source(kb, s) for s in article.sources if s not in gone) if m is not None
+        m for m in (stored_source(kb, s) for s in _raw_paths(article) - gone) if m is not None
     ]
     if not material:
         raise KbAiError(
@@ -268,8 +274,9 @@ async def _rewrite(
         )
     target = Target(article.path, article.title, article.type, exists=True)
     fresh = await compile_article(
-        llm, PROMPTS, target, material, None, patch_threshold=settings.patch_threshold_chars
-    )
+        llm, PROMPTS, target, material, None, patch_threshold=settings.patch_threshold_chars,
+        material_chars=settings.write_material_chars, prompt_chars=settings.max_prompt_chars,
+    )  # fmt: skip
     body = link_mentions(fresh.body, targets, article.path)
     return replace(fresh, body=body, created=article.created or fresh.created)
 

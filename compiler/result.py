@@ -17,6 +17,28 @@ class Failure:
         return {"source": self.source, "error": self.error}
 
 
+@dataclass(frozen=True)
+class Deletion:
+    """An article the run deleted: no source was left to it, because each source in
+    ``left`` (raw path -> the file it was compiled from) no longer feeds it."""
+
+    path: str
+    left: tuple[tuple[str, str], ...]
+
+    @property
+    def cause(self) -> str:
+        """Why it went, for log.md and the commit message."""
+        names = " and ".join(f"{raw} (from {origin})" for raw, origin in self.left)
+        verb = "feeds" if len(self.left) == 1 else "feed"
+        return f"no source left: {names} no longer {verb} it"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "left": [{"raw_path": raw, "origin": origin} for raw, origin in self.left],
+        }
+
+
 @dataclass
 class CompileResult:
     sources: int = 0
@@ -25,6 +47,7 @@ class CompileResult:
     failed: list[Failure] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
+    deleted: list[Deletion] = field(default_factory=list)  # articles with no source left
     commit: str | None = None
     usage: Usage = field(default_factory=Usage)
     interrupted: bool = False
@@ -41,6 +64,7 @@ class CompileResult:
             "failed": [f.as_dict() for f in self.failed],
             "created": self.created,
             "updated": self.updated,
+            "deleted": [d.as_dict() for d in self.deleted],
             "commit": self.commit,
             "usage": self.usage.as_dict(),
             "interrupted": self.interrupted,

@@ -10,7 +10,9 @@ so the next compile does not redo them while they wait.
   conflict in an article stops the merge (reject the run and compile again). The search
   tables then take in the articles that changed.
 - reject: drop the branch; the run's sources become pending, so the next compile of
-  them does the work again.
+  them does the work again. Documents submitted through the web queue have no folder
+  to compile again: their tasks fail with the reason and keep their submitted copies,
+  so Status offers Retry (or Delete) and nothing a user submitted is lost.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError, UsageError
 from wiki import (
     KnowledgeBase,
@@ -80,6 +83,15 @@ class Review:
             "created_at": self.created_at,
             "state": self.state,
         }
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """What rejecting a run left to do: ``sources`` (origins) compile again next time;
+    ``tasks`` (submitted through the queue) wait on Status, failed, for a Retry."""
+
+    sources: list[str]
+    tasks: list[dict[str, Any]]
 
 
 def _db(kb: KnowledgeBase) -> sqlite3.Connection:
@@ -186,12 +198,14 @@ def approve_review(kb: KnowledgeBase, run: str) -> str | None:
             _restore_tables(kb, conn, changed)
             with conn:
                 conn.execute("UPDATE reviews SET state = 'approved' WHERE run = ?", (review.run,))
+            TaskQueue(kb, conn).settle_review(review.branch, approved=True)
         git(kb, "branch", "-q", "-D", review.branch)
     return head_sha(kb)
 
 
-def reject_review(kb: KnowledgeBase, run: str) -> list[str]:
-    """Drop the run; its sources become pending again. Returns them."""
+def reject_review(kb: KnowledgeBase, run: str) -> Rejection:
+    """Drop the run; its sources become pending again, its queued submissions failed
+    with the reason (to retry from Status)."""
     review = _pending(kb, run)
     with KbLock(kb.state_dir / "compile.lock"), closing(_db(kb)) as conn:
         with conn:
@@ -202,8 +216,9 @@ def reject_review(kb: KnowledgeBase, run: str) -> list[str]:
                     (origin,),
                 )
             conn.execute("UPDATE reviews SET state = 'rejected' WHERE run = ?", (review.run,))
+        tasks = TaskQueue(kb, conn).settle_review(review.branch, approved=False)
         git(kb, "branch", "-q", "-D", review.branch)
-    return review.sources
+    return Rejection(review.sources, tasks)
 
 
 def _pending(kb: KnowledgeBase, run: str) -> Review:

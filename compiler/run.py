@@ -15,14 +15,15 @@ from contextlib import closing, suppress
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker, Target, classify_source
-from compiler.dating import source_date
+from compiler.document_article import write_document_articles
+from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
-from compiler.intake import Pending, archive_limits, pending_files, still_pending
+from compiler.intake import Pending, pending_paths, still_pending
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import needs_rewrite, plan_rewrite
 from compiler.record import (
@@ -34,11 +35,11 @@ from compiler.record import (
     write_run_indexes,
 )
 from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
-from compiler.result import CompileResult, Failure
+from compiler.result import CompileResult, Deletion, Failure
 from compiler.review import hold_for_review
 from compiler.runs import RunTracker
-from compiler.sources import Source, discover
-from compiler.work import Plan, Work, allocate_work, taken_slugs
+from compiler.sources import Source
+from compiler.work import Plan, Work, allocate_work, plan_articles, taken_slugs
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -105,7 +106,7 @@ class Compiler:
         self._catalog: list[CatalogEntry] = []  # as the run started
         # Articles a revised source no longer feeds: path -> the raw paths that left it.
         self._dropped: dict[str, set[str]] = {}
-        self.deleted: list[str] = []  # articles left with no source, deleted by the run
+        self._origins: dict[str, str] = {}  # raw path -> the file it was compiled from
         self._catalog_ns = 0
 
     # -- entry points ---------------------------------------------------------------
@@ -114,13 +115,9 @@ class Compiler:
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
         started = time.monotonic()
-        candidates, problems = discover(paths, archive_limits(self.settings))
-        result = CompileResult(failed=[Failure(p, msg) for p, msg in problems])
-        with closing(open_state(self.kb)) as conn:
-            known = all_sources(conn)
-        pending = pending_files(candidates, known, self.settings, result, force=force)
-        result.sources = len(candidates)
-        return await self._compile(pending, result, started, known, force)
+        with convert_process(self.settings) as converter:  # each document: convert_timeout
+            pending, result, known = pending_paths(self.kb, paths, self.settings, force, converter)
+            return await self._compile(pending, result, started, known, force)
 
     async def compile_sources(
         self, sources: Sequence[Source], *, force: bool = False
@@ -262,7 +259,8 @@ class Compiler:
             elif outcome is CANCELLED:
                 w.error = "interrupted before it finished"
         existing_paths = set((await asyncio.shield(ranker_ready)).by_path)
-        plan = self._plan(work, existing_paths)
+        plan = plan_articles(work, existing_paths, self._dropped)
+        self._origins = {w.raw_path: w.source.origin for w in work}
         if self.interrupted:
             plan = {}
         # Every raw copy and extraction of the run is on disk, and each article is once
@@ -320,9 +318,8 @@ class Compiler:
                     self.settings.patch_threshold_chars,
                 )
             if rewrite is not None:
-                if not rewrite.material:  # no source left: the article goes
-                    await run_io(delete_article, self.kb, path)
-                    self.deleted.append(path)
+                if not rewrite.material:
+                    await run_io(self._delete, existing, dropped, result)
                     stager.add(path)
                     return
                 target, material, existing = rewrite.target, rewrite.material, rewrite.existing
@@ -334,6 +331,8 @@ class Compiler:
                 existing,
                 patch_threshold=self.settings.patch_threshold_chars,
                 notes=notes.setdefault(path, []),
+                material_chars=self.settings.write_material_chars,
+                prompt_chars=self.settings.max_prompt_chars,
             )
             if rewrite is not None:
                 article = rewrite.finish(article)
@@ -350,9 +349,11 @@ class Compiler:
         items = list(plan.items())
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
         article_errors: dict[str, str] = {}
+        result.deleted.sort(key=lambda d: d.path)  # in path order, whichever went first
+        deleted = {d.path for d in result.deleted}
         for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
             result.checks += [f"{path}: {note}" for note in notes.get(path, [])]
-            if path in self.deleted:
+            if path in deleted:
                 continue
             if path in written:
                 (result.updated if target.exists else result.created).append(path)
@@ -360,6 +361,22 @@ class Compiler:
                 reason = "interrupted" if outcome is CANCELLED else str(outcome)
                 article_errors[path] = f"writing {path} failed: {reason}"
         return written, article_errors
+
+    def _delete(self, article: Article, dropped: set[str], result: CompileResult) -> None:
+        """Delete ``article``: the sources in ``dropped`` left it and it has no other.
+
+        One that still names other sources, whose stored extractions cannot be read,
+        is kept: an error, not a deletion (its sources can be compiled again)."""
+        kept = [s for s in article.sources if s not in dropped]
+        if kept:
+            raise KbAiError(
+                f"{article.path}: none of its other sources ({', '.join(kept)}) has a"
+                " readable extraction, so it cannot be written without the one that left it",
+                hint="recompile those sources with `kb-ai compile --force`",
+            )
+        delete_article(self.kb, article.path)
+        left = tuple((raw, self._origins.get(raw, raw)) for raw in sorted(dropped))
+        result.deleted.append(Deletion(article.path, left))
 
     async def _prepare(
         self, llm: LLM, w: Work, ranker_ready: asyncio.Future, categories: Sequence[str]
@@ -437,35 +454,6 @@ class Compiler:
         except (KbAiError, OSError, UnicodeDecodeError):  # gone or damaged: extract again
             return None
 
-    def _plan(self, work: list[Work], existing: set[str]) -> Plan:
-        """Group material by article, in input order; the first creator of a subject wins."""
-        plan: Plan = {}
-        by_slug: dict[str, str] = {PurePosixPath(p).stem: p for p in existing}
-        for i, w in enumerate(work):
-            if w.error or w.extraction is None:
-                continue
-            text = w.extraction.to_markdown()
-            when = source_date(w.source.text, w.source.origin, datetime.now(UTC).isoformat())
-            dated = (when.date, when.stated)
-            targets = list(w.targets)
-            for old in w.previous_articles:  # fed before, not now: the source leaves it
-                if old in existing and all(t.path != old for t in targets):
-                    self._dropped.setdefault(old, set()).add(w.raw_path)
-                    plan.setdefault(old, (Target(old, "", "", exists=True), [], []))
-            for t in targets:
-                slug = PurePosixPath(t.path).stem
-                path = by_slug.setdefault(slug, t.path)
-                if path != t.path or (path in plan and not t.exists):
-                    t = plan[path][0] if path in plan else Target(path, t.title, t.type, True)
-                revised = w.previous_text is not None and path in w.previous_articles
-                material = Material(
-                    w.raw_path, text, revised, w.previous_text if revised else None, *dated
-                )
-                entry = plan.setdefault(path, (t, [], []))
-                entry[1].append(material)
-                entry[2].append(i)
-        return plan
-
     async def _finish(
         self,
         work: list[Work],
@@ -474,23 +462,22 @@ class Compiler:
         article_errors: dict[str, str],
         result: CompileResult,
     ) -> None:
-        record_sources(
-            self.kb,
-            work,
-            plan,
-            article_errors,
-            result,
-            model=self.settings.model or "",
-            prompt_version=extraction_version(),
-            interrupted=self.interrupted,
-        )
+        if not self.interrupted:  # a long document's outline, linking what it fed
+            await run_io(write_document_articles, self.kb, work, plan, written, result)
+        record_sources(self.kb, work, plan, article_errors, result, model=self.settings.model or "",
+                       prompt_version=extraction_version(), interrupted=self.interrupted)  # fmt: skip
         self.progress("stage", name="index", total=len(written))
-        if written:
+        deleted = [d.path for d in result.deleted]
+        if written or deleted:
             await run_io(write_run_indexes, self.kb, self._catalog, self._catalog_ns, written)
         log_run(self.kb, result, interrupted=self.interrupted)
         # The search index is not versioned: it is brought up to date while git commits
         # (git is a process of its own; two Python threads would only take turns).
-        search = asyncio.ensure_future(run_io(update_search, self.kb, written)) if written else None
+        search = (
+            asyncio.ensure_future(run_io(update_search, self.kb, written, deleted))
+            if written or deleted
+            else None
+        )
         self.progress("stage", name="commit", total=0)
         try:
             result.commit = await run_io(commit_all, self.kb, commit_message(result))

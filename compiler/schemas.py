@@ -39,7 +39,24 @@ EXTRACTION_SCHEMA = _obj(
         "concepts": _list(_obj({"name": _str(80), "description": _str(400)}), 12),
         "entities": _list(_obj({"name": _str(80), "kind": _str(40), "description": _str(300)}), 12),
         "decisions": _list(_obj({"what": _str(300), "why": _str(500), "who": _str(120)}), 12),
-        "facts": _list(_str(400), 30),
+        "facts": _list(
+            _obj(
+                {
+                    "fact": _str(400),
+                    "about": _str(
+                        80,
+                        "what the fact is about, a short noun phrase: the same words for"
+                        " every fact about the same thing",
+                    ),
+                    "held": _str(
+                        10,
+                        "when the fact held, as the source dates it: YYYY-MM-DD or YYYY-MM;"
+                        " empty when the source gives it no date",
+                    ),
+                }
+            ),
+            30,
+        ),
         "enumerations": _list(_obj({"name": _str(120), "items": _list(_str(200), 40)}), 8),
         "action_items": _list(_obj({"what": _str(300), "who": _str(120)}), 12),
     }

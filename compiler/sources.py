@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.documents import (
     ArchiveLimits,
@@ -28,6 +29,9 @@ from compiler.redact import redact
 from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
 from compiler.transcripts.chunks import pack_turns
 from kb_ai.errors import DocumentError, SourceError, UsageError
+
+if TYPE_CHECKING:
+    from compiler.documents.isolation import ConvertProcess
 
 # Extensions picked up when a directory is given. A file named explicitly is read
 # whatever its extension, as long as it is text.
@@ -188,7 +192,8 @@ def file_checksum(
     max_transcript_bytes: int | None = None,
     max_document_bytes: int | None = None,
 ) -> tuple[str, bytes]:
-    """(sha256, bytes) of a file, refusing files over max_bytes before reading them.
+    """(sha256, bytes) of a file, refusing files over max_bytes before reading them
+    (a document: over ``max_document_bytes``, when given).
 
     A transcript (recognised by its head) may be larger, up to ``max_transcript_bytes``:
     a Claude Code session is easily several MB of JSON, most of it tool output that
@@ -198,17 +203,18 @@ def file_checksum(
         size = path.stat().st_size
     except OSError as exc:
         raise SourceError(f"{path}: cannot read it ({exc.strerror})") from exc
-    if size > max_bytes:
-        limit, setting = max_bytes, "max_source_bytes"
-        if (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
-            limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
-        elif format_of(path.name):
-            limit, setting = max(max_document_bytes or 0, max_bytes), "max_document_bytes"
-        if size > limit:
-            raise SourceError(
-                f"{path}: {size:,} bytes is over the {limit:,}-byte limit",
-                hint=f"split it, or raise {setting} in kb-ai.toml",
-            )
+    limit, setting = max_bytes, "max_source_bytes"
+    if max_document_bytes is not None and format_of(path.name):
+        # a document has a limit of its own, larger or smaller; its text is held to
+        # max_source_bytes once converted (compiler/documents/convert.py)
+        limit, setting = max_document_bytes, "max_document_bytes"
+    elif size > max_bytes and (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
+        limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
+    if size > limit:
+        raise SourceError(
+            f"{path}: {size:,} bytes is over the {limit:,}-byte limit ({setting})",
+            hint=f"split it, or raise {setting} in kb-ai.toml",
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -315,6 +321,7 @@ def read_source(
     checksum: str | None = None,
     max_transcript_bytes: int | None = None,
     convert: ConvertOptions | None = None,
+    converter: ConvertProcess | None = None,
 ) -> Source:
     """Read one candidate into a normalised Source (raises SourceError).
 
@@ -329,12 +336,15 @@ def read_source(
     name = candidate.member or str(candidate.path)
     if format_of(name):  # a document: converted (compiler/documents)
         return source_from_document(
-            candidate.origin, name, data, chunk_chars=chunk_chars, options=convert
-        )
+            candidate.origin, name, data, chunk_chars=chunk_chars, options=convert,
+            converter=converter,
+        )  # fmt: skip
     text = _decode_known(data, name)
     kind = KIND_BY_EXTENSION.get(Path(name).suffix.lower(), "document")
     title = ""
-    text, kind, title, found = _as_transcript(text, name, kind)
+    text, kind, title, found = _as_transcript(
+        text, name, kind, file_date=None if candidate.member else _file_day(candidate.path)
+    )
     title = title or guess_title(text, Path(name).stem)
     text, redacted = redact(text)
     return Source(
@@ -358,10 +368,14 @@ def source_from_document(
     *,
     chunk_chars: int,
     options: ConvertOptions | None = None,
+    converter: ConvertProcess | None = None,
 ) -> Source:
     """The Source of the document ``name`` (a PDF, a deck, ...): converted text with its
-    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError)."""
-    doc = prepare_document(name, data, chunk_chars=chunk_chars, options=options)
+    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError).
+    ``converter``: converts it in a process of its own, under a time limit."""
+    doc = prepare_document(
+        name, data, chunk_chars=chunk_chars, options=options, converter=converter
+    )
     return Source(
         origin=origin,
         title=doc.title or redact(guess_title(doc.title_text(), Path(name).stem))[0],
@@ -391,12 +405,24 @@ def _decode_known(data: bytes, name: str) -> str:
         ) from exc
 
 
-def _as_transcript(text: str, name: str, kind: str) -> tuple[str, str, str, int]:
+def _file_day(path: Path) -> str | None:
+    """The day a file was last written (ISO, UTC): the date of a capture that has none."""
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC).date().isoformat()
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def _as_transcript(
+    text: str, name: str, kind: str, *, file_date: str | None = None
+) -> tuple[str, str, str, int]:
     """(text, kind, title, redactions): a transcript normalised, anything else as it was."""
     if detect(text, name) is None:
         return text, kind, "", 0
     try:
-        transcript = parse(text, name)
+        transcript = parse(text, name, file_date=file_date)
     except (TranscriptError, ValueError) as exc:
         raise SourceError(f"{name}: looks like a transcript but cannot be read ({exc})") from exc
     if transcript.is_empty():

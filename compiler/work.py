@@ -4,10 +4,12 @@ articles to write. Below both the run and what it records."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 from compiler.classify import Target
+from compiler.dating import source_date
 from compiler.extract import Extraction
 from compiler.sources import Source
 from compiler.write import Material
@@ -50,3 +52,36 @@ def allocate_work(src: Source, known: dict[str, Any], taken: set[str]) -> Work:
         previous = []
     taken.add(slug)
     return Work(src, slug, raw_path, previous)
+
+
+def plan_articles(work: list[Work], existing: set[str], dropped: dict[str, set[str]]) -> Plan:
+    """Group material by article, in input order; the first creator of a subject wins.
+
+    An article a source fed before and feeds no longer is planned too (with no new
+    material), and ``dropped`` gets its path -> the raw paths that left it."""
+    plan: Plan = {}
+    by_slug: dict[str, str] = {PurePosixPath(p).stem: p for p in existing}
+    for i, w in enumerate(work):
+        if w.error or w.extraction is None:
+            continue
+        text = w.extraction.to_markdown()
+        when = source_date(w.source.text, w.source.origin, datetime.now(UTC).isoformat())
+        dated = (when.date, when.stated)
+        targets = list(w.targets)
+        for old in w.previous_articles:  # fed before, not now: the source leaves it
+            if old in existing and all(t.path != old for t in targets):
+                dropped.setdefault(old, set()).add(w.raw_path)
+                plan.setdefault(old, (Target(old, "", "", exists=True), [], []))
+        for t in targets:
+            slug = PurePosixPath(t.path).stem
+            path = by_slug.setdefault(slug, t.path)
+            if path != t.path or (path in plan and not t.exists):
+                t = plan[path][0] if path in plan else Target(path, t.title, t.type, True)
+            revised = w.previous_text is not None and path in w.previous_articles
+            material = Material(
+                w.raw_path, text, revised, w.previous_text if revised else None, *dated
+            )
+            entry = plan.setdefault(path, (t, [], []))
+            entry[1].append(material)
+            entry[2].append(i)
+    return plan

@@ -15,7 +15,7 @@ from contextlib import closing
 from typing import Any
 
 from compiler.captures import release_orphans, retry_due, take_spool
-from compiler.documents import format_of
+from compiler.documents import convert_process, format_of
 from compiler.documents.submitted import submitted_sources
 from compiler.queue import TaskQueue, hold_owner, release_owner
 from compiler.run import Compiler
@@ -30,6 +30,11 @@ from wiki import KnowledgeBase, all_sources, open_state
 from wiki.lock import KbLock
 
 log = logging.getLogger(__name__)
+
+
+def member_name(origin: str) -> str:
+    """The member of an archive a source came from ("bundle.zip#docs/a.pdf" -> "docs/a.pdf")."""
+    return origin.rsplit("#", 1)[-1]
 
 
 def task_origin(task: dict[str, Any]) -> str:
@@ -148,7 +153,12 @@ class Worker:
     async def _compile(self, tasks: list[dict[str, Any]]) -> None:
         sources: list[Source] = []
         by_origin: dict[str, list[str]] = {}
-        with closing(open_state(self.kb)) as conn:
+        # the members of a submitted archive that were left out, each with why, by task
+        left_out: dict[str, list[dict[str, str]]] = {}
+        with (
+            closing(open_state(self.kb)) as conn,
+            convert_process(self.settings) as converter,  # one process for the batch
+        ):
             queue = TaskQueue(self.kb, conn)
             known = all_sources(conn)
             for task in tasks:
@@ -160,8 +170,12 @@ class Worker:
                             task["filename"],
                             queue.read_content(task["id"]),
                             self.settings,
+                            converter,
                         )
-                        for src in found:
+                        left_out[task["id"]] = [
+                            {"source": member, "error": error} for member, error in found.left_out
+                        ]
+                        for src in found.sources:
                             if src.origin not in by_origin:
                                 sources.append(src)
                             by_origin.setdefault(src.origin, []).append(task["id"])
@@ -233,14 +247,31 @@ class Worker:
             self._compiler = None
         failed = {f.source: f.error for f in result.failed}
         summary = {"created": result.created, "updated": result.updated, "commit": result.commit}
+        if result.review:  # held: its tasks keep their copies until the run is approved
+            summary["review"] = result.review
+        origins: dict[str, list[str]] = {}  # task id -> its sources (an archive: several)
+        archives = {t["id"] for t in tasks if format_of(t["filename"]) == "zip"}
+        for origin, task_ids in by_origin.items():
+            for task_id in task_ids:
+                origins.setdefault(task_id, []).append(origin)
         with closing(open_state(self.kb)) as conn:
             queue = TaskQueue(self.kb, conn)
-            for origin, task_ids in by_origin.items():
-                if result.interrupted and origin in failed:  # stopped, not failed: next time
-                    queue.release(task_ids, self.owner)
+            for task_id, mine in origins.items():
+                bad = [o for o in mine if o in failed]
+                if result.interrupted and bad:  # stopped, not failed: next time
+                    queue.release([task_id], self.owner)
                     continue
-                for task_id in task_ids:
-                    queue.finish(task_id, error=failed.get(origin), result=summary)
+                members = left_out.get(task_id, []) + [
+                    {"source": member_name(o), "error": f"{member_name(o)}: {failed[o]}"}
+                    for o in bad
+                    if task_id in archives
+                ]
+                outcome = {**summary, "failed": members} if members else summary
+                if len(bad) < len(mine):  # something of it compiled: done, saying what did not
+                    queue.finish(task_id, result=outcome)
+                    continue
+                error = "; ".join(m["error"] for m in members) if members else failed[bad[0]]
+                queue.finish(task_id, error=error, result=outcome)
 
     def _session_part(self, task: dict[str, Any], data: bytes, known: dict) -> Any:
         """The part of an agent session to compile now (None: the task is no session)."""

@@ -7,7 +7,7 @@ section patches so that what the model does not touch stays byte for byte.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 
 from compiler.checks import (
@@ -22,23 +22,13 @@ from compiler.checks import (
 )
 from compiler.classify import Target
 from compiler.documents.citations import base_path, with_pages
+from compiler.material import Material, fit_material
 from compiler.schemas import ARTICLE_SCHEMA, PATCH_SCHEMA
 from kb_ai.errors import LLMOutputError
 from kb_ai.grounding import MarkupError, ends_on_sentence, strip_wrapper, to_markdown
 from kb_ai.llm import LLM, Completion
 from kb_ai.prompts import PromptLibrary
 from wiki import Article, derive_keys
-
-
-@dataclass(frozen=True)
-class Material:
-    source: str  # raw/<slug>.md
-    text: str  # the extraction as Markdown
-    revised: bool = False
-    previous: str | None = None  # the earlier extraction of a revised source
-    date: str = ""  # when its facts held (compiler/dating.py)
-    dated: bool = False  # the date is the source's own, not the day it was added
-
 
 _FENCE = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.S)
 _FRONTMATTER = re.compile(r"^---\n.*?\n---\n", re.S)
@@ -128,12 +118,18 @@ async def compile_article(
     patch_threshold: int,
     today: date | None = None,
     notes: list[str] | None = None,
+    material_chars: int = 0,
+    prompt_chars: int = 0,
 ) -> Article:
     """Create or merge one article from the material; returns it (not yet on disk).
 
     The reply is checked (compiler.checks) and, when it fails, written again once with
     the findings; what the checks changed to accept it is appended to ``notes`` (for
     log.md). Raises ArticleRefusedError when the second reply fails too.
+
+    The writer sees at most ``material_chars`` of material, and a prompt of at most
+    ``prompt_chars`` (0: no bound): past them, the items most related to the article
+    (compiler/material.py). The checks still hold the article to all of its material.
     """
     day = (today or date.today()).isoformat()
     title = existing.title if existing else target.title
@@ -146,11 +142,11 @@ async def compile_article(
         previous,
         title,
     )
+    shown = _fitted(prompts, title, kind, existing, material, patch_threshold,
+                    material_chars, prompt_chars, notes)  # fmt: skip
     findings: list[str] = []
     for attempt in (1, 2):
-        draft = await _draft(
-            llm, prompts, title, kind, existing, material, patch_threshold, findings
-        )
+        draft = await _draft(llm, prompts, title, kind, existing, shown, patch_threshold, findings)
         review = review_body(
             draft.body,
             evidence=evidence,
@@ -228,6 +224,65 @@ async def compile_article(
     )
 
 
+FINDINGS_ROOM = 8_000  # characters kept free in the prompt for a retry's findings
+
+
+def _fitted(
+    prompts: PromptLibrary,
+    title: str,
+    kind: str,
+    existing: Article | None,
+    material: list[Material],
+    patch_threshold: int,
+    material_chars: int,
+    prompt_chars: int,
+    notes: list[str] | None,
+) -> list[Material]:
+    """The material the writer is shown: within its budgets (see compile_article)."""
+    budget = material_chars or sum(len(m.text) for m in material)
+    if prompt_chars:  # what the prompt holds besides the material's text
+        empty = [replace(m, text="") for m in material]
+        _, messages = _messages(prompts, title, kind, existing, empty, patch_threshold, [])
+        around = sum(len(str(m.get("content") or "")) for m in messages) + FINDINGS_ROOM
+        budget = min(budget, prompt_chars - around)
+    subject = f"{title} {existing.summary if existing else ''}"
+    shown, note = fit_material(material, max(budget, 0), subject)
+    if note and notes is not None:
+        notes.append(note)
+    return shown
+
+
+def _messages(
+    prompts: PromptLibrary,
+    title: str,
+    kind: str,
+    existing: Article | None,
+    material: list[Material],
+    patch_threshold: int,
+    findings: list[str],
+) -> tuple[bool, list[dict]]:
+    """(whether the article is merged by patches, the prompt's messages)."""
+    if existing and len(existing.body) > patch_threshold:
+        sections = [h for h, _ in split_sections(existing.body) if h]
+        return True, prompts.render(
+            "patch",
+            title=title,
+            type=kind,
+            existing=existing.body,
+            sections=sections,
+            material=material,
+            findings=findings,
+        )
+    return False, prompts.render(
+        "write",
+        title=title,
+        type=kind,
+        existing=existing.body if existing else "",
+        material=material,
+        findings=findings,
+    )
+
+
 @dataclass
 class _Draft:
     """One reply of the writer, as a body still to be checked."""
@@ -251,17 +306,10 @@ async def _draft(
     findings: list[str],
 ) -> _Draft:
     problems: list[str] = []
-    if existing and len(existing.body) > patch_threshold:
-        sections = [h for h, _ in split_sections(existing.body) if h]
-        messages = prompts.render(
-            "patch",
-            title=title,
-            type=kind,
-            existing=existing.body,
-            sections=sections,
-            material=material,
-            findings=findings,
-        )
+    patching, messages = _messages(
+        prompts, title, kind, existing, material, patch_threshold, findings
+    )
+    if existing and patching:
         reply = await llm.complete(
             messages, stage="write", schema=PATCH_SCHEMA, schema_name="patches"
         )
@@ -273,14 +321,6 @@ async def _draft(
         patches = [_markdown_patch(p, problems) for p in patches if isinstance(p, dict)]
         body = apply_patches(existing.body, patches)
         return _Draft(reply, data, body, reply.finish_reason == "length", None, problems)
-    messages = prompts.render(
-        "write",
-        title=title,
-        type=kind,
-        existing=existing.body if existing else "",
-        material=material,
-        findings=findings,
-    )
     reply = await llm.complete(
         messages, stage="write", schema=ARTICLE_SCHEMA, schema_name="article"
     )

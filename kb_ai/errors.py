@@ -47,7 +47,8 @@ class DocumentError(SourceError):
     """A document (PDF, Word, slides, a sheet, a page, an archive) cannot be converted.
 
     ``cause`` names why, for callers that act on it: encrypted, no_text, corrupt,
-    unsupported, too_large, refused (a URL kb-ai will not fetch), fetch (it failed).
+    unsupported, too_large, refused (a URL kb-ai will not fetch), fetch (it failed),
+    timeout (the conversion took longer than convert_timeout).
     """
 
     def __init__(self, message: str, *, cause: str, hint: str | None = None) -> None:

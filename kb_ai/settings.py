@@ -67,6 +67,11 @@ class Settings:
     local_context_tokens: int = _setting(
         8_192, "Context window of a local GGUF model (prompt and reply, in tokens)."
     )
+    local_threads: int = _setting(
+        0,
+        "Threads a local model generates with (0: half the CPUs, at least one; reading the "
+        "prompt always uses them all).",
+    )
     api_base: str | None = _setting(None, "Base URL of an OpenAI-compatible endpoint.")
     api_key: str | None = _setting(
         None, "API key for that endpoint (or the provider's own variable)."
@@ -117,7 +122,8 @@ class Settings:
         DEFAULT_MAX_TOKENS["select"], "Most tokens of a page selection reply (0: not sent)."
     )
     max_tokens_rewrite: int = _setting(
-        DEFAULT_MAX_TOKENS["rewrite"], "Most tokens of a follow-up question rewritten (0: not sent)."
+        DEFAULT_MAX_TOKENS["rewrite"],
+        "Most tokens of a follow-up question rewritten (0: not sent).",
     )
     max_tokens_answer: int = _setting(
         DEFAULT_MAX_TOKENS["answer"], "Most tokens of an answer (0: not sent)."
@@ -158,7 +164,15 @@ class Settings:
     chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
     # documents (compiler/documents): PDF, Office, sheets, pages, archives, URLs
     max_document_bytes: int = _setting(
-        50_000_000, "Documents (PDF, Office, archives, fetched pages) up to this size are read."
+        50_000_000,
+        "Documents (PDF, Office, archives, fetched pages), uploaded or not, up to this size "
+        "are read; their converted text is held to max_source_bytes.",
+    )
+    convert_timeout: float = _setting(
+        120.0,
+        "Seconds one document's conversion may take (in a process of its own, stopped past "
+        "it: that document fails, the run goes on); 0 converts in kb-ai's own process, "
+        "without a limit.",
     )
     max_sheet_rows: int = _setting(
         5_000, "Rows kept of each spreadsheet sheet or CSV file; the source says what was cut."
@@ -184,6 +198,12 @@ class Settings:
         2,
         "New articles one source may create (at least 1); past that, its material goes into "
         "the articles it updates or creates first.",
+    )
+    write_material_chars: int = _setting(
+        300_000,
+        "Characters of material one write call is shown (about 75,000 tokens), and never "
+        "more than max_prompt_chars allows: past it, the items most related to the article "
+        "first; the run's log says what was left out. 0: no bound but max_prompt_chars.",
     )
     patch_threshold_chars: int = _setting(
         12_000, "Articles longer than this are merged by section patches, not rewritten."

@@ -6,13 +6,13 @@ from retrieval.ask import (
     Asker,
     EmptyWikiError,
     Event,
-    SelectionError,
     Turn,
     ask,
 )
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import AnswerCheck, Finding
 from retrieval.pages import Citation, Page, check_paths, read_page, validate_citations
+from retrieval.selection import SelectionError
 from retrieval.sessions import ChatStore
 
 __all__ = [

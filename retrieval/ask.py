@@ -23,7 +23,7 @@ from kb_ai.errors import KbAiError, LLMError, LLMOutputError, UsageError
 from kb_ai.llm import LLM, Completion, Usage
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
-from retrieval import extractive
+from retrieval import extractive, selection
 from retrieval.answer import Answer, Event, Turn
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
@@ -31,10 +31,9 @@ from retrieval.chunks import SentenceCutter
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
 from retrieval.pages import Citation, Page, check_paths, link_targets, read_page
-from retrieval.selection import SelectionError, chosen_paths, paths_schema, selection_failed
 from retrieval.terms import shares_a_term, terms
 from wiki import KnowledgeBase, compile_under_way, open_state
-from wiki.feedback import names_in, search_with_feedback
+from wiki.feedback import search_with_feedback
 from wiki.indexing import index_is_current, refresh_search_index
 from wiki.search import SearchIndex
 
@@ -146,28 +145,30 @@ class Asker:
             pages += await asyncio.to_thread(self._read, hop.pages)
             hops.append(hop)
             room -= len(hop.pages)
-        yield Event("status", {"stage": "answering"})
-        messages = PROMPTS.render(
-            "answer",
-            pages=pages,
-            question=standalone,
-            history=[t.__dict__ for t in history[-6:]],
-            crossing=bool(self.crossing),
-        )
         # Each sentence is checked against the pages before it is shown (checks.py).
         check = AnswerCheck(pages, standalone)
         cutter = SentenceCutter()
         said: list[str] = []
         final: Completion | None = None
         if self.settings.answers_extractively:
-            # A small model picks sentences of the pages; kb-ai quotes them verbatim,
-            # through the same sentence checks as any answer.
-            pieces = await self._pick_sentences(standalone, pages, history)
-            said.extend(pieces)
-            for sentence in [s for p in pieces for s in cutter.feed(p)] + cutter.flush():
-                if shown := check.check(sentence):
+            # A small model picks sentences of the pages; kb-ai quotes each verbatim as
+            # soon as its id is written, through the same checks as any answer.
+            async for item in self._quote(standalone, pages, history):
+                if isinstance(item, Event):
+                    yield item
+                    continue
+                said.append(item)
+                if shown := check.check(item):
                     yield Event("delta", {"text": shown})
         else:
+            yield Event("status", {"stage": "answering"})
+            messages = PROMPTS.render(
+                "answer",
+                pages=pages,
+                question=standalone,
+                history=[t.__dict__ for t in history[-6:]],
+                crossing=bool(self.crossing),
+            )
             async for item in self.llm.stream(messages, stage="answer"):
                 if isinstance(item, Completion):
                     final = self._paid(item)
@@ -202,32 +203,39 @@ class Asker:
             final.accept()  # after the last check of the answer
         yield Event("done", answer.as_dict())
 
-    async def _pick_sentences(
+    async def _quote(
         self, question: str, pages: list[Page], history: Sequence[Turn]
-    ) -> list[str]:
-        """The extractive answer in pieces: the model names sentence ids under a grammar
-        (an enum of the numbered sentences of the pages read), kb-ai quotes them."""
+    ) -> AsyncIterator[str | Event]:
+        """The extractive answer in pieces, as the model names sentence ids under a
+        grammar (an enum of the numbered sentences of the pages read): each sentence once
+        its id is complete in the streamed reply, its page's citation once its run ends."""
         numbered = extractive.number_sentences(pages, " ".join([question, *self.crossing]))
-        if not numbered:
-            return extractive.compose([])
-        messages = PROMPTS.render(
-            "pick",
-            pages=numbered,
-            question=question,
-            history=[t.__dict__ for t in history[-6:]],
-            max_picks=extractive.MAX_PICKS,
-        )
-        reply = self._paid(
-            await self.llm.complete(
-                messages,
-                stage="answer",
-                schema=extractive.pick_schema(numbered),
-                schema_name="pick",
+        quoter = extractive.Quoter()
+        if numbered:
+            offered = sum(len(p.sentences) for p in numbered)
+            yield Event("status", {"stage": "choosing", "sentences": offered})
+            messages = PROMPTS.render(
+                "pick",
+                pages=numbered,
+                question=question,
+                history=[t.__dict__ for t in history[-6:]],
+                max_picks=extractive.MAX_PICKS,
             )
-        )
-        picks = extractive.chosen(reply.data, numbered)
-        reply.accept()  # ids not offered were dropped: what is left is quoted verbatim
-        return extractive.compose(picks)
+            partial = extractive.PartialPicks(numbered)
+            schema = extractive.pick_schema(numbered)
+            reply = self.llm.stream(messages, stage="answer", schema=schema, schema_name="pick")
+            async with aclosing(reply) as items:
+                async for item in items:
+                    if isinstance(item, Completion):
+                        self._paid(item).accept()  # ids not offered are dropped; rest quoted
+                        picks = partial.finish(item.data)
+                    else:
+                        picks = partial.feed(item)
+                    for s in picks:
+                        for piece in quoter.add(s):
+                            yield piece
+        for piece in quoter.end():
+            yield piece
 
     def _compile_note(self) -> str | None:
         """What to tell the reader when a compile is changing the wiki under the answer."""
@@ -322,11 +330,11 @@ class Asker:
             await self.llm.complete(
                 messages,
                 stage="select",
-                schema=paths_schema(offered, limit),
+                schema=selection.paths_schema(offered, limit),
                 schema_name="selection",
             )
         )
-        chosen, keep = chosen_paths(reply.data, offered, limit)
+        chosen, keep = selection.chosen_paths(reply.data, offered, limit)
         (reply.accept if keep else reply.reject)()  # every path invented: not one to keep
         return chosen
 
@@ -346,7 +354,7 @@ class Asker:
         except LLMOutputError:
             return []  # unusable: the question is searched as it is
         except LLMError as exc:
-            raise selection_failed(exc) from exc
+            raise selection.selection_failed(exc) from exc
         offered = parse_terms(reply.data)
         kept = await asyncio.to_thread(self._known_terms, offered, len(catalog))
         (reply.accept if kept or not offered else reply.reject)()
@@ -354,8 +362,7 @@ class Asker:
 
     def _known_terms(self, offered: list[str], articles: int) -> list[str]:
         with closing(open_state(self.kb)) as conn:
-            index = self._index(conn, articles)
-            return [t for t in offered if index.has_words_of(t)]
+            return self._index(conn, articles).known(offered)
 
     async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
         messages, paths, shortlisted = await asyncio.to_thread(
@@ -374,10 +381,13 @@ class Asker:
         try:
             chosen = await self._pick(messages, paths, self.settings.select_k)
         except LLMError as exc:
-            raise selection_failed(exc) from exc
+            raise selection.selection_failed(exc) from exc
         if chosen is None:
-            raise SelectionError("Page selection returned no list of paths, so no answer was given")
-        related = await asyncio.to_thread(self._related, chosen, wanted, question)
+            raise selection.SelectionError(
+                "Page selection returned no list of paths, so no answer was given"
+            )
+        texts = await asyncio.to_thread(lambda: {p: self._page_text(p) for p in chosen})
+        related = selection.related_pages(texts, wanted, question)
         for path in chosen:
             if path not in related:
                 self.findings.append(
@@ -388,14 +398,6 @@ class Asker:
                     )
                 )
         return related, shortlisted
-
-    def _related(self, chosen: list[str], wanted: set[str], question: str) -> list[str]:
-        """The chosen pages sharing a term with the question, and those sharing one with
-        the names these pages mention (a later hop's page, as the shortlist found it)."""
-        texts = {p: self._page_text(p) for p in chosen}
-        direct = [p for p in chosen if shares_a_term(wanted, texts[p])]
-        named = terms(" ".join(n for p in direct for n in names_in(texts[p], question)))
-        return [p for p in chosen if p in direct or shares_a_term(named, texts[p])]
 
     def _page_text(self, path: str) -> str:
         try:

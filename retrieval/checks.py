@@ -30,8 +30,7 @@ from wiki import normalise_article_path
 
 NOT_COVERED = "The wiki does not cover this question."
 LEFT_OUT = (
-    "Part of the model's answer was left out: the wiki pages read do not say it "
-    "(see the findings)."
+    "Part of the model's answer was left out: the wiki pages read do not say it (see the findings)."
 )
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
 _NOT_COVERED = re.compile(

@@ -32,6 +32,10 @@ _MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 _WORD = re.compile(r"\w+")
+# A pick reply as a grammar writes it: ids are read as they stream in only while the text
+# so far is this head and a list of plain strings.
+_PICKS_HEAD = re.compile(r'\s*\{\s*"sentences"\s*:\s*\[')
+_PICK_ID = re.compile(r'\s*"([^"\\]{0,16})"\s*,?')
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,10 @@ def pick_schema(pages: Sequence[NumberedPage]) -> dict:
 def chosen(data: object, pages: Sequence[NumberedPage]) -> list[Sentence]:
     """The sentences a reply names, in its order: unknown ids (a model without a grammar
     may invent them), repeats and anything past MAX_PICKS are dropped."""
-    by_id = {s.id: s for p in pages for s in p.sentences}
+    return _chosen(data, {s.id: s for p in pages for s in p.sentences})
+
+
+def _chosen(data: object, by_id: dict[str, Sentence]) -> list[Sentence]:
     raw = data.get("sentences") if isinstance(data, dict) else None
     picks: list[Sentence] = []
     for item in raw if isinstance(raw, list) else ():
@@ -133,15 +140,73 @@ def chosen(data: object, pages: Sequence[NumberedPage]) -> list[Sentence]:
     return picks[:MAX_PICKS]
 
 
+class PartialPicks:
+    """The sentences a pick reply names, as it streams in: an id counts once its closing
+    quote has arrived, while the text so far is the plain ``{"sentences": ["s3", ...``
+    a grammar writes. Anything else (a model without a grammar may put prose or a code
+    fence first) waits for the whole reply and :func:`chosen`. Unknown ids, repeats and
+    anything past MAX_PICKS are dropped, as :func:`chosen` does."""
+
+    def __init__(self, pages: Sequence[NumberedPage]) -> None:
+        self.by_id = {s.id: s for p in pages for s in p.sentences}
+        self.text = ""
+        self.picks: list[Sentence] = []
+        self._ids = 0  # ids read so far, known or not
+
+    def feed(self, text: str) -> list[Sentence]:
+        """The sentences whose ids ``text`` completes."""
+        self.text += text
+        head = _PICKS_HEAD.match(self.text)
+        if head is None:
+            return []
+        ids, pos = [], head.end()
+        while m := _PICK_ID.match(self.text, pos):
+            ids.append(m.group(1))
+            pos = m.end()
+        new: list[Sentence] = []
+        for item in ids[self._ids :]:
+            s = self.by_id.get(item.strip())
+            if s is not None and s not in self.picks and len(self.picks) < MAX_PICKS:
+                self.picks.append(s)
+                new.append(s)
+        self._ids = len(ids)
+        return new
+
+    def finish(self, data: object) -> list[Sentence]:
+        """The sentences of the whole reply not handed out yet: those streamed stay (they
+        were shown), the reply's others follow, up to MAX_PICKS in all."""
+        new = [s for s in _chosen(data, self.by_id) if s not in self.picks]
+        new = new[: MAX_PICKS - len(self.picks)]
+        self.picks += new
+        return new
+
+
+class Quoter:
+    """Composes the answer a sentence at a time: each sentence verbatim as it is picked,
+    and a [Title](path) citation once its page's run of sentences has ended."""
+
+    def __init__(self) -> None:
+        self.last: Sentence | None = None
+
+    def add(self, s: Sentence) -> list[str]:
+        pieces = []
+        if self.last is not None and self.last.path != s.path:
+            pieces.append(_cite(self.last))
+        pieces.append(("" if self.last is None else " ") + s.text)
+        self.last = s
+        return pieces
+
+    def end(self) -> list[str]:
+        """The last citation, or "not covered" when nothing was picked."""
+        return [NOT_COVERED] if self.last is None else [_cite(self.last)]
+
+
+def _cite(s: Sentence) -> str:
+    return f" [{s.title}]({s.path})"
+
+
 def compose(picks: Sequence[Sentence]) -> list[str]:
     """The answer in pieces (their concatenation is the answer): the sentences verbatim,
     in the order picked, with a [Title](path) citation after each run from one page."""
-    if not picks:
-        return [NOT_COVERED]
-    pieces: list[str] = []
-    for i, s in enumerate(picks):
-        pieces.append(("" if i == 0 else " ") + s.text)
-        last_of_run = i + 1 == len(picks) or picks[i + 1].path != s.path
-        if last_of_run:
-            pieces.append(f" [{s.title}]({s.path})")
-    return pieces
+    quoter = Quoter()
+    return [piece for s in picks for piece in quoter.add(s)] + quoter.end()

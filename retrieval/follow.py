@@ -83,12 +83,16 @@ def parse_follow_up(data: object, linked: list[str], n: int) -> FollowUp:
         if not isinstance(term, str):
             continue
         clean = " ".join("".join(ch for ch in term if ch.isprintable()).split())
-        if clean and len(clean) <= MAX_TERM_CHARS and clean.casefold() not in (
-            t.casefold() for t in terms
+        if (
+            clean
+            and len(clean) <= MAX_TERM_CHARS
+            and clean.casefold() not in (t.casefold() for t in terms)
         ):
             terms.append(clean)
     offered = set(linked)
-    pages = [p for p in dict.fromkeys(data.get("pages") or []) if isinstance(p, str) and p in offered]
+    pages = [
+        p for p in dict.fromkeys(data.get("pages") or []) if isinstance(p, str) and p in offered
+    ]
     enough = data.get("enough") is True or not (terms or pages)
     if enough:
         return FollowUp(True)
@@ -96,7 +100,9 @@ def parse_follow_up(data: object, linked: list[str], n: int) -> FollowUp:
 
 
 # Words that say what kind of answer is wanted (how long, how many), not what about.
-_ASKING = frozenset("long often many much old far big large first last kind type".split())
+_ASKING = frozenset(
+    ["long", "often", "many", "much", "old", "far", "big", "large", "first", "last", "kind", "type"]
+)
 
 
 def pages_hold_every_term(question: str, texts: Iterable[str]) -> bool:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from kb_ai.errors import LLMError
+from retrieval.terms import shares_a_term, terms
 from wiki import normalise_article_path
+from wiki.feedback import names_in
 
-__all__ = ["SelectionError", "chosen_paths", "paths_schema", "selection_failed"]
+__all__ = ["SelectionError", "chosen_paths", "paths_schema", "related_pages", "selection_failed"]
 
 
 class SelectionError(LLMError):
@@ -58,3 +60,13 @@ def chosen_paths(data: object, offered: list[str], limit: int) -> tuple[list[str
             if path in allowed and path not in chosen:
                 chosen.append(path)
     return chosen[:limit], bool(chosen) or not picked
+
+
+def related_pages(texts: dict[str, str], wanted: set[str], question: str) -> list[str]:
+    """Of the picked pages (path -> text, in the order picked), those sharing a term with
+    the question (``wanted``), and those sharing one with the names these pages mention:
+    a later hop's page, as the shortlist's feedback search found it (wiki/feedback.py).
+    A page of neither is on another subject, and is not read."""
+    direct = [p for p, text in texts.items() if shares_a_term(wanted, text)]
+    named = terms(" ".join(n for p in direct for n in names_in(texts[p], question)))
+    return [p for p, text in texts.items() if p in direct or shares_a_term(named, text)]

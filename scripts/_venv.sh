@@ -22,15 +22,14 @@ ensure_venv() {
 }
 
 # The long step (llama.cpp compiled from source, set by scripts/_local.sh): pip's build
-# output, cut to cmake's "[ 42%] Building ..." lines, so minutes of compiling show how
-# far they are; all of it is kept in $VENV/pip-build.log, and shown in part on failure.
+# output, cut to one short line per build step, so minutes of compiling show how far
+# they are; all of it is kept in $VENV/pip-build.log, and shown in part on failure.
 install_showing_build() {
   local log="$VENV/pip-build.log"
   set +o pipefail
   "$VENV/bin/python" -m pip install -v --disable-pip-version-check -e "$1" 2>&1 \
     | tee "$log" \
-    | grep --line-buffered -E '^\s*\[ *[0-9]+%\]|^Successfully installed' \
-    | sed -u -E 's/^\s+//; s/ -o .*//'
+    | build_progress
   local status="${PIPESTATUS[0]}"
   set -o pipefail
   if [ "$status" -ne 0 ]; then
@@ -38,4 +37,17 @@ install_showing_build() {
     echo "pip failed (exit $status); its whole output is in $log" >&2
     exit "$status"
   fi
+}
+
+# pip -v's build output (stdin) to progress lines: Ninja's "[12/140] /usr/bin/g++ ... -c
+# .../ggml.cpp" becomes "[12/140] compiling ggml.cpp", a link step "[15/140] linking
+# libggml-base.so"; Make's "[ 42%] Building CXX object ..." keeps its first words.
+build_progress() {
+  grep --line-buffered -E '^\s*\[ *[0-9]+%\]|^\s*\[[0-9]+/[0-9]+\]|^Successfully installed' \
+    | sed -u -E 's/^\s+//; t strip
+      :strip
+      s/^(\[[0-9]+\/[0-9]+\]) .* -c ([^ ]*\/)?([^ \/]+)$/\1 compiling \3/; t
+      s/^(\[[0-9]+\/[0-9]+\]) .* -o ([^ ]*\/)?([^ \/]+) .*/\1 linking \3/; t
+      s/^(\[[0-9]+\/[0-9]+\]) .*/\1/; t
+      s/ -o .*//'
 }

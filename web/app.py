@@ -59,7 +59,11 @@ def create_app(
         kb=kb,
         settings=settings,
         llm_factory=llm_factory,
-        limits=limits or Limits(max_file_bytes=settings.max_source_bytes),
+        limits=limits
+        or Limits(
+            max_file_bytes=settings.max_source_bytes,
+            max_document_bytes=settings.max_document_bytes,
+        ),
         status_interval=status_interval,
     )
 

@@ -37,9 +37,7 @@ from web import csrf
 COOKIE = "kb_ai_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The body types a page on another site can send without asking first (CORS "simple").
-FORM_TYPES = frozenset(
-    {"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"}
-)
+FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"})
 SCRIPT_PATHS = ("/api/", "/mcp", "/healthz")  # everything else that writes is a page form
 FOREIGN = "Refused: requests that change data must come from kb-ai's own pages"
 SECURITY_HEADERS = {
@@ -131,9 +129,12 @@ class GuardMiddleware:
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         browser = origin is not None or site is not None
         browser = browser or ("cookie" in headers and ctype in FORM_TYPES)
-        if browser and path.startswith(SCRIPT_PATHS):
-            if not csrf.matches(headers.get(csrf.HEADER), self.csrf_token):
-                return 403, csrf.REFUSED
+        if (
+            browser
+            and path.startswith(SCRIPT_PATHS)
+            and not csrf.matches(headers.get(csrf.HEADER), self.csrf_token)
+        ):
+            return 403, csrf.REFUSED
         return None
 
     def _bearer(self, headers: dict[str, str]) -> bool:

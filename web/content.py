@@ -74,7 +74,6 @@ def public_run(row: Any) -> dict[str, Any]:
     }
 
 
-
 def article_path(raw: str) -> str:
     """``wiki/type/slug.md`` from what a client may send ("type/slug.md", "/wiki/...")."""
     path = (raw or "").strip().lstrip("/")

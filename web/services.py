@@ -23,16 +23,23 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may carry. A file over ``max_file_bytes`` is refused by name."""
+    """What one request may carry. A text file over ``max_file_bytes``, or a document
+    (PDF, Office, archive) over ``max_document_bytes``, is refused by name."""
 
     max_file_bytes: int
     max_files: int = 20
     max_fields: int = 20
+    max_document_bytes: int = 0  # 0: as max_file_bytes
+
+    @property
+    def document_bytes(self) -> int:
+        return self.max_document_bytes or self.max_file_bytes
 
     @property
     def max_body_bytes(self) -> int:
-        """A multipart submission: every file at its limit, and the form around them."""
-        return self.max_files * self.max_file_bytes + 1_000_000
+        """A multipart submission: every file at the text limit plus one document at its
+        own, and the form around them."""
+        return self.max_files * self.max_file_bytes + self.document_bytes + 1_000_000
 
     @property
     def max_json_bytes(self) -> int:

@@ -63,20 +63,23 @@ async def reviews(request: Request) -> Response:
     q = request.query_params
     return render(
         request, "review.html", runs=await svc.run(load), nav="review",
-        done=q.get("done"), run=q.get("run"),
+        done=q.get("done"), run=q.get("run"), waiting=q.get("waiting"),
     )  # fmt: skip
 
 
 async def review_action(request: Request) -> Response:
     svc = services(request)
     run, action = request.path_params["run"], request.path_params["action"]
+    waiting = ""
     if action == "approve":
         await svc.run(approve_review, svc.kb, run)
     elif action == "reject":
-        await svc.run(reject_review, svc.kb, run)
+        rejection = await svc.run(reject_review, svc.kb, run)
+        waiting = f"&waiting={len(rejection.tasks)}"  # submissions left to retry on Status
     else:
         raise NotFoundError(f"No action {action!r}")
-    return RedirectResponse(f"/review?done={action}d&run={quote(run)}", status_code=303)
+    done = {"approve": "approved", "reject": "rejected"}[action]
+    return RedirectResponse(f"/review?done={done}&run={quote(run)}{waiting}", status_code=303)
 
 
 def routes() -> list[Route]:

@@ -11,6 +11,7 @@ import json
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -23,6 +24,7 @@ from compiler.sources import KIND_BY_EXTENSION, decode_text, guess_title
 from kb_ai.errors import SourceError, UsageError
 from kb_ai.settings import Settings
 from web.errors import TooLargeError, UnsupportedError
+from web.multipart import CappedParser, FileLimit, file_limit, parse_capped
 from web.services import Limits
 
 KINDS = ("note", "document", "transcript")
@@ -153,42 +155,68 @@ def _pasted(title: str, content: str, kind: str, limits: Limits) -> Submission:
 async def _from_form(
     request: Request, limits: Limits, check_form: Callable[[FormData], None] | None
 ) -> tuple[list[Submission], list[dict[str, str]]]:
-    async with request.form(
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "multipart/form-data":
+        async with request.form(max_files=limits.max_files, max_fields=limits.max_fields,
+                                max_part_size=limits.max_file_bytes) as form:  # fmt: skip
+            return _read_form(form, limits, check_form, [])
+    parser = CappedParser(
+        request.headers,
+        request.stream(),
+        limit_of=partial(
+            file_limit,
+            max_text_bytes=limits.max_file_bytes,
+            max_document_bytes=limits.document_bytes,
+        ),  # fmt: skip
         max_files=limits.max_files,
         max_fields=limits.max_fields,
         max_part_size=limits.max_file_bytes,
-    ) as form:
-        if check_form is not None:
-            check_form(form)
+    )
+    form = await parse_capped(parser)
+    try:
         files = [f for f in form.getlist("files") if isinstance(f, UploadFile) and f.filename]
-        content = form.get("content")
-        title = form.get("title")
-        url = form.get("url")
-        accepted: list[Submission] = []
-        rejected: list[dict[str, str]] = []
-        if isinstance(url, str) and url.strip():
-            accepted.append(_url(url, title if isinstance(title, str) else ""))
-        if isinstance(content, str) and content.strip():
-            accepted.append(
-                _pasted(title if isinstance(title, str) else "", content, "note", limits)
-            )
+        accepted, rejected = _read_form(form, limits, check_form, files)
         for upload in files:
             name = display_name(upload.filename)
             try:
-                accepted.append(await _from_file(upload, name, limits))
+                accepted.append(await _from_file(upload, name, parser.limit_passed(upload)))
             except (SourceError, UsageError) as exc:
                 rejected.append({"filename": name, "error": str(exc),
                                  "too_large": isinstance(exc, TooLargeError)})  # fmt: skip
-    if not accepted and not rejected:
-        raise UsageError("Nothing to submit", hint="paste some text, or choose files")
+    finally:
+        await form.close()
     return accepted, rejected
 
 
-async def _from_file(upload: UploadFile, name: str, limits: Limits) -> Submission:
-    data = await upload.read(limits.max_file_bytes + 1)
-    if len(data) > limits.max_file_bytes:
-        raise TooLargeError(f"{name}: over the {limits.max_file_bytes:,}-byte limit",
-                            hint="split it, or raise max_source_bytes")  # fmt: skip
+def _read_form(
+    form: FormData,
+    limits: Limits,
+    check_form: Callable[[FormData], None] | None,
+    files: list[UploadFile],
+) -> tuple[list[Submission], list[dict[str, str]]]:
+    """The pasted text and URL of a form (its files are read by the caller)."""
+    if check_form is not None:
+        check_form(form)
+    content, title, url = form.get("content"), form.get("title"), form.get("url")
+    accepted: list[Submission] = []
+    if isinstance(url, str) and url.strip():
+        accepted.append(_url(url, title if isinstance(title, str) else ""))
+    if isinstance(content, str) and content.strip():
+        accepted.append(_pasted(title if isinstance(title, str) else "", content, "note", limits))
+    if not accepted and not files:
+        raise UsageError("Nothing to submit", hint="paste some text, or choose files")
+    return accepted, []
+
+
+async def _from_file(upload: UploadFile, name: str, passed: FileLimit | None) -> Submission:
+    """A file of the form; ``passed``: the limit it went over while it streamed in."""
+    if passed is not None:
+        raise TooLargeError(
+            f"{name}: over the {passed.max_bytes:,}-byte limit for a {passed.what} "
+            f"({passed.setting})",
+            hint=f"split it, or raise {passed.setting} in kb-ai.toml",
+        )
+    data = await upload.read()
     if format_of(name):  # a document: converted by the worker (compiler/documents)
         if not data.strip():
             raise SourceError(f"{name}: the file is empty")

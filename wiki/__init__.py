@@ -1,6 +1,7 @@
 """The knowledge base on disk: paths, raw sources, extractions, articles, indexes, history.
 
-Imports nothing of kb-ai but :mod:`kb_ai.errors`.
+Imports nothing of kb-ai but :mod:`kb_ai.errors` and :mod:`kb_ai.grounding` (pure
+checks over text, which lint shares with compile and ask).
 """
 
 from wiki.articles import (

@@ -286,7 +286,6 @@ def one_line(value: object) -> str:
     return "" if value is None else " ".join(visible_text(str(value)).split())
 
 
-
 def _str_list(value: object) -> list[str]:
     if value is None or value == "":
         return []

@@ -128,6 +128,19 @@ def parse_master_index(text: str, *, keep_lines: bool = False) -> list[CatalogEn
     return entries
 
 
+def index_lines(text: str) -> list[tuple[str, str]]:
+    """(path, line) of each entry of a master index, as :func:`parse_master_index` finds
+    them, without reading their summaries and keys (what lint compares with the
+    articles' own lines)."""
+    out = []
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        match = _LINE.match(line)
+        if match:
+            out.append((match["path"], line))
+    return out
+
+
 def load_catalog(kb: KnowledgeBase, *, keep_lines: bool = False) -> list[CatalogEntry]:
     """The catalog as the last compile wrote it (tags from topics.md); [] if there is none."""
     if not kb.master_index_path.is_file():

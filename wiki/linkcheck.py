@@ -67,7 +67,7 @@ class LinkResolver:
 def body_links(body: str, base: str) -> list[Link]:
     """The wikilinks and in-KB Markdown links of ``body`` (an article at ``base``)."""
     links: list[Link] = []
-    for line in _prose_lines(body):
+    for line in prose_lines(body):
         line = _CODE.sub(" ", line)
         for m in _WIKILINK.finditer(line):
             target, _, label = m.group(1).partition("|")
@@ -125,7 +125,8 @@ def _rewrite(text: str, keep_label: Callable[[str], Callable[[re.Match[str]], st
     return _MDLINK.sub(keep_label("link"), text)
 
 
-def _prose_lines(body: str) -> Iterable[str]:
+def prose_lines(body: str) -> Iterable[str]:
+    """The lines of ``body`` outside fenced code blocks (the fences left out too)."""
     in_fence = False
     for line in body.split("\n"):
         if _FENCE.match(line):

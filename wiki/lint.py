@@ -5,28 +5,25 @@ the wiki wrong for a reader or for ask (a link to nothing, an index that lists w
 not there or misses what is, a frontmatter that does not parse, a source an article
 cites that is gone); warnings are what deserves a look (an article no source backs, a
 source that fed nothing, a number or name its sources never state, search tables that
-ask would rebuild anyway). :func:`lint_wiki` reads every article once, each source's
-extraction once, the master index and the state tables: a wiki of 1,000 articles in well
-under a second (bench/truth).
+ask would rebuild anyway). :func:`lint_wiki` takes what it knows of each article from
+wiki/lintfacts.py (read once, then kept until the file or its sources' extractions
+change), and reads the master index and the state tables: the checks over the whole
+wiki see every article each time (bench/truth has the figures).
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb_ai.errors import KbAiError
-from wiki._frontmatter import load_document
-from wiki.articles import Article, article_from, list_articles
-from wiki.catalog import entry_for, format_entry, parse_master_index
-from wiki.claims import ClaimChecker
-from wiki.extraction import read_extraction_data
-from wiki.indexing import CATALOG_MIGRATIONS, search_doc
+from wiki.articles import list_articles
+from wiki.catalog import index_lines
+from wiki.indexing import CATALOG_MIGRATIONS
 from wiki.layout import KnowledgeBase
-from wiki.linkcheck import LinkResolver, body_links
+from wiki.linkcheck import LinkResolver
+from wiki.lintfacts import REQUIRED_FIELDS, ArticleFacts, gather_facts
 from wiki.raw import list_raw
 from wiki.search import SearchIndex
 from wiki.state import apply_migrations
@@ -35,7 +32,6 @@ __all__ = ["ERROR", "WARNING", "Finding", "LintReport", "REQUIRED_FIELDS", "lint
 
 ERROR = "error"
 WARNING = "warning"
-REQUIRED_FIELDS = ("title", "type", "summary", "sources", "created", "updated")
 _MAX_CLAIMS_SHOWN = 5
 
 
@@ -81,14 +77,18 @@ class LintReport:
 
 
 def lint_wiki(kb: KnowledgeBase, conn: sqlite3.Connection | None = None) -> LintReport:
-    """Every structural finding in ``kb``, sorted by file then check."""
+    """Every structural finding in ``kb``, sorted by file then check. With ``conn`` (the
+    KB's state.db) the state tables are checked too, and what is known of each
+    unchanged article is kept there between runs."""
     findings: list[Finding] = []
     on_disk = list_articles(kb)
-    articles = _read_articles(kb, on_disk, findings)
-    findings += _link_findings(kb, on_disk, articles)
+    facts = gather_facts(kb, on_disk, conn)
+    articles = _readable(facts, findings)
+    raw = set(list_raw(kb))
+    findings += _link_findings(raw, on_disk, articles)
     findings += _index_findings(kb, on_disk, articles)
-    findings += _source_findings(kb, articles)
-    findings += _claim_findings(kb, articles)
+    findings += _source_findings(raw, articles)
+    findings += _claim_findings(articles)
     findings += _conflict_findings(articles)
     if conn is not None:
         findings += table_findings(conn, articles.values())
@@ -96,80 +96,60 @@ def lint_wiki(kb: KnowledgeBase, conn: sqlite3.Connection | None = None) -> Lint
     return LintReport(articles=len(on_disk), findings=findings)
 
 
-def _read_articles(
-    kb: KnowledgeBase, on_disk: list[str], findings: list[Finding]
-) -> dict[str, Article]:
-    """The articles whose file parses; a finding for each that does not, or lacks a field.
-
-    Read once each, straight from the paths list_articles found inside wiki/ (a symlink
-    is reported, not followed)."""
-    articles: dict[str, Article] = {}
-    for rel in on_disk:
-        path = kb.root / rel
-        if path.is_symlink():
-            findings.append(Finding("frontmatter", ERROR, rel, "a symlink, not an article file"))
+def _readable(facts: dict[str, ArticleFacts], findings: list[Finding]) -> dict[str, ArticleFacts]:
+    """The articles whose file parses; a finding for each that does not, or lacks a field."""
+    articles: dict[str, ArticleFacts] = {}
+    for rel, f in facts.items():
+        if f.error is not None:
+            findings.append(Finding("frontmatter", ERROR, rel, f.error))
             continue
-        try:
-            meta, body = load_document(path.read_text(encoding="utf-8"), rel)
-        except UnicodeDecodeError:
-            findings.append(Finding("frontmatter", ERROR, rel, "the file is not UTF-8 text"))
-            continue
-        except KbAiError as exc:
-            findings.append(Finding("frontmatter", ERROR, rel, _first_line(str(exc))))
-            continue
-        missing = [name for name in REQUIRED_FIELDS if name not in meta]
-        if missing:
+        if f.missing:
             findings.append(
-                Finding("frontmatter", ERROR, rel, f"the frontmatter lacks {', '.join(missing)}")
+                Finding("frontmatter", ERROR, rel, f"the frontmatter lacks {', '.join(f.missing)}")
             )
-        articles[rel] = article_from(rel, meta, body)
+        articles[rel] = f
     return articles
 
 
 def _link_findings(
-    kb: KnowledgeBase, on_disk: list[str], articles: dict[str, Article]
+    raw: set[str], on_disk: list[str], articles: dict[str, ArticleFacts]
 ) -> list[Finding]:
     resolver = LinkResolver([(p, articles[p].title if p in articles else "") for p in on_disk])
-    raw = set(list_raw(kb))
     known = set(on_disk)
     findings = []
     for rel, article in articles.items():
-        for link in body_links(article.body, rel):
-            if link.kind == "wikilink":
-                if resolver.find(link.target) is None:
+        for kind, text, target in article.links:
+            if kind == "wikilink":
+                if resolver.find(target) is None:
                     findings.append(
                         Finding(
-                            "dead-wikilink",
-                            ERROR,
-                            rel,
-                            f"{link.text} names no article",
-                            fixable=True,
+                            "dead-wikilink", ERROR, rel, f"{text} names no article", fixable=True
                         )
                     )
-            elif link.target not in known and link.target not in raw:
+            elif target not in known and target not in raw:
                 findings.append(
-                    Finding("dead-link", ERROR, rel, f"{link.text} leads to no file", fixable=True)
+                    Finding("dead-link", ERROR, rel, f"{text} leads to no file", fixable=True)
                 )
     return findings
 
 
 def _index_findings(
-    kb: KnowledgeBase, on_disk: list[str], articles: dict[str, Article]
+    kb: KnowledgeBase, on_disk: list[str], articles: dict[str, ArticleFacts]
 ) -> list[Finding]:
     index = "index/master-index.md"
     if not kb.master_index_path.is_file():
         if not on_disk:
             return []
         return [Finding("index", ERROR, index, "there is no master index", fixable=True)]
-    entries = parse_master_index(kb.master_index_path.read_text(encoding="utf-8"), keep_lines=True)
-    listed = {e.path: e for e in entries}
+    entries = index_lines(kb.master_index_path.read_text(encoding="utf-8"))
+    listed = dict(entries)
     findings = []
     for rel in on_disk:
         if rel not in articles:
             continue  # its frontmatter is the finding: the index cannot list it as it is
         if rel not in listed:
             findings.append(Finding("unindexed", ERROR, rel, "no index lists it", fixable=True))
-        elif listed[rel].line != format_entry(entry_for(articles[rel])):
+        elif listed[rel] != articles[rel].line:
             findings.append(
                 Finding(
                     "index-stale",
@@ -180,28 +160,27 @@ def _index_findings(
                 )
             )
     disk = set(on_disk)
-    for entry in entries:
-        if entry.path not in disk:
+    for path, _ in entries:
+        if path not in disk:
             findings.append(
                 Finding(
                     "index-orphan",
                     ERROR,
                     index,
-                    f"lists {entry.path}, which is not an article",
+                    f"lists {path}, which is not an article",
                     fixable=True,
                 )
             )
     return findings
 
 
-def _source_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Finding]:
-    raw = set(list_raw(kb))
+def _source_findings(raw: set[str], articles: dict[str, ArticleFacts]) -> list[Finding]:
     fed: set[str] = set()
     findings = []
     for rel, article in articles.items():
         if not article.sources:
             findings.append(Finding("no-source", WARNING, rel, "no source backs it"))
-        for source in article.sources:
+        for source in (s.split("#", 1)[0] for s in article.sources):  # "raw/x.md#pages=3-5"
             fed.add(source)
             if source not in raw:
                 findings.append(
@@ -217,17 +196,12 @@ def _source_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Fi
     return findings
 
 
-def _claim_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Finding]:
-    material: dict[str, str | None] = {}
+def _claim_findings(articles: dict[str, ArticleFacts]) -> list[Finding]:
     findings = []
     for rel, article in articles.items():
-        texts = [t for t in (_material(kb, s, material) for s in article.sources) if t]
-        if not texts:
-            continue  # no source (reported), or none extracted: nothing to hold it to
-        checker = ClaimChecker(article.title, *texts)
-        claims = checker.unsupported(article.body)
+        claims = article.unsupported
         if claims:
-            shown = ", ".join(f"{c.kind} {c.text!r}" for c in claims[:_MAX_CLAIMS_SHOWN])
+            shown = ", ".join(f"{kind} {text!r}" for kind, text in claims[:_MAX_CLAIMS_SHOWN])
             more = f" and {len(claims) - _MAX_CLAIMS_SHOWN} more" if len(claims) > 5 else ""
             findings.append(
                 Finding(
@@ -240,58 +214,25 @@ def _claim_findings(kb: KnowledgeBase, articles: dict[str, Article]) -> list[Fin
     return findings
 
 
-_CONFLICT = re.compile(r"^\s*(?:[-*>]\s*)*\**Conflict\b[^:\n]{0,40}:.*$", re.M)
-
-
-def _conflict_findings(articles: dict[str, Article]) -> list[Finding]:
+def _conflict_findings(articles: dict[str, ArticleFacts]) -> list[Finding]:
     """Same-date disagreements the writer stated as a conflict, for a person to settle."""
-    findings = []
-    for rel, article in articles.items():
-        if "Conflict" not in article.body:
-            continue
-        for m in _CONFLICT.finditer(article.body):
-            line = " ".join(m.group().split())
-            shown = line if len(line) <= 200 else line[:199] + "…"
-            findings.append(Finding("conflict", WARNING, rel, f"its sources disagree: {shown}"))
-    return findings
+    return [
+        Finding("conflict", WARNING, rel, f"its sources disagree: {line}")
+        for rel, article in articles.items()
+        for line in article.conflicts
+    ]
 
 
-def _material(kb: KnowledgeBase, source: str, cache: dict[str, str | None]) -> str | None:
-    """The text of a source's stored extraction (and the source's title), or None."""
-    if source not in cache:
-        slug = source.removeprefix("raw/").removesuffix(".md")
-        try:
-            data = read_extraction_data(kb, slug)
-        except (KbAiError, OSError, UnicodeDecodeError):
-            cache[source] = None
-        else:
-            cache[source] = "\n".join(_strings(data))
-    return cache[source]
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif value is not None:
-        yield str(value)
-
-
-def table_findings(conn: sqlite3.Connection, articles: Iterable[Article]) -> list[Finding]:
+def table_findings(conn: sqlite3.Connection, articles: Iterable[ArticleFacts]) -> list[Finding]:
     """Where the catalog-lines and search tables in state.db differ from the articles."""
     articles = list(articles)
     apply_migrations(conn, "catalog_lines", CATALOG_MIGRATIONS)
     lines = dict(conn.execute("SELECT path, line FROM catalog_lines").fetchall())
-    want = {a.path: format_entry(entry_for(a)) for a in articles}
+    want = {a.path: a.line for a in articles}
     stale_lines = sorted(p for p in want if lines.get(p) != want[p]) + sorted(
         set(lines) - set(want)
     )
-    stale_search = SearchIndex(conn).stale_paths(search_doc(a) for a in articles)
+    stale_search = SearchIndex(conn).stale_hashes({a.path: a.search for a in articles})
     findings = []
     for name, stale in (("catalog_lines", stale_lines), ("search", stale_search)):
         if stale:
@@ -306,7 +247,3 @@ def table_findings(conn: sqlite3.Connection, articles: Iterable[Article]) -> lis
                 )
             )
     return findings
-
-
-def _first_line(text: str) -> str:
-    return text.split("\n", 1)[0]

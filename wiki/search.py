@@ -119,7 +119,7 @@ class SearchIndex:
         with _transaction(conn):
             known = dict(conn.execute("SELECT path, hash FROM search_docs"))
             for doc in docs:
-                digest = _content_hash(doc)
+                digest = content_hash(doc)
                 if known.get(doc.path) == digest:
                     continue
                 if doc.path in known:
@@ -169,8 +169,11 @@ class SearchIndex:
 
     def stale_paths(self, docs: Iterable[SearchDoc]) -> list[str]:
         """The paths where the index differs from ``docs``: missing, changed or extra."""
+        return self.stale_hashes({doc.path: content_hash(doc) for doc in docs})
+
+    def stale_hashes(self, wanted: dict[str, str]) -> list[str]:
+        """The paths where the index differs from ``wanted`` (path -> :func:`content_hash`)."""
         known = dict(self._conn.execute("SELECT path, hash FROM search_docs"))
-        wanted = {doc.path: _content_hash(doc) for doc in docs}
         stale = [path for path, digest in wanted.items() if known.get(path) != digest]
         return sorted(stale + [path for path in known if path not in wanted])
 
@@ -220,14 +223,18 @@ class SearchIndex:
         ).fetchone()
         return "" if row is None else f"{row[0]}\n{row[1]}"
 
-    def has_words_of(self, text: str) -> bool:
-        """Whether some article holds a word ``text`` searches for (as ``search`` cuts
-        it; prefixes and single CJK characters left out: they would meet almost any)."""
-        return any(
-            self._matches("search_fts", _quote(t.text), 0)
-            for t in query_terms(text)
-            if not (t.prefix or t.unless)
-        )
+    def known(self, texts: Iterable[str]) -> list[str]:
+        """Those of ``texts`` that some article holds a word of, as ``search`` cuts them
+        (prefixes and single CJK characters left out: they would meet almost any)."""
+        return [
+            text
+            for text in texts
+            if any(
+                self._matches("search_fts", _quote(t.text), 0)
+                for t in query_terms(text)
+                if not (t.prefix or t.unless)
+            )
+        ]
 
     def _query_clauses(self, query: str) -> dict[str, str | None]:
         """The FTS5 clauses a question stands for, each quoted, in order, without repeats.
@@ -370,7 +377,8 @@ def _delete_row(conn: sqlite3.Connection, doc_id: int) -> None:
     conn.execute("DELETE FROM search_head WHERE rowid = ?", (doc_id,))
 
 
-def _content_hash(doc: SearchDoc) -> str:
+def content_hash(doc: SearchDoc) -> str:
+    """What the index keeps to know an article changed."""
     payload = [_SCHEMA_VERSION, doc.title, doc.summary, doc.keys, doc.tags, doc.body]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 

@@ -117,7 +117,14 @@ def run_case(tree: Path, sources: int, scale: float, work: Path) -> Case:
         env = {**os.environ, "PYTHONPATH": str(tree), "NO_PROXY": "127.0.0.1,localhost"}
         env = {k: v for k, v in env.items() if not k.startswith("KB_AI_")}
         done = subprocess.run(
-            [sys.executable, "-c", RUNNER, str(work / f"kb-{sources}"), str(notes), json.dumps(wanted)],
+            [
+                sys.executable,
+                "-c",
+                RUNNER,
+                str(work / f"kb-{sources}"),
+                str(notes),
+                json.dumps(wanted),
+            ],
             cwd=tree,
             env=env,
             capture_output=True,

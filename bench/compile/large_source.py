@@ -40,12 +40,16 @@ DOC = REPO / "docs" / "benchmarks-hardening.md"
 MB = 1_000_000
 TARGET_FACTOR = 3.0
 
-_WORDS = (
-    "cache queue broker region cluster shard replica ledger invoice tenant gateway "
-    "scheduler pipeline backup snapshot index catalog runner worker deploy rollout "
-    "budget audit policy quota token session archive metric alert incident review"
-).split()
-_NAMES = "Ada Boris Chen Dana Emil Farah Goran Hana Ivo Jun Kira Lars Mei Nils Omar Pia".split()
+_WORDS = [
+    "cache", "queue", "broker", "region", "cluster", "shard", "replica", "ledger", "invoice",
+    "tenant", "gateway", "scheduler", "pipeline", "backup", "snapshot", "index", "catalog",
+    "runner", "worker", "deploy", "rollout", "budget", "audit", "policy", "quota", "token",
+    "session", "archive", "metric", "alert", "incident", "review",
+]  # fmt: skip
+_NAMES = [
+    "Ada", "Boris", "Chen", "Dana", "Emil", "Farah", "Goran", "Hana", "Ivo", "Jun", "Kira",
+    "Lars", "Mei", "Nils", "Omar", "Pia",
+]  # fmt: skip
 
 
 def synthetic_source(size: int, seed: int = 12) -> str:

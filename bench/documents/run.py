@@ -184,8 +184,12 @@ def main() -> None:
 
 
 def _selection() -> str:
-    path = Path(__file__).with_name("selection.md")
-    return "\n" + path.read_text(encoding="utf-8") if path.is_file() else ""
+    """The sections other benchmarks keep beside this one (converter choice, isolation)."""
+    out = ""
+    for name in ("selection.md", "isolation.md", "material.md"):
+        path = Path(__file__).with_name(name)
+        out += "\n" + path.read_text(encoding="utf-8") if path.is_file() else ""
+    return out
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """Benchmark agent capture: the hook's wall time, sessions lost, idle worker runs.
 
-    python -m bench.hooks.run [--sessions 200] [--delay 0.05] [--out FILE]
+    python -m bench.hooks.run [--hook sh|python] [--sessions 200] [--delay 0.05] [--out FILE]
 
 Each session is a small Codex rollout ended by the real hook command an install writes
-(``python -P -m kb_ai.hooks session-end --agent codex``, a SessionEnd event on stdin),
-timed from the parent's spawn to its exit: interpreter start included. Half the sessions
+(``--hook sh``, the default where /bin/sh exists: ``/bin/sh kb_ai/hooks/kb-ai-hook.sh
+--python PY session-end --agent codex``; ``--hook python``: ``python -P -m kb_ai.hooks
+session-end --agent codex``), a SessionEnd event on stdin, timed from the parent's spawn
+to its exit: interpreter start included. Before each, the bare start of the same
+interpreter (``python -P -c pass``, ``/bin/sh -c :``) is timed: the floor. Half the sessions
 end on an idle machine, half while two CPU-burning processes run (they stop
 themselves). The hooks start workers as they would for an agent; the fake model server
 answers every call after ``--delay`` seconds. At the end every session must have been
@@ -24,11 +27,24 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from wiki import KnowledgeBase, all_sources, open_state
 
-HOOK = [sys.executable, "-P", "-m", "kb_ai.hooks", "session-end", "--agent", "codex"]
+HOOKS = {
+    "python": [sys.executable, "-P", "-m", "kb_ai.hooks", "session-end", "--agent", "codex"],
+    "sh": [
+        POSIX_SH,
+        str(SHELL_HOOK),
+        "--python",
+        sys.executable,
+        "session-end",
+        "--agent",
+        "codex",
+    ],
+}
+BARE = {"python": [sys.executable, "-P", "-c", "pass"], "sh": [POSIX_SH, "-c", ":"]}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -64,12 +80,14 @@ def burn(seconds: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-def end_sessions(kb: KnowledgeBase, tmp: Path, ids: list[str]) -> tuple[list[float], list[float]]:
-    """(the hooks' wall times, a bare ``python -P -c pass`` run before each: the floor)."""
+def end_sessions(
+    kb: KnowledgeBase, tmp: Path, ids: list[str], hook: str
+) -> tuple[list[float], list[float]]:
+    """(the hooks' wall times, the bare interpreter run before each: the floor)."""
     times, bare = [], []
     for sid in ids:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-P", "-c", "pass"], check=True)
+        subprocess.run(BARE[hook], check=True)
         bare.append(time.perf_counter() - started)
         event = json.dumps(
             {
@@ -80,7 +98,9 @@ def end_sessions(kb: KnowledgeBase, tmp: Path, ids: list[str]) -> tuple[list[flo
             }
         )
         started = time.perf_counter()
-        subprocess.run(HOOK, input=event, capture_output=True, text=True, check=True)
+        subprocess.run(
+            HOOKS[hook], input=event, capture_output=True, text=True, check=True, cwd=kb.root
+        )
         times.append(time.perf_counter() - started)
     return times, bare
 
@@ -99,11 +119,12 @@ def worker_busy(kb: KnowledgeBase) -> bool:
         os.close(fd)
 
 
-def run(sessions: int, delay: float) -> dict:
+def run(sessions: int, delay: float, hook: str = "sh") -> dict:
     half = sessions // 2
-    with tempfile.TemporaryDirectory() as d, FakeOpenAIServer(
-        lambda r: Reply(respond(r).content, delay=delay)
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        FakeOpenAIServer(lambda r: Reply(respond(r).content, delay=delay)) as server,
+    ):
         tmp = Path(d)
         kb = KnowledgeBase.init(tmp / "kb")
         with kb.config_path.open("a") as f:
@@ -112,10 +133,13 @@ def run(sessions: int, delay: float) -> dict:
                 'api_key = "sk-bench"\n'
             )
         load_before = os.getloadavg()[0]
-        idle, idle_bare = end_sessions(kb, tmp, [f"idle-{i}" for i in range(half)])
+        idle, idle_bare = end_sessions(kb, tmp, [f"idle-{i}" for i in range(half)], hook)
         burners = [burn(600), burn(600)]
         try:
-            busy, busy_bare = end_sessions(kb, tmp, [f"busy-{i}" for i in range(sessions - half)])
+            busy, busy_bare = end_sessions(
+                kb, tmp, [f"busy-{i}" for i in range(sessions - half)], hook
+            )
+            load_busy = os.getloadavg()[0]
         finally:
             for b in burners:
                 b.kill()
@@ -139,12 +163,14 @@ def run(sessions: int, delay: float) -> dict:
         ]
         extracts = sum(1 for r in server.requests if stage_of(r) == "extract")
     return {
+        "hook": hook,
         "sessions": sessions,
         "load_average_at_start": load_before,
-        "bare_python_idle_p50_ms": pct(idle_bare, 0.5) * 1000,
-        "bare_python_idle_p99_ms": pct(idle_bare, 0.99) * 1000,
-        "bare_python_busy_p50_ms": pct(busy_bare, 0.5) * 1000,
-        "bare_python_busy_p99_ms": pct(busy_bare, 0.99) * 1000,
+        "load_average_with_burners": load_busy,
+        "bare_idle_p50_ms": pct(idle_bare, 0.5) * 1000,
+        "bare_idle_p99_ms": pct(idle_bare, 0.99) * 1000,
+        "bare_busy_p50_ms": pct(busy_bare, 0.5) * 1000,
+        "bare_busy_p99_ms": pct(busy_bare, 0.99) * 1000,
         "idle_p50_ms": pct(idle, 0.5) * 1000,
         "idle_p99_ms": pct(idle, 0.99) * 1000,
         "idle_max_ms": max(idle) * 1000,
@@ -162,11 +188,12 @@ def run(sessions: int, delay: float) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hook", choices=sorted(HOOKS), default="sh")
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--delay", type=float, default=0.05)
     parser.add_argument("--out", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
-    result = run(args.sessions, args.delay)
+    result = run(args.sessions, args.delay, args.hook)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

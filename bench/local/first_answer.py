@@ -106,6 +106,17 @@ def compiled_sources(db: Path) -> int:
         return 0
 
 
+def model_calls(db: Path) -> list[dict[str, Any]]:
+    """The compile's model calls: stage, seconds (waiting for the model included), tokens."""
+    if not db.exists():
+        return []
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+        rows = conn.execute(
+            "SELECT stage, duration_s, prompt_tokens, completion_tokens FROM llm_calls"
+        ).fetchall()
+    return [dict(zip(("stage", "seconds", "prompt", "completion"), r, strict=True)) for r in rows]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cached", action="store_true", help="let pip use its wheel cache")
@@ -192,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
     result = {
+        "calls": model_calls(db),
         "cached": args.cached,
         "marks": marks,
         "first_right": first,

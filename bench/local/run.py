@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import frontmatter
+from bench._kb import articles_from, kb_ai, last_json
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "bench" / "out" / "local"
@@ -48,22 +46,6 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
     ("Why did test_claim_skips_locked_jobs fail on CI?", "session-2026-03-18-agent.md"),
     ("What must be run before pushing a change to the claim query?", "session-2026-03-18-agent.md"),
 )
-
-
-def kb_ai(*args: str, model: str, kb: Path) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, "KB_AI_MODEL": model, "KB_AI_DIR": str(kb)}
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "kb_ai", *args], env=env, capture_output=True, text=True, cwd=REPO
-    )
-    return proc, time.monotonic() - started
-
-
-def last_json(proc: subprocess.CompletedProcess) -> dict[str, Any]:
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"no JSON from kb-ai (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return json.loads(lines[-1])
 
 
 def measure_speed(model: str) -> dict[str, Any]:
@@ -123,18 +105,6 @@ def measure_speed(model: str) -> dict[str, Any]:
         "gen_tps": round(gen_tps, 1),
         "grammar_gen_tps": round(gram_tps, 1),
     }
-
-
-def articles_from(kb: Path) -> dict[str, set[str]]:
-    """Article path -> the file names of the notes it was compiled from."""
-    origins = {}
-    for raw in (kb / "raw").glob("*.md"):
-        origins[f"raw/{raw.name}"] = Path(str(frontmatter.load(raw).get("origin", ""))).name
-    out: dict[str, set[str]] = {}
-    for article in (kb / "wiki").rglob("*.md"):
-        sources = frontmatter.load(article).get("sources") or []
-        out[article.relative_to(kb).as_posix()] = {origins.get(s, s) for s in sources}
-    return out
 
 
 def measure_kb(model: str, name: str) -> dict[str, Any]:

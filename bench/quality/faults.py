@@ -181,7 +181,7 @@ class FaultyResponder:
             k
             for k in EXTRACT_FAULTS
             if (k != "cut_list" or any(len(lst) > 5 for lst in lists))
-            and (k != "cut_facts" or any(re.search(r"\d", f) for f in data["facts"][5:]))
+            and (k != "cut_facts" or any(re.search(r"\d", _fact(f)) for f in data["facts"][5:]))
             and (k != "negation_flip" or negated)
         ]
         kind = self._pick(rng, tuple(applicable))
@@ -190,7 +190,7 @@ class FaultyResponder:
             data["enumerations"] = [{"name": "items", "items": whole[:5]}]
             return Fault(kind, "extract", title, {"missing": whole[5:]})
         if kind == "cut_facts":  # the 5-item grammar bound that lost a railway's numbers
-            lost = [f for f in data["facts"][5:] if re.search(r"\d", f)]
+            lost = [_fact(f) for f in data["facts"][5:] if re.search(r"\d", _fact(f))]
             data["facts"] = data["facts"][:5]
             return Fault(kind, "extract", title, {"lost": lost})
         if kind == "negation_flip":
@@ -203,6 +203,11 @@ class FaultyResponder:
             data["facts"] = [*data.get("facts", []), f"The system served {n:,} requests a day."]
             return Fault(kind, "extract", title, {"number": f"{n:,}"})
         return None
+
+
+def _fact(item: object) -> str:
+    """A fact of an extraction reply: its text ({fact, about, held}, or a bare string)."""
+    return str(item["fact"]) if isinstance(item, dict) else str(item)
 
 
 def _flipped(sentence: str) -> str:

@@ -3,7 +3,7 @@ converted to Markdown with page, slide and sheet markers, and split by their own
 structure for extraction. Converters are imported on first use (they are heavy)."""
 
 from compiler.documents.archive import ArchiveLimits, archive_members, list_members, read_member
-from compiler.documents.convert import ConvertOptions, convert_document
+from compiler.documents.convert import ConvertOptions, convert_document, convert_options
 from compiler.documents.document import Document
 from compiler.documents.fetch import Fetched, FetchPolicy, fetch_policy, fetch_url, is_url
 from compiler.documents.formats import (
@@ -13,6 +13,7 @@ from compiler.documents.formats import (
     supported_types,
     wanted_in_folder,
 )
+from compiler.documents.isolation import ConverterCrashError, ConvertProcess, convert_process
 from compiler.documents.markers import span
 from compiler.documents.prepare import Prepared, prepare_document
 from compiler.documents.sections import split_sections
@@ -22,10 +23,14 @@ __all__ = [
     "ArchiveLimits",
     "archive_members",
     "ConvertOptions",
+    "ConvertProcess",
+    "ConverterCrashError",
     "Document",
     "FetchPolicy",
     "Fetched",
     "convert_document",
+    "convert_options",
+    "convert_process",
     "fetch_policy",
     "fetch_url",
     "is_url",

@@ -26,6 +26,16 @@ _MAGIC = {
 class ConvertOptions:
     max_sheet_rows: int = 5_000
     url: str = ""  # where a web page came from (for its links and metadata)
+    max_text_bytes: int = 0  # converted text longer than this is refused (0: no limit)
+
+
+def convert_options(settings, *, url: str = "") -> ConvertOptions:  # noqa: ANN001 - Settings
+    """The conversion limits of a knowledge base's settings."""
+    return ConvertOptions(
+        max_sheet_rows=settings.max_sheet_rows,
+        url=url,
+        max_text_bytes=settings.max_source_bytes,
+    )
 
 
 def convert_document(data: bytes, name: str, options: ConvertOptions | None = None) -> Document:
@@ -49,7 +59,7 @@ def convert_document(data: bytes, name: str, options: ConvertOptions | None = No
         )
     damaged = _damaged_errors(fmt)
     try:
-        return _convert(data, name, fmt, options)
+        doc = _convert(data, name, fmt, options)
     except damaged as exc:
         reason = (str(exc).splitlines() or [""])[0][:120] or type(exc).__name__
         raise DocumentError(
@@ -57,6 +67,16 @@ def convert_document(data: bytes, name: str, options: ConvertOptions | None = No
             cause="corrupt",
             hint="open it in its application and save it again",
         ) from exc
+    size = len(doc.text.encode("utf-8"))
+    if options.max_text_bytes and size > options.max_text_bytes:
+        # a document may be large for its pictures; its text is held to a source's limit
+        raise DocumentError(
+            f"{name}: {size:,} bytes of text once converted, over the "
+            f"{options.max_text_bytes:,}-byte limit of a source (max_source_bytes)",
+            cause="too_large",
+            hint="split the document, or raise max_source_bytes in kb-ai.toml",
+        )
+    return doc
 
 
 def _convert(data: bytes, name: str, fmt: str, options: ConvertOptions) -> Document:

@@ -4,11 +4,15 @@ raw/ or the model), and split by its own structure for extraction."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from compiler.documents.convert import ConvertOptions, convert_document
 from compiler.documents.markers import MARKER
 from compiler.documents.sections import split_sections
 from compiler.redact import redact
+
+if TYPE_CHECKING:
+    from compiler.documents.isolation import ConvertProcess
 
 
 @dataclass(frozen=True)
@@ -24,10 +28,19 @@ class Prepared:
 
 
 def prepare_document(
-    name: str, data: bytes, *, chunk_chars: int, options: ConvertOptions | None = None
+    name: str,
+    data: bytes,
+    *,
+    chunk_chars: int,
+    options: ConvertOptions | None = None,
+    converter: ConvertProcess | None = None,
 ) -> Prepared:
-    """Raises DocumentError naming the cause when the document cannot be read."""
-    doc = convert_document(data, name, options)
+    """Raises DocumentError naming the cause when the document cannot be read.
+    ``converter``: converts it in a process of its own, under a time limit."""
+    if converter is not None:
+        doc = converter.convert(data, name, options)
+    else:
+        doc = convert_document(data, name, options)
     text, redacted = redact(doc.text)
     return Prepared(
         text=text,

@@ -11,6 +11,8 @@ model and the citations always know which page a fact is on.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from itertools import islice
 
 from compiler.documents.markers import MARKER, continued
 
@@ -163,14 +165,72 @@ MAX_OUTLINE = 80
 
 
 def outline(text: str) -> list[str]:
-    """The document's headings of its two top levels, in order ("1 Basics", "1.1 Spaces"),
-    indented by level; empty when it has fewer than three (nothing worth an outline)."""
-    found = [(len(m.group(1)), m.group(2).strip()) for m in _OUTLINE.finditer(text)]
-    if len(found) < 3:
+    """The document's headings of its two top levels, in order, indented by level, each
+    with the pages it spans where the text has page markers ("1 Basics (pp. 2-9)",
+    "  1.1 Spaces (pp. 2-4)"); empty when it has fewer than three (nothing worth an
+    outline)."""
+    if len(_OUTLINE.findall(text)) < 3:
         return []
-    top = min(level for level, _ in found)
-    items = [("  " * (level - top)) + title for level, title in found if level <= top + 1]
-    return list(dict.fromkeys(items))[:MAX_OUTLINE]
+    items = [("  " * s.level) + s.title + pages_of(s) for s in outline_sections(text)]
+    return list(dict.fromkeys(items))
 
 
 _OUTLINE = re.compile(r"^(#{1,6}) (.+)$", re.M)
+_OUTLINE_LINE = re.compile(r"^(#{1,6}) (.+)$")
+
+
+@dataclass(frozen=True)
+class Section:
+    level: int  # 0 for the top level of the document's outline
+    title: str
+    first: int | None  # pages (or slides) it spans; None without markers
+    last: int | None
+
+
+def outline_sections(text: str) -> list[Section]:
+    """The document's two top heading levels, each with the pages it spans (a PDF's)."""
+    lines = text.split("\n")
+    heads: list[tuple[int, str, int | None, bool]] = []  # level, title, page, starts a page
+    page: int | None = None
+    last_page: int | None = None
+    for i, line in enumerate(lines):
+        marker = MARKER.fullmatch(line)
+        if marker and marker.group(1) == "page":  # pages only: slides are not ranges
+            page = last_page = int(marker.group(2))
+            continue
+        m = _OUTLINE_LINE.match(line)
+        if not m:
+            continue
+        # a heading that opens a page comes just before that page's marker (a chapter's,
+        # before its first section's heading too)
+        rest = islice(lines, i + 1, None)
+        following = next((x for x in rest if x.strip() and not _OUTLINE_LINE.match(x)), "")
+        upcoming = MARKER.fullmatch(following)
+        at_start = bool(upcoming and upcoming.group(1) == "page")
+        start = int(upcoming.group(2)) if at_start else page
+        heads.append((len(m.group(1)), m.group(2).strip(), start, at_start))
+    if not heads:
+        return []
+    top = min(level for level, *_ in heads)
+    out: list[Section] = []
+    for k, (level, title, start, _) in enumerate(heads):
+        if level > top + 1:
+            continue
+        end = last_page
+        for nxt_level, _, nxt_start, nxt_at_start in heads[k + 1 :]:
+            if nxt_level <= level and nxt_start is not None:
+                end = nxt_start - 1 if nxt_at_start else nxt_start
+                break
+        if start is not None and end is not None:
+            end = max(end, start)
+        out.append(Section(level - top, title, start, end))
+    return out[:MAX_OUTLINE]
+
+
+def pages_of(section: Section) -> str:
+    """ " (pp. 6-9)", " (p. 4)", or "" for a section of a text without page markers."""
+    if section.first is None:
+        return ""
+    if section.first == section.last:
+        return f" (p. {section.first})"
+    return f" (pp. {section.first}-{section.last})"

@@ -108,8 +108,12 @@ def _detect_jsonl(records: list[Any]) -> str | None:
     return None
 
 
-def parse(data: bytes | str, name: str = "") -> Transcript:
-    """Read a transcript (raises TranscriptError when it is not one)."""
+def parse(data: bytes | str, name: str = "", *, file_date: str | None = None) -> Transcript:
+    """Read a transcript (raises TranscriptError when it is not one).
+
+    ``file_date`` (ISO, the file's modification day) dates a terminal capture that
+    states no date of its own, in its text or in its file name (as compiler/dating.py
+    dates any source): the title names the session by its first request and that day."""
     text = _as_text(data)
     fmt = detect(text, name)
     stem = PurePath(name).stem or "session"
@@ -117,6 +121,7 @@ def parse(data: bytes | str, name: str = "") -> Transcript:
         tr = claude_code.parse(_records(text), name)
     elif fmt == "claude-code-terminal":
         tr = claude_terminal.parse(text, name)
+        tr.started_at = tr.started_at or _name_date(name) or file_date
         tr.title = claude_terminal.title_of(tr)
     elif fmt == "codex":
         tr = codex.parse(_records(text), name)
@@ -129,6 +134,11 @@ def parse(data: bytes | str, name: str = "") -> Transcript:
     else:
         raise TranscriptError(f"{name or 'this content'}: not a transcript kb-ai can read")
     return tr.finish(fallback_title=f"{_agent_title(tr.agent)} session {stem[:8]}")
+
+
+def _name_date(name: str) -> str | None:
+    m = re.search(r"(?<!\d)(20\d\d-[01]\d-[0-3]\d)(?!\d)", PurePath(name).name)
+    return m.group(1) if m else None
 
 
 def _agent_title(agent: str) -> str:

@@ -13,6 +13,13 @@ What this relies on, as seen in real files (Claude Code 1.0.x): one JSON record 
 - Tool results come back as records with role ``user``; they are attached to their call.
 - ``{"type": "summary", "summary", "leafUuid"}`` names a session (this one when its leaf
   is in the file, otherwise an earlier one, which is ignored).
+- Resumed sessions: none of the real files is one. Each holds one ``sessionId`` (its
+  file name) and no message of another file, and its first message has no
+  ``parentUuid``. A session started after another can open with a summary whose
+  ``leafUuid`` is the other's last message (9cc4a4b0 after 9dd861b1: a title for the
+  resume picker), which links nothing. A file that starts with the earlier conversation
+  under the earlier id (how a ``--resume`` has been described) counts as that session
+  grown: the first ``sessionId`` wins. That shape is not in the data.
 - ``{"type": "system", ...}`` (model switched, limits) and ``isMeta`` records (the
   "Caveat: ... local commands" preamble) are not part of the conversation.
 - Slash commands arrive as ``<command-name>/x</command-name>...`` user strings, their

@@ -29,6 +29,8 @@ _TOOL = re.compile(r"^([A-Z][\w.:-]*)\((.*)\)\s*…?\s*$", re.S)
 _TODOS = re.compile(r"^(Read|Update) Todos\b")
 _BANNER = re.compile(r"Welcome to Claude Code|╭─+ ?Claude Code v?\d")
 _DATE = re.compile(r"\b(20\d\d-[01]\d-[0-3]\d)\b")
+# a time stamp a program printed during the session (`gh run list`, CI logs, `date`)
+_STAMP = re.compile(r"\b(20\d\d-[01]\d-[0-3]\d)[T ][0-2]\d:[0-5]\d")
 _CONTINUED = "This session is being continued from a previous conversation"
 
 
@@ -41,6 +43,17 @@ def looks_like(text: str) -> bool:
     if not prompts or not blocks:
         return False
     return bool(_BANNER.search(head[:4000])) or (blocks >= 2 and "⎿" in head)
+
+
+def capture_date(text: str) -> str | None:
+    """The session's day as the capture states it: a date near its top, else the first
+    time stamp printed during the session. A date inside a command or a prose line
+    (``git log --since=2024-04-17``) is no time stamp and is not taken."""
+    if m := _DATE.search(text[:4000]):
+        return m.group(1)
+    if m := _STAMP.search(text):
+        return m.group(1)
+    return None
 
 
 def _blocks(text: str) -> list[tuple[str, list[str]]]:
@@ -86,8 +99,7 @@ def _text(lines: list[str], indent: int = 2) -> str:
 
 def parse(text: str, name: str) -> Transcript:
     tr = Transcript(agent="claude-code")
-    if m := _DATE.search(text[:4000]):
-        tr.started_at = m.group(1)
+    tr.started_at = capture_date(text)
     call: ToolCall | None = None
     compacted = False
     for kind, lines in _blocks(text):

@@ -227,6 +227,8 @@ def _print_compile(result: Any) -> None:
         click.echo(f"  created  {path}")
     for path in result.updated:
         click.echo(f"  updated  {path}")
+    for deletion in result.deleted:
+        click.echo(f"  deleted  {deletion.path}: {deletion.cause}")
     if result.redactions:
         click.echo(
             f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything"

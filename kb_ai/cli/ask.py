@@ -42,7 +42,7 @@ async def _stream_answer(
         elif event.type == "note":
             click.echo(event.data["text"], err=True)
         elif event.type == "status" and not as_json and sys.stderr.isatty():
-            click.echo(f"\r\x1b[2m{event.data['stage']}…\x1b[0m\x1b[K", nl=False, err=True)
+            click.echo(f"\r\x1b[2m{_doing(event.data)}…\x1b[0m\x1b[K", nl=False, err=True)
         elif event.type == "error":
             if streamed:
                 click.echo()
@@ -52,6 +52,16 @@ async def _stream_answer(
                 click.echo("\r\x1b[K", nl=False, err=True)
             return event.data
     raise CliError(KbAiError("the answer ended without a result"))
+
+
+def _doing(status: dict[str, Any]) -> str:
+    """A status event in words: the stage, with the pages being read or how many
+    sentences a small model chooses among."""
+    if status.get("paths"):
+        return f"reading {', '.join(status['paths'])}"
+    if status.get("sentences"):
+        return f"choosing among {status['sentences']} sentences"
+    return str(status["stage"])
 
 
 def _print_sources(done: dict[str, Any]) -> None:

@@ -49,7 +49,11 @@ def doctor(ctx: Context, model: str | None, no_call: bool) -> None:
         from kb_ai.llm._local import model_path
 
         click.echo(f"file       {model_path(name)} (sha256 checked)")
+        from kb_ai.llm._local import cpu_threads, generation_threads
+
         click.echo(f"context    {settings.local_context_tokens} tokens, one call at a time")
+        threads = settings.local_threads or generation_threads()
+        click.echo(f"threads    {threads} generating, {cpu_threads()} reading the prompt")
     llm = open_llm(settings)
     click.echo(f"structured {llm.structured_mode}")
     if no_call:

@@ -89,7 +89,9 @@ def agent_and_scope(fn: Callable[..., Any]) -> Callable[..., Any]:
     help="Also add a one-line hint (page count, no wiki text) to each prompt.",
 )
 @click.option(
-    "--mcp", is_flag=True, help="Also register the kb-ai MCP server (the `ask` tool) with the agent."
+    "--mcp",
+    is_flag=True,
+    help="Also register the kb-ai MCP server (the `ask` tool) with the agent.",
 )
 @click.option("--no-check", is_flag=True, help="Do not call the model to check it answers.")
 @click.pass_context
@@ -201,7 +203,9 @@ def hooks_retry(ctx: click.Context, project: str | None) -> None:
     if not tasks and not captures:
         click.echo("No failed captures to retry")
         return
-    click.echo(f"Queued again: {tasks} session(s) that failed to compile, {captures} capture(s) that could not be read")
+    click.echo(
+        f"Queued again: {tasks} session(s) that failed to compile, {captures} capture(s) that could not be read"
+    )
     start_worker(kb)
     click.echo("A worker is compiling them (kb-ai hooks status to follow)")
 

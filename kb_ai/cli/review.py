@@ -18,6 +18,7 @@ def review() -> None:
     kb-ai review show RUN       what a run changes (a diff against main)
     kb-ai review approve RUN    merge it into main (indexes rebuilt if main moved)
     kb-ai review reject RUN     drop it; its sources compile again next time
+                                (web submissions: Retry on the Status page)
     """
 
 
@@ -77,10 +78,22 @@ def approve(ctx: Context, run: str) -> None:
 @pass_context
 @translate_errors
 def reject(ctx: Context, run: str) -> None:
-    """Drop the run; its sources are compiled again by the next compile."""
+    """Drop the run; its sources are compiled again by the next compile.
+
+    Documents submitted in the web UI (or the API) fail with the reason and keep their
+    submitted copy: Retry on the Status page (or POST /api/tasks/ID/retry) compiles them
+    again, Delete drops them."""
     from compiler.review import reject_review
 
-    sources = reject_review(_kb(ctx), run)
+    rejection = reject_review(_kb(ctx), run)
     click.echo(
-        f"Rejected run {run.removeprefix('review/')}; {len(sources)} source(s) pending again"
+        f"Rejected run {run.removeprefix('review/')};"
+        f" {len(rejection.sources)} source(s) pending again"
     )
+    if rejection.tasks:
+        click.echo(
+            f"{len(rejection.tasks)} submitted document(s) wait on the Status page:"
+            " Retry compiles one again, Delete drops it"
+        )
+    for task in rejection.tasks:
+        click.echo(f"  {task['title'] or task['filename']} ({task['id']})")

@@ -33,8 +33,18 @@ HANDLERS = ("session-start", "session-end", "prompt")
 # the prompt hook searches the wiki: that lives above this package (kb_ai/cli/agent_hooks)
 PromptHint = Callable[[Path, Mapping[str, object]], str]
 AGENTS = ("claude-code", "codex")
-MAX_STDIN_BYTES = 1_000_000
-USAGE = "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
+MAX_STDIN_BYTES = spool.MAX_EVENT_BYTES
+# the capture hook in POSIX sh, which `hooks install` prefers where /bin/sh exists
+SHELL_HOOK = Path(__file__).with_name("kb-ai-hook.sh")
+POSIX_SH = "/bin/sh"
+USAGE = (
+    "usage: kb-ai-hook {session-start,session-end,prompt} [--agent claude-code|codex] [--kb DIR]"
+)
+
+
+def shell_hook_usable() -> bool:
+    """Whether the capture hook can be the shell script (not on Windows)."""
+    return os.name == "posix" and os.access(POSIX_SH, os.X_OK) and SHELL_HOOK.is_file()
 
 
 def parse_event(stdin_text: str) -> dict[str, object]:

@@ -8,11 +8,18 @@ can win, and a record whose claimer died is handed back to ``new/``. The record 
 deleted only after the capture table in state.db says it was taken (same transaction
 as the queue insert), so a crash at any point loses nothing and a record counts once.
 
+The shell hook (kb_ai/hooks/kb-ai-hook.sh) parses no JSON: it names and writes its
+records the same way, each wrapping the agent's event (``{"v": 2, "agent", "time",
+"hook_cwd", "raw": EVENT}``), and :func:`read` takes the record's fields from the event.
+A shell record holding no hook event (the agent sent nothing usable) is deleted: the
+Python hook would have spooled nothing.
+
 This module is imported by the hook itself: standard library only, nothing slow.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -20,7 +27,9 @@ from pathlib import Path
 
 SPOOL_DIR = "spool"
 NEW, CUR, TMP, BAD, SEEN = "new", "cur", "tmp", "bad", "seen"
-MAX_RECORD_BYTES = 64 * 1024
+MAX_EVENT_BYTES = 1_000_000  # what a hook reads of its standard input
+MAX_RECORD_BYTES = MAX_EVENT_BYTES + 64 * 1024  # a shell record holds the whole event
+SHELL_PREFIX = b'{"v":2,'  # how the shell hook's records begin
 # events after which a session goes on: its capture waits until the session is quiet
 CLAIM_SECONDS = 600  # a claimed record is taken into the queue in well under a second
 ONGOING_EVENTS = frozenset({"Stop", "PreCompact", "SubagentStop"})
@@ -140,21 +149,53 @@ def claim(state_dir: Path, path: Path) -> Path | None:
     return target
 
 
+def from_shell(data: bytes) -> dict[str, object] | None:
+    """The record of a shell hook's file (the header it writes, ``"raw":``, the agent's
+    bytes, ``}``), as :func:`make_record` makes it; None when the agent's bytes are not a
+    session's event, read exactly as the Python hook reads its standard input (UTF-8,
+    bad bytes replaced; a JSON object with a transcript path)."""
+    head, sep, rest = data.partition(b',"raw":')
+    if not sep or not rest.endswith(b"}\n"):
+        return None
+    try:
+        header = json.loads(head + b"}")
+        text = rest[:-2].decode("utf-8", errors="replace")
+        event = json.loads(text) if text.strip() else {}
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(header, dict) or not isinstance(event, dict):
+        return None
+    agent, when, path = header.get("agent"), header.get("time"), event.get("transcript_path")
+    if agent not in ("claude-code", "codex") or not isinstance(path, str) or not path:
+        return None
+    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else header.get("hook_cwd")
+    record = make_record(event, agent, cwd if isinstance(cwd, str) else "")
+    record["time"] = float(when) if isinstance(when, int | float) else 0.0
+    return record
+
+
 def read(path: Path) -> dict[str, object] | None:
-    """The record in a file, or None when it is not one (it is moved to ``bad/``)."""
+    """The record in a file, or None when it is not one (it is moved to ``bad/``; a
+    shell record holding no session's event is deleted)."""
     try:
         data = path.read_bytes()[:MAX_RECORD_BYTES]
+    except OSError:
+        data = b""
+    if data.startswith(SHELL_PREFIX):
+        record = from_shell(data)
+        if record is None:
+            path.unlink(missing_ok=True)  # the Python hook would have spooled nothing
+        return record
+    try:
         record = json.loads(data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError):
         record = None
     if isinstance(record, dict) and isinstance(record.get("session_id"), str):
         return record
     bad = path.parent.parent / BAD
     bad.mkdir(exist_ok=True)
-    try:
+    with contextlib.suppress(OSError):
         os.rename(path, bad / path.name)
-    except OSError:
-        pass
     return None
 
 
@@ -189,6 +230,28 @@ def reclaim(state_dir: Path) -> int:
         try:
             os.rename(path, base / NEW / stem)
             n += 1
+        except OSError:
+            continue
+    return n
+
+
+TMP_SECONDS = 3600  # a hook finishes its record in seconds: one older was cut off
+
+
+def sweep_tmp(state_dir: Path, *, now: float | None = None) -> int:
+    """Delete the records that hooks began in ``tmp/`` and never finished (killed by the
+    agent's timeout, say): they were never claimable, and never will be."""
+    now = time.time() if now is None else now
+    n = 0
+    try:
+        begun = list((spool_dir(state_dir) / TMP).iterdir())
+    except OSError:
+        return 0
+    for path in begun:
+        try:
+            if now - path.stat().st_mtime > TMP_SECONDS:
+                path.unlink()
+                n += 1
         except OSError:
             continue
     return n

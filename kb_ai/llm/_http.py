@@ -190,6 +190,9 @@ class HttpTransport:
             proxy=self._proxy(url),
         )
 
+    async def prepare(self) -> None:
+        return None
+
     async def send(self, request: Request) -> RawReply:
         post = self._post(request, stream=False)
         try:

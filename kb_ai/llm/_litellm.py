@@ -6,15 +6,20 @@ price map from the internet; so it happens on the first call, never at import.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import os
 from collections.abc import AsyncIterator
+from types import CodeType
 from typing import Any
 
 from kb_ai.errors import LLMError, LLMTimeoutError, LLMTransientError
 from kb_ai.llm._transport import RawReply, Request, parse_retry_after
 
 BODY_CHARS = 2000
+# How long a cancelled call waits at most for litellm's executor step (see acompletion).
+STEP_GRACE_S = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +69,45 @@ def map_error(exc: BaseException, model: str) -> LLMError | None:
     return None
 
 
+async def acompletion(lm: Any, **kwargs: Any) -> Any:
+    """``litellm.acompletion(**kwargs)``, safe to cancel.
+
+    litellm 1.110's acompletion runs completion() in a thread (run_in_executor), then
+    awaits the coroutine that completion() returns. A cancel in between loses that
+    coroutine, and Python warns "coroutine 'OpenAIChatCompletion.acompletion' was never
+    awaited". So a cancel (a timeout, the breaker, Ctrl-C) that comes during that step
+    waits for the step to end: it is local work, and no request has been sent yet. Then
+    the cancel reaches the call, which is now waiting on the model.
+    """
+    call = asyncio.ensure_future(lm.acompletion(**kwargs))
+    try:
+        return await asyncio.shield(call)  # a bare await would cancel the call at once
+    except asyncio.CancelledError:
+        # If a later litellm moves this function, the call is cancelled at once, as before.
+        function = getattr(getattr(lm, "main", None), "acompletion", None)
+        step = getattr(inspect.unwrap(function), "__code__", None) if function else None
+        loop = asyncio.get_running_loop()
+        until = loop.time() + STEP_GRACE_S
+        try:
+            while _in_executor_step(call, step) and loop.time() < until:
+                await asyncio.sleep(0.005)
+        finally:
+            call.cancel()
+        raise
+
+
+def _in_executor_step(call: asyncio.Future, step: CodeType | None) -> bool:
+    """Whether ``call`` waits in litellm's executor step: its innermost coroutine runs
+    ``step`` (litellm.main.acompletion) and awaits a future, not another coroutine."""
+    awaited: Any = call.get_coro() if isinstance(call, asyncio.Task) else None
+    while inspect.iscoroutine(awaited):
+        inner = awaited.cr_await
+        if not inspect.iscoroutine(inner):
+            return step is not None and awaited.cr_code is step and inner is not None
+        awaited = inner
+    return False
+
+
 def retry_after(exc: BaseException) -> float | None:
     """The seconds a failed response's Retry-After asked for: litellm keeps the headers
     on its exceptions (``litellm_response_headers``), openai's on ``response``."""
@@ -100,10 +144,18 @@ class LiteLLMTransport:
             kwargs["response_format"] = request.response_format
         return kwargs
 
+    async def prepare(self) -> None:
+        # ``import litellm`` took 8 s on a loaded machine. Inside a call's timeout it timed
+        # out the first call of a process, and litellm 1.110 dropped the coroutine that its
+        # executor step had made ("coroutine 'OpenAIChatCompletion.acompletion' was never
+        # awaited"): acompletion awaits run_in_executor(completion), and a cancel there loses
+        # the coroutine completion() returns.
+        _litellm()
+
     async def send(self, request: Request) -> RawReply:
         lm = _litellm()
         try:
-            response = await lm.acompletion(**self._kwargs(request))
+            response = await acompletion(lm, **self._kwargs(request))
         except Exception as exc:
             mapped = map_error(exc, request.model)
             if mapped is None:
@@ -146,8 +198,8 @@ class LiteLLMTransport:
         finish: str | None = None
         prompt_tokens = completion_tokens = 0
         try:
-            response = await lm.acompletion(
-                **self._kwargs(request), stream=True, stream_options={"include_usage": True}
+            response = await acompletion(
+                lm, **self._kwargs(request), stream=True, stream_options={"include_usage": True}
             )
             async for chunk in response:
                 usage = getattr(chunk, "usage", None)

@@ -9,9 +9,9 @@ circuit breaker, the cache, the log and parsing live above it, in the client.
 from __future__ import annotations
 
 import time
-from datetime import UTC
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Protocol
 
@@ -41,6 +41,11 @@ class RawReply:
 
 
 class Transport(Protocol):
+    async def prepare(self) -> None:
+        """One-time setup (an import that takes seconds) before a call: the client awaits
+        it before it starts a call's clock, so the setup is never taken for a slow model."""
+        ...
+
     async def send(self, request: Request) -> RawReply: ...
 
     def stream(self, request: Request) -> AsyncIterator[str | RawReply]:

@@ -27,7 +27,7 @@ from kb_ai.errors import (
     LLMTransientError,
 )
 from kb_ai.llm import structured
-from kb_ai.llm._breaker import REQUEST_FAULT_STATUSES, Breaker
+from kb_ai.llm._breaker import Breaker
 from kb_ai.llm._transport import RawReply, Request, Transport
 from kb_ai.llm.parse import parse_reply
 from kb_ai.llm.store import CachedReply, CacheReceipt, CallRecord, CallStore, cache_key
@@ -96,21 +96,32 @@ class LLMClient:
             return completion
 
     async def stream(
-        self, messages: list[dict], *, stage: str, max_tokens: int | None = None
+        self,
+        messages: list[dict],
+        *,
+        stage: str,
+        max_tokens: int | None = None,
+        schema: dict | None = None,
+        schema_name: str = "result",
     ) -> AsyncIterator[str | Completion]:
-        request = self._request(messages, stage, max_tokens, None)
+        """Text deltas, then one Completion. With ``schema``: the JSON being written, parsed
+        at the end (a refused response_format is learnt by `complete`, not here)."""
+        mode = self.structured_mode if schema is not None else None
+        sent, response_format = structured.prepare(messages, mode or "prompt", schema, schema_name)
+        request = self._request(sent, stage, max_tokens, response_format)
         self._check_prompt(request, stage)
-        key = self._key(request, None, None)
+        key = self._key(request, schema, mode)
         started = time.monotonic()
         hit = await self._store.lookup(key)
-        if hit is not None and self._usable_hit(key, hit, None, stage) is not None:
+        if hit is not None and (usable := self._usable_hit(key, hit, schema, stage)) is not None:
             self._log_hit(stage, started)
             yield hit.text
-            yield self._cached_completion(key, hit, None, started)
+            yield self._cached_completion(key, hit, usable[0], started)
             return
         limit = self.settings.max_reply_chars
+        await self._transport.prepare()  # before any attempt's clock starts
         for attempt in range(self.settings.max_retries + 1):
-            self._check_breaker()
+            self.breaker.check()
             delivered = 0
             try:
                 async with self._slot(), aclosing(self._transport.stream(request)) as chunks:
@@ -151,13 +162,16 @@ class LLMClient:
                     ) from exc
                 raise
             break
-        self._succeed()
+        self.breaker.succeeded()
         duration = time.monotonic() - started
         complete = raw.text.strip() and raw.finish_reason != "length"
-        usage = self._paid(raw, stage, duration)
+        if schema is None:
+            data, usage = None, self._paid(raw, stage, duration)
+        else:
+            data, usage = self._parsed(raw, schema, stage, duration, request)
         receipt = CacheReceipt(self._store, key, CachedReply.of(raw)) if complete else None
         yield Completion(
-            raw.text, None, self.model, usage, False, raw.finish_reason, duration, receipt
+            raw.text, data, self.model, usage, False, raw.finish_reason, duration, receipt
         )
 
     # -- structured output ------------------------------------------------------------
@@ -201,6 +215,16 @@ class LLMClient:
                 return self._cached_completion(key, hit, usable[0], started)
         raw = await self._send(request, stage, started)
         duration = time.monotonic() - started
+        data, usage = self._parsed(raw, schema, stage, duration, request)
+        receipt = CacheReceipt(self._store, key, CachedReply.of(raw))
+        return Completion(
+            raw.text, data, self.model, usage, False, raw.finish_reason, duration, receipt
+        )
+
+    def _parsed(
+        self, raw: RawReply, schema: dict | None, stage: str, duration: float, request: Request
+    ) -> tuple[object, Usage]:
+        """A reply's data and cost, logged; one too long or unparsable is logged as failed."""
         try:
             self._check_size(raw.text, stage, request)
             data = parse_reply(
@@ -209,11 +233,7 @@ class LLMClient:
         except LLMOutputError as exc:
             self._paid(raw, stage, duration, error=exc)
             raise
-        usage = self._paid(raw, stage, duration)
-        receipt = CacheReceipt(self._store, key, CachedReply.of(raw))
-        return Completion(
-            raw.text, data, self.model, usage, False, raw.finish_reason, duration, receipt
-        )
+        return data, self._paid(raw, stage, duration)
 
     def _usable_hit(
         self, key: str, hit: CachedReply, schema: dict | None, stage: str
@@ -262,12 +282,13 @@ class LLMClient:
         )
 
     async def _send(self, request: Request, stage: str, started: float) -> RawReply:
+        await self._transport.prepare()  # before any attempt's clock starts
         for attempt in range(self.settings.max_retries + 1):
-            trial = self._check_breaker()
+            trial = self.breaker.check()
             try:
                 async with self._slot():
                     if not trial:  # it may have opened while this call waited for a slot
-                        self._check_breaker()
+                        self.breaker.check()
                     deadline = asyncio.get_running_loop().time() + request.timeout
                     try:
                         async with self.breaker.guard(deadline):
@@ -297,16 +318,14 @@ class LLMClient:
                         f"or its context allows), lower max_tokens_{stage}; 0 sends none"
                     )
                 raise
-            self._succeed()
+            self.breaker.succeeded()
             return raw
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _retry_now(self, exc: LLMError, attempt: int) -> bool:
         """Whether to try again: a transient failure, retries left, and the breaker did
         not open on it (a call that tripped it fails with its own error)."""
-        return (
-            exc.retryable and attempt < self.settings.max_retries and not self.breaker.is_open
-        )
+        return exc.retryable and attempt < self.settings.max_retries and not self.breaker.is_open
 
     async def _backoff(self, attempt: int, exc: LLMError) -> None:
         delay = retry_delay(
@@ -335,9 +354,6 @@ class LLMClient:
 
     # -- circuit breaker ----------------------------------------------------------------
 
-    def _check_breaker(self) -> bool:
-        return self.breaker.check()
-
     def _fail(self, exc: LLMError, stage: str, started: float, *, count: bool = True) -> None:
         """Log a call that failed; ``count`` it toward the breaker (a refused or unusable
         reply does not say the endpoint is down)."""
@@ -352,9 +368,6 @@ class LLMClient:
                 error=_describe(exc),
             )
         )
-
-    def _succeed(self) -> None:
-        self.breaker.succeeded()
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -463,7 +476,7 @@ def open_llm(settings: Settings, *, db_path: Path | None = None) -> LLMClient:
     if settings.is_local:
         from kb_ai.llm._local import LocalTransport
 
-        transport = LocalTransport(settings.local_context_tokens)
+        transport = LocalTransport(settings.local_context_tokens, settings.local_threads or None)
     elif _speaks_http(settings, model):
         from kb_ai.llm._http import HttpTransport
 

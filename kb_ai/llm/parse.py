@@ -30,6 +30,7 @@ EXTRA_ITEMS = 8
 def field_bound(limit: int, extra: int) -> int:
     return FIELD_SLACK * limit + extra
 
+
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _DECODER = json.JSONDecoder()
 _TYPES: dict[str, type | tuple[type, ...]] = {
@@ -125,7 +126,7 @@ def bounds_problem(value: Any, schema: dict, where: str = "the reply") -> str | 
     """What is over its bound in ``value`` (see :func:`field_bound`; maxLength and
     maxItems, checked at every depth), or None when nothing is."""
     if isinstance(value, str):
-        limit = schema.get("maxLength")
+        limit = _chars_bound(schema)
         if isinstance(limit, int) and len(value) > field_bound(limit, EXTRA_CHARS):
             return (
                 f"{where} is {len(value):,} characters, over its bound of "
@@ -159,6 +160,20 @@ def bounds_problem(value: Any, schema: dict, where: str = "the reply") -> str | 
                     if problem:
                         return problem
     return None
+
+
+def _chars_bound(schema: dict) -> int | None:
+    """The most characters a string of ``schema`` may hold: its maxLength, or for an
+    object the largest of its properties' (a model that sends a bare string where an
+    object of bounded strings belongs, {fact, about, held} as "fact", gets the room of
+    its longest field); None when unbounded."""
+    if isinstance(schema.get("maxLength"), int):
+        return schema["maxLength"]
+    props = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(props, dict) or not props:
+        return None
+    bounds = [_chars_bound(p) if isinstance(p, dict) else None for p in props.values()]
+    return None if None in bounds else max(b for b in bounds if b is not None)
 
 
 def check_bounds(

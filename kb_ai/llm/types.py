@@ -102,5 +102,14 @@ class LLM(Protocol):
     ) -> Completion: ...
 
     def stream(
-        self, messages: list[dict], *, stage: str, max_tokens: int | None = None
-    ) -> AsyncIterator[str | Completion]: ...
+        self,
+        messages: list[dict],
+        *,
+        stage: str,
+        max_tokens: int | None = None,
+        schema: dict | None = None,
+        schema_name: str = "result",
+    ) -> AsyncIterator[str | Completion]:
+        """Text deltas as the model writes them, then one Completion (with ``schema``,
+        the deltas are the JSON being written and the Completion has its parsed data)."""
+        ...

@@ -191,3 +191,28 @@ def test_damaged_files_of_every_type_are_refused_as_documents_and_print_nothing(
                 refused += 1
     assert refused > 40
     assert capfd.readouterr().out == ""
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+def test_a_document_is_held_to_max_document_bytes_and_its_text_to_max_source_bytes(
+    kb, settings, fake_llm, tmp_path
+):
+    """The thesis is 1.8 MB of PDF and 145 kB of text: a document's bytes and its text
+    have limits of their own, each named in the error, and the rest of the run compiles."""
+    (tmp_path / "note.md").write_text(NOTE, encoding="utf-8")
+    thesis = DATA / "GeoTopo-komprimiert.pdf"
+    small_file = dataclasses.replace(settings, max_document_bytes=1_000_000)
+    result = run_compile(kb, small_file, fake_llm, thesis, tmp_path / "note.md")
+    assert "over the 5,000,000-byte limit" not in result.failed[0].error
+    assert "1,000,000-byte limit" in result.failed[0].error
+    assert "max_document_bytes" in result.failed[0].error
+    assert [Path(p).name for p in result.compiled] == ["note.md"]
+
+    # its bytes are within max_document_bytes, its text over max_source_bytes
+    short_text = dataclasses.replace(settings, max_source_bytes=100_000)
+    result = run_compile(kb, short_text, fake_llm, thesis)
+    assert result.failed, result.as_dict()
+    error = result.failed[0].error
+    assert "bytes of text once converted" in error and "max_source_bytes" in error
+    assert not result.compiled
+    assert not any("Geo" in p.name for p in (kb.root / "raw").glob("*.md"))

@@ -99,3 +99,49 @@ def test_a_hub_article_with_more_material_than_the_budget_is_merged_not_rewritte
     assert "<article>" in prompt and "raw/cache.md" not in prompt.split("</article>")[-1]
     body = read_article(kb, CACHE).body
     assert "30 minutes" in body and "Frankfurt" in body
+
+
+def test_an_article_deleted_by_a_revision_is_named_with_its_cause(kb, fake_model, tmp_path):
+    """git log and log.md say which article went and which source's revision took it."""
+    from wiki.git import git
+    from wiki.search import SearchIndex
+    from wiki.state import open_state
+
+    notes = notes_dir(tmp_path)
+    (notes / "c.md").write_text("# Queue\n\nJobs go through RabbitMQ with 4 workers.\n")
+    compile_folder(kb, notes)
+    assert "wiki/concept/queue.md" in list_articles(kb)
+    (notes / "c.md").write_text("# Billing\n\nRefunds take 5 working days.\n")
+    out = compile_folder(kb, notes).output
+    assert "wiki/concept/queue.md" not in list_articles(kb)
+    source = str(notes / "c.md")
+    why = f"wiki/concept/queue.md: no source left: raw/queue.md (from {source}) no longer feeds it"
+    assert f"deleted  {why}" in out
+    message = git(kb, "log", "-1", "--format=%B")
+    assert "1 deleted" in message.splitlines()[0]
+    assert f"deleted {why}" in message.splitlines()
+    log = kb.log_path.read_text(encoding="utf-8").split("## ")[-1]
+    assert f"- deleted {why}" in log.splitlines()
+    # and nothing lists or finds it any more
+    assert "wiki/concept/queue.md" not in kb.master_index_path.read_text(encoding="utf-8")
+    conn = open_state(kb)
+    try:
+        assert "wiki/concept/queue.md" not in {h.path for h in SearchIndex(conn).search("RabbitMQ")}
+    finally:
+        conn.close()
+
+
+def test_an_article_whose_other_source_cannot_be_read_is_kept_not_deleted(kb, fake_model, tmp_path):
+    notes = notes_dir(tmp_path)
+    (notes / "a.md").write_text("# Cache\n\nWe chose Redis for sessions. The TTL is 30 minutes.\n")
+    compile_folder(kb, notes)
+    (notes / "b.md").write_text("# Cache\n\nThe cache runs on three replicas in Frankfurt.\n")
+    compile_folder(kb, notes)
+    assert sorted(read_article(kb, CACHE).sources) == ["raw/cache-2.md", "raw/cache.md"]
+    (kb.root / "extraction" / "cache-2.md").write_bytes(b"\xff\xfe not an extraction")
+    (notes / "a.md").write_text("# Billing\n\nInvoices go out on the first working day.\n")
+    result = CliRunner().invoke(main, ["--kb", str(kb.root), "compile", str(notes)])
+    assert result.exit_code == 1, result.output
+    assert "raw/cache-2.md" in result.output and "compile --force" in result.output
+    assert CACHE in list_articles(kb)  # b.md still says it: the article stays
+    assert "Frankfurt" in read_article(kb, CACHE).body

@@ -59,7 +59,9 @@ def test_a_link_that_stays_inside_the_folder_is_compiled_once(kb, settings, fake
     assert problems == [] and [c.origin for c in candidates] == [str(real.resolve())]
 
 
-def test_a_link_named_on_the_command_line_is_the_users_choice(kb, settings, fake_llm, notes, outside):
+def test_a_link_named_on_the_command_line_is_the_users_choice(
+    kb, settings, fake_llm, notes, outside
+):
     link = notes / "x.md"
     os.symlink(outside, link)
     result = compile_paths(kb, settings, fake_llm, link)

@@ -4,7 +4,9 @@ chat fixtures, recognised by content and normalised into a readable, much shorte
 import asyncio
 import json
 import math
+import os
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -626,7 +628,36 @@ def test_an_export_compiles_as_a_transcript_whatever_its_file_is_called(tmp_path
     path = tmp_path / "2026-03-01-session.txt"
     path.write_text(terminal_capture("The cart total test fails, fix it"))
     src = read_source(Candidate(path, str(path)), max_bytes=10**6, chunk_chars=10_000)
-    assert src.kind == "transcript" and src.title == "The cart total test fails, fix it"
+    assert src.kind == "transcript"
+    assert src.title == "The cart total test fails, fix it (2026-03-01)"  # the name's date
+
+
+def test_an_export_with_no_date_of_its_own_is_dated_by_its_file(tmp_path):
+    titles = []
+    for day, stamp in (("a", 1766577600), ("b", 1767787200)):  # 2025-12-24, 2026-01-07 noon UTC
+        path = tmp_path / f"export-{day}.txt"
+        path.write_text(terminal_capture("Make checkout retry the payment once"))
+        os.utime(path, (stamp, stamp))
+        src = read_source(Candidate(path, str(path)), max_bytes=10**6, chunk_chars=10_000)
+        titles.append(src.title)
+        assert "*Transcript of a Claude Code session, started 20" in src.text
+    assert titles == [
+        "Make checkout retry the payment once (2025-12-24)",
+        "Make checkout retry the payment once (2026-01-07)",
+    ]  # one request, two days: two names
+
+
+def test_a_real_capture_is_dated_by_a_time_stamp_printed_in_it_else_by_its_file():
+    dated, undated = TERMINAL / "day-005.md", TERMINAL / "day-003.md"
+    if not dated.is_file() or not undated.is_file():
+        pytest.skip(MISSING)
+    # day-005 runs `git log --since="2024-04-17"` (a date in a command), then `gh run
+    # list` prints the CI runs it started that day: 2025-05-25T08:02:05Z
+    src = read_source(Candidate(dated, str(dated)), max_bytes=10**7, chunk_chars=10_000)
+    assert src.title.endswith("(2025-05-25)"), src.title
+    src = read_source(Candidate(undated, str(undated)), max_bytes=10**7, chunk_chars=10_000)
+    day = datetime.fromtimestamp(undated.stat().st_mtime, UTC).date().isoformat()
+    assert src.title.endswith(f"({day})"), src.title
 
 
 @pytest.mark.parametrize("name", ["day-003.md", "day-005.md"])
@@ -687,3 +718,32 @@ def test_a_long_session_needs_about_size_over_budget_chunks_of_whole_turns(budge
     assert any(
         len(chunk_text(text, 8_000)) > math.ceil(len(text) / 8_000 * 1.1) for _, text in sessions
     )  # what the notes' chunker made of them
+
+
+def test_real_claude_code_files_hold_one_session_each_and_a_summary_links_no_parent():
+    """What ../shared/data shows of sessions that follow one another (issue 15, part 4):
+    every file holds one sessionId, its own name, and no message of another file; no
+    first message names a parent. 9cc4a4b0 opens with a summary record whose leafUuid is
+    the last message of 9dd861b1 (exited six minutes before, same directory, same task),
+    while its first request has no parentUuid: the summary titles the earlier
+    conversation for the resume picker; it does not make the two one session."""
+    from compiler.sessions import head_key
+
+    paths = sorted((DATA / "claude_code").glob("*.jsonl"))
+    if not paths:
+        pytest.skip(MISSING)
+    owners: dict[str, str] = {}
+    for path in paths:
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        assert {r["sessionId"] for r in records if "sessionId" in r} == {path.stem}
+        talk = [r for r in records if r.get("type") in ("user", "assistant")]
+        assert talk[0].get("parentUuid") is None
+        for r in talk:
+            assert owners.setdefault(r["uuid"], path.stem) == path.stem
+        assert head_key(path.read_bytes(), path.name) == f"session:claude-code:{path.stem}"
+    earlier = DATA / "claude_code" / "9dd861b1-71f8-41ee-bb93-7d3724bcb337.jsonl"
+    later = DATA / "claude_code" / "9cc4a4b0-cba8-4e56-b79f-80b730735150.jsonl"
+    [summary] = [json.loads(x) for x in later.read_text().splitlines() if '"summary"' in x[:30]]
+    assert owners[summary["leafUuid"]] == earlier.stem
+    tr = parse(later.read_bytes(), later.name)
+    assert tr.session_id == later.stem and tr.title != summary["summary"]

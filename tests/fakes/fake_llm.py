@@ -10,7 +10,9 @@ Replies come from the queue in order, then from ``handler(stage, messages, schem
 A dict or list is sent as its JSON text; an exception is raised. Text is parsed with
 kb_ai.llm.parse, so a reply the real client would refuse is refused here too (field
 bounds included). What the caller decided about each reply (accept, reject, nothing) is
-in ``llm.calls[i].verdict``, as the real client's cache would see it.
+in ``llm.calls[i].verdict``, as the real client's cache would see it. ``stream`` hands
+its reply over in 8-character chunks (``chunk_delay`` seconds before each: a slow model);
+``llm.calls[i].finished`` says whether the whole reply has been handed over yet.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Call:
     messages: list[dict]
     schema: dict | None
     verdict: str | None = None  # "accepted" | "rejected", as the caller said
+    finished: bool = False  # the whole reply was handed over (a stream: its Completion)
 
     def accept(self) -> None:  # a Receipt: the caller's verdict on this call's reply
         if self.verdict is None:
@@ -59,12 +62,14 @@ class FakeLLM:
         delay: float = 0.0,
         max_concurrency: int | None = None,
         finish_reason: str = "stop",
+        chunk_delay: float = 0.0,
     ) -> None:
         self.model = model
         self.usage = Usage()
         self.handler = handler
         self.delay = delay
         self.finish_reason = finish_reason
+        self.chunk_delay = chunk_delay  # seconds before each streamed chunk: a slow model
         self.calls: list[Call] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -134,24 +139,37 @@ class FakeLLM:
             text, schema, finish_reason=self.finish_reason, model=self.model, stage=stage
         )
         duration = time.monotonic() - started
-        return Completion(
-            text, data, self.model, usage, False, self.finish_reason, duration, call
-        )
+        call.finished = True
+        return Completion(text, data, self.model, usage, False, self.finish_reason, duration, call)
 
     async def stream(
-        self, messages: list[dict], *, stage: str, max_tokens: int | None = None
+        self,
+        messages: list[dict],
+        *,
+        stage: str,
+        max_tokens: int | None = None,
+        schema: dict | None = None,
+        schema_name: str = "result",
     ) -> AsyncIterator[str | Completion]:
         started = time.monotonic()
         await self._enter()
         try:
             if self.delay:
                 await asyncio.sleep(self.delay)
-            text = self._next(stage, messages, None)
+            text = self._next(stage, messages, schema)
             call = self.calls[-1]
         finally:
             self._leave()
         for i in range(0, len(text), 8):
+            if self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
             yield text[i : i + 8]
         usage = self._charge(messages, text)
+        data = None
+        if schema is not None:
+            data = parse_reply(
+                text, schema, finish_reason=self.finish_reason, model=self.model, stage=stage
+            )
         duration = time.monotonic() - started
-        yield Completion(text, None, self.model, usage, False, self.finish_reason, duration, call)
+        call.finished = True
+        yield Completion(text, data, self.model, usage, False, self.finish_reason, duration, call)

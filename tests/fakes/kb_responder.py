@@ -147,7 +147,8 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
         ],
         "entities": [],
         "decisions": decisions,
-        "facts": [s[:400] for s in sentences[1:9]],
+        # each fact with what it is about (the source's title) and the date it states
+        "facts": [{"fact": s[:400], "about": title[:80], "held": _held(s)} for s in sentences[1:9]],
         "enumerations": [{"name": "items", "items": [i[:200] for i in items[:40]]}]
         if items
         else [],
@@ -158,6 +159,12 @@ def extract(request: dict[str, Any]) -> dict[str, Any]:
             else {}
         ),
     }
+
+
+def _held(sentence: str) -> str:
+    """The first ISO date or month a sentence states: when its fact held."""
+    m = re.search(r"(?<!\d)\d{4}-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12]\d|3[01]))?(?!\d)", sentence)
+    return m.group() if m else ""
 
 
 def _transcript_fields(text: str) -> dict[str, Any]:
@@ -229,8 +236,15 @@ def _material_sections(user: str) -> list[tuple[str, str]]:
 
 
 def _dated_sections(user: str) -> dict[str, str]:
-    """source -> the date its material header says the source states ("dated ...")."""
-    return dict(re.findall(r"^Material from (\S+?) \(dated ([\d-]+)\)", user, re.M))
+    """source -> when its material's facts held: the newest date its facts carry
+    ("(held ...)", the prompt's rule: a fact's own date first), else the date its
+    material header says the source states ("dated ...")."""
+    dates = dict(re.findall(r"^Material from (\S+?) \(dated ([\d-]+)\)", user, re.M))
+    for source, text in _material_sections(user):
+        held = re.findall(r"\(held ([\d-]+)\)$", text, re.M)
+        if source in dates and held:
+            dates[source] = max(held)
+    return dates
 
 
 def _summary_line(text: str) -> str:

@@ -32,9 +32,7 @@ def misbehaving_writer(request):
     return Reply(json.dumps(data))
 
 
-def test_compile_reports_what_the_checks_did_and_takes_in_no_defect(
-    kb, tmp_path, monkeypatch
-):
+def test_compile_reports_what_the_checks_did_and_takes_in_no_defect(kb, tmp_path, monkeypatch):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "queue.md").write_text(QUEUE, encoding="utf-8")

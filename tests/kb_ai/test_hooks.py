@@ -203,7 +203,9 @@ def test_the_capture_hook_imports_nothing_heavy(tmp_path):
             timeout=30,
         )
         assert result.returncode == 0
-        imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+        imported = {
+            line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line
+        }
         assert "kb_ai.hooks.run" in imported
         heavy = {"click", "litellm", "jinja2", "yaml", "httpx", "wiki", "compiler", "sqlite3"}
         assert not {m.split(".")[0] for m in imported} & heavy, sorted(imported)
@@ -279,12 +281,12 @@ def test_a_finished_session_is_compiled_in_the_background(tmp_path, fake_model):
     assert list((kb.root / "wiki").rglob("*.md"))
 
 
-
-
 SETTINGS = {
     "permissions": {"allow": ["Bash(ls:*)"]},
     "hooks": {
-        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}]
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}
+        ]
     },
 }
 
@@ -306,6 +308,29 @@ def test_install_then_uninstall_gives_back_the_users_file_byte_for_byte(tmp_path
         assert uninstall(path) >= 3
         assert path.read_bytes() == original
         assert installed_events(path) == []
+
+
+def test_reinstalling_moves_an_earlier_python_capture_hook_to_the_shell_one(tmp_path):
+    from kb_ai.hooks.run import shell_hook_usable
+
+    if not shell_hook_usable():
+        pytest.skip("no POSIX /bin/sh here")
+    path = settings_path("codex", tmp_path)
+    path.parent.mkdir(parents=True)
+    original = json.dumps(SETTINGS).encode()
+    path.write_bytes(original)
+    install("codex", path)
+    data = json.loads(path.read_text())
+    old = f"{sys.executable} -P -m kb_ai.hooks session-end --agent codex"
+    data["hooks"]["Stop"][0]["hooks"][0]["command"] = old  # as an earlier version wrote it
+    path.write_text(json.dumps(data))
+    assert install("codex", path) == ["Stop"]
+    hooks = json.loads(path.read_text())["hooks"]
+    assert "kb-ai-hook.sh --python" in hooks["Stop"][0]["hooks"][0]["command"]
+    assert len(hooks["Stop"]) == 1  # replaced, not added
+    assert install("codex", path) == []
+    uninstall(path)
+    assert path.read_bytes() == original
 
 
 def test_uninstall_removes_the_file_and_folder_install_created(tmp_path):
@@ -343,7 +368,11 @@ def test_hooks_install_cli_writes_a_marker_and_status_reports_it(tmp_path):
     assert find_kb(project, {}) == kb.root
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
-    assert command.startswith(sys.executable) and "-m kb_ai.hooks session-end" in command
+    # the capture hook is the POSIX sh script (it starts no Python); the snapshot is Python's
+    assert command.startswith("/bin/sh ") and "kb-ai-hook.sh --python " in command
+    assert f"{sys.executable} session-end --agent claude-code" in command
+    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert start.startswith(sys.executable) and "-m kb_ai.hooks session-start" in start
     # no model for this KB: install says so plainly, and where the settings must be
     assert "Captures would fail" in result.stdout and "kb-ai.toml" in result.stdout
     servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
@@ -356,6 +385,7 @@ def test_hooks_install_cli_writes_a_marker_and_status_reports_it(tmp_path):
     removed = hook("hooks", "uninstall", "--agent", "claude-code", "--project", str(project))
     assert removed.returncode == 0, removed.stderr
     assert not (project / ".claude").exists() and not (project / ".mcp.json").exists()
+    assert not (project / ".kb-ai").exists()  # the marker install wrote goes too
 
 
 def test_shared_install_writes_the_team_file_with_commands_from_path(tmp_path):
@@ -375,7 +405,9 @@ def test_shared_install_writes_the_team_file_with_commands_from_path(tmp_path):
         "--kb", str(kb.root), "hooks", "install", "--agent", "claude-code",
         "--project", str(project), "--no-check",
     )  # fmt: skip
-    assert "captured twice" in mine.stdout and "uninstall --agent claude-code --shared" in mine.stdout
+    assert (
+        "captured twice" in mine.stdout and "uninstall --agent claude-code --shared" in mine.stdout
+    )
 
 
 def test_install_writes_nothing_when_it_refuses(tmp_path):
@@ -391,6 +423,36 @@ def test_install_writes_nothing_when_it_refuses(tmp_path):
     assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert not (project / ".kb-ai").exists()  # no marker either
     assert (project / ".claude" / "settings.local.json").read_bytes() == broken
+
+
+def test_uninstall_takes_back_the_marker_once_no_agent_needs_it(tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    project = tmp_path / "project"
+    project.mkdir()
+    args = ["--kb", str(kb.root), "hooks", "install", "--project", str(project), "--no-check"]
+    for agent in ("claude-code", "codex"):
+        assert hook(*args, "--agent", agent).returncode == 0
+    assert find_kb(project, {}) == kb.root
+    one = hook("hooks", "uninstall", "--agent", "claude-code", "--project", str(project))
+    assert one.returncode == 0, one.stderr
+    assert find_kb(project, {}) == kb.root  # Codex's hooks still find the KB through it
+    other = hook("hooks", "uninstall", "--agent", "codex", "--project", str(project))
+    assert other.returncode == 0 and f"Removed {project / '.kb-ai'}" in other.stdout
+    assert os.listdir(project) == []  # nothing install wrote is left behind
+    # a marker of the user's that install replaced comes back byte for byte
+    theirs = b'kb = "/somewhere/else"   # my old KB\r\n'
+    (project / ".kb-ai").write_bytes(theirs)
+    assert hook(*args, "--agent", "codex").returncode == 0
+    assert find_kb(project, {}) == kb.root
+    assert hook("hooks", "uninstall", "--agent", "codex", "--project", str(project)).returncode == 0
+    assert (project / ".kb-ai").read_bytes() == theirs
+    # a marker the user changed after install is theirs: kept
+    (project / ".kb-ai").unlink()
+    assert hook(*args, "--agent", "codex").returncode == 0
+    edited = (project / ".kb-ai").read_text() + "# reviewed\n"
+    (project / ".kb-ai").write_text(edited)
+    kept = hook("hooks", "uninstall", "--agent", "codex", "--project", str(project))
+    assert "Kept" in kept.stdout and (project / ".kb-ai").read_text() == edited
 
 
 def test_status_and_retry_honour_kb_and_show_why_a_capture_failed(tmp_path):

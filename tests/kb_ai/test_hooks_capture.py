@@ -19,7 +19,7 @@ from compiler.queue import TaskQueue
 from compiler.worker import Worker
 from kb_ai.cli import main
 from kb_ai.hooks import spool
-from kb_ai.hooks.run import run_hook
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, run_hook, shell_hook_usable
 from kb_ai.settings import load_settings
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
@@ -217,7 +217,9 @@ def test_a_record_claimed_by_a_dead_process_is_taken_once(tmp_path, server):
     with worker_running(kb):
         run_hook("session-end", end_event(kb, rollout, "sess-crash"), agent="codex")
     [record] = spool.pending(kb.state_dir)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True
+    )
     cur = kb.state_dir / "spool" / "cur"
     cur.mkdir(exist_ok=True)
     claimed = cur / f"{record.name}.{int(dead.stdout)}"
@@ -332,10 +334,27 @@ def burn(seconds: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+HOOK_COMMANDS = {  # what `hooks install` writes: the shell one where /bin/sh exists
+    "python": [sys.executable, "-P", "-m", "kb_ai.hooks", "session-end", "--agent", "codex"],
+    "sh": [
+        POSIX_SH,
+        str(SHELL_HOOK),
+        "--python",
+        sys.executable,
+        "session-end",
+        "--agent",
+        "codex",
+    ],
+}
+
+
 @pytest.mark.slow  # 50 interpreter starts beside two CPU burners: half a minute here
+@pytest.mark.parametrize("kind", sorted(HOOK_COMMANDS))
 def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_once(
-    tmp_path, server
+    tmp_path, server, kind
 ):
+    if kind == "sh" and not shell_hook_usable():
+        pytest.skip("no POSIX /bin/sh here")
     kb = KnowledgeBase.init(tmp_path / "kb")
     burners = [burn(120), burn(120)]
     try:
@@ -343,11 +362,12 @@ def test_fifty_sessions_ended_on_a_busy_machine_are_all_spooled_and_compiled_onc
             for i in range(50):
                 rollout = codex_session(tmp_path / f"r{i}.jsonl", f"sess-busy-{i}", 1)
                 hook = subprocess.run(
-                    [sys.executable, "-P", "-m", "kb_ai.hooks", "session-end", "--agent", "codex"],
+                    HOOK_COMMANDS[kind],
                     input=end_event(kb, rollout, f"sess-busy-{i}"),
                     capture_output=True,
                     text=True,
                     timeout=60,
+                    cwd=kb.root,
                 )
                 assert hook.returncode == 0 and hook.stdout == ""
     finally:

@@ -4,6 +4,7 @@ OpenAI-compatible server on loopback."""
 import asyncio
 import json
 import sqlite3
+import sys
 from dataclasses import replace
 
 import pytest
@@ -267,6 +268,21 @@ def test_a_slow_model_times_out_per_stage_and_is_retried(server, settings, trans
     assert len(server.requests) == 2
 
 
+def test_a_timeout_during_litellms_thread_step_leaves_no_coroutine_behind(
+    server, settings, monkeypatch
+):
+    # litellm runs completion() in a thread, then awaits the coroutine it returns. A
+    # timeout in between lost that coroutine, and Python warned "coroutine
+    # 'OpenAIChatCompletion.acompletion' was never awaited" on the user's terminal.
+    # With a 1 ms timeout the attempt ends at that first wait.
+    lost = []
+    monkeypatch.setattr(sys, "unraisablehook", lost.append)
+    tight = replace(settings, timeout_select=0.001, max_retries=0)
+    with pytest.raises(LLMTimeoutError, match="did not answer within 0.001 s"):
+        run(tight, "litellm", select())
+    assert [str(u.exc_value) for u in lost] == []
+
+
 def test_the_breaker_opens_and_fails_fast_without_reaching_the_server(server, settings, transport):
     server.responder = lambda request: Reply(status=503)
 
@@ -374,7 +390,9 @@ def test_a_busy_client_still_finds_replies_an_earlier_client_cached(server, sett
     def question(i):
         return [*ASK[:1], {"role": "user", "content": f"Which page, {i}?"}]
 
-    earlier, _ = run(settings, "fast", lambda llm: used(llm.complete(question(7), stage="select")), db)
+    earlier, _ = run(
+        settings, "fast", lambda llm: used(llm.complete(question(7), stage="select")), db
+    )
 
     async def many(llm):
         replies = []
@@ -464,6 +482,26 @@ def test_streaming_yields_deltas_in_order_then_one_completion(server, settings, 
     assert final.usage.prompt_tokens > 0 and llm.usage == final.usage
     sent = server.requests[0]
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+
+
+def test_a_streamed_json_reply_is_asked_for_by_schema_and_parsed_at_the_end(
+    server, settings, transport
+):
+    # The extractive answer streams its pick: the JSON arrives in pieces, then once parsed.
+    server.queue('{"paths": ["wiki/a.md", "wiki/b.md"]}', "I would read a.md first")
+
+    async def collect(llm):
+        good = [i async for i in llm.stream(ASK, stage="answer", schema=PATHS)]
+        with pytest.raises(LLMOutputError):
+            [i async for i in llm.stream(ASK, stage="answer", schema=PATHS)]
+        return good
+
+    items, _ = run(settings, transport, collect)
+    deltas, final = items[:-1], items[-1]
+    assert len(deltas) > 1 and "".join(deltas) == final.text
+    assert final.data == {"paths": ["wiki/a.md", "wiki/b.md"]}
+    sent = server.requests[0]
+    assert sent["stream"] is True and sent["response_format"]["schema"] == PATHS
 
 
 def test_streaming_retries_errors_before_the_first_delta(server, settings, transport):

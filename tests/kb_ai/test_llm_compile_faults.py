@@ -27,7 +27,9 @@ def notes(tmp_path):
 
 def write_notes(folder, count=1):
     for i in range(count):
-        text = NOTE if i == 0 else NOTE.replace("Backups", f"Subject{i}").replace("02:00", f"0{i}:30")
+        text = (
+            NOTE if i == 0 else NOTE.replace("Backups", f"Subject{i}").replace("02:00", f"0{i}:30")
+        )
         (folder / f"n{i}.md").write_text(text, encoding="utf-8")
     return folder
 
@@ -77,9 +79,7 @@ def stages(server):
         ("empty", "extract", 1, "extracted nothing"),
     ],
 )
-def test_a_refused_reply_is_asked_again_by_the_next_run(
-    kb, notes, model, mode, stage, times, says
-):
+def test_a_refused_reply_is_asked_again_by_the_next_run(kb, notes, model, mode, stage, times, says):
     server = model(FaultyModel(mode, stages={stage}, times=times))
     src = write_notes(notes) / "n0.md"
     code, first = compile_json(kb, src)

@@ -53,6 +53,40 @@ def test_a_question_to_an_openai_compatible_server_never_imports_litellm():
         assert _run_python(code) == "quick answer False"
 
 
+def test_a_slow_first_import_of_litellm_does_not_time_out_the_first_call():
+    # On a loaded machine ``import litellm`` took 8 s: inside the attempt's clock, the
+    # first call timed out (a retry, a timeout counted toward the breaker) and litellm
+    # dropped the coroutine it had made, warning "... was never awaited" at exit.
+    with FakeOpenAIServer() as server:
+        server.queue("first answer")
+        code = (
+            "import asyncio, sys, time, warnings\n"
+            "warnings.simplefilter('error')\n"
+            "class SlowImport:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'litellm':\n"
+            "            time.sleep(4.5)\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, SlowImport())\n"
+            "from kb_ai.llm import open_llm\n"
+            "from kb_ai.settings import Settings\n"
+            f"s = Settings(model='openai/m', api_base={server.base_url!r}, api_key='sk-test',"
+            " transport='litellm', max_retries=0, timeout_select=4.0)\n"
+            "async def main():\n"
+            "    async with open_llm(s) as llm:\n"
+            "        done = await llm.complete([{'role': 'user', 'content': 'q'}], stage='select')\n"
+            "    print(done.text, llm.breaker.timeouts)\n"
+            "asyncio.run(main())\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "first answer 0"
+        assert "never awaited" not in done.stderr
+        assert len(server.requests) == 1
+
+
 def test_plain_http_needs_an_openai_compatible_endpoint(tmp_path):
     # Without an api_base there is no endpoint to speak HTTP to: litellm it is.
     llm = open_llm(Settings(kb_dir=tmp_path, model="openai/gpt-4o-mini"))

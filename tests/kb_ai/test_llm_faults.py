@@ -85,18 +85,16 @@ def extract(i: int = 0):
     ],
 )
 def test_each_fault_ends_in_one_clear_error(tmp_path, mode, error, requests):
-    with faulty_server(mode) as server:
-        with pytest.raises(LLMError) as info:
-            run(settings_for(server, tmp_path), extract())
+    with faulty_server(mode) as server, pytest.raises(LLMError) as info:
+        run(settings_for(server, tmp_path), extract())
     assert type(info.value) is error
     assert str(info.value) and info.value.model == "openai/fake-model"
     assert len(server.requests) == requests
 
 
 def test_a_cut_off_reply_names_the_setting_to_raise(tmp_path):
-    with faulty_server("cut_off") as server:
-        with pytest.raises(LLMOutputError) as info:
-            run(settings_for(server, tmp_path), extract())
+    with faulty_server("cut_off") as server, pytest.raises(LLMOutputError) as info:
+        run(settings_for(server, tmp_path), extract())
     assert "cut off" in info.value.message and "max_tokens_extract" in (info.value.hint or "")
 
 
@@ -129,9 +127,11 @@ def test_a_huge_reply_fails_the_call_saying_stage_size_and_limit(tmp_path, trans
 
 def test_a_field_far_over_its_schema_bound_fails_the_call(tmp_path):
     # 5,000 characters: a small reply, but a fact may have 400 (900 with the slack).
-    with faulty_server(FaultyModel("huge", huge_chars=5_000)) as server:
-        with pytest.raises(LLMOutputError) as info:
-            run(settings_for(server, tmp_path), extract())
+    with (
+        faulty_server(FaultyModel("huge", huge_chars=5_000)) as server,
+        pytest.raises(LLMOutputError) as info,
+    ):
+        run(settings_for(server, tmp_path), extract())
     message = str(info.value)
     assert "extract reply" in message and "facts[0]" in message
     assert "5,000 characters" in message and "bound of 900" in message
@@ -208,7 +208,9 @@ def test_a_stream_cut_mid_reply_says_it_broke_off_and_is_not_cached(tmp_path, tr
             return got, info.value
 
         (got, _), _ = run(settings, collect, db)
-        again, _ = run(settings, lambda llm: _last(llm.stream(extract_request(), stage="answer")), db)
+        again, _ = run(
+            settings, lambda llm: _last(llm.stream(extract_request(), stage="answer")), db
+        )
     assert got and all(isinstance(g, str) for g in got)  # some text had been shown
     assert isinstance(again, Completion) and not again.cached and len(server.requests) == 2
 
@@ -449,4 +451,3 @@ def test_a_seeded_mix_of_faults_ends_every_call_in_a_reply_or_an_llm_error(tmp_p
     for reply in replies:  # what got through is a whole, bounded extraction
         assert len(reply.text) <= 200_000 and reply.finish_reason == "stop"
         assert set(reply.data) >= set(EXTRACTION_SCHEMA["required"])
-

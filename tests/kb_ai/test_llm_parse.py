@@ -101,3 +101,16 @@ def test_fit_schema_checks_scalar_types():
 def test_excerpt_is_one_short_line():
     short = excerpt("a\n" * 500, 20)
     assert "\n" not in short and len(short) == 20 and short.endswith("…")
+
+
+def test_a_string_sent_where_an_object_of_bounded_strings_belongs_is_bounded_too():
+    from kb_ai.llm.parse import check_bounds
+
+    fact = {
+        "type": "object",
+        "properties": {"fact": {"type": "string", "maxLength": 400}, "held": {"maxLength": 10}},
+    }
+    schema = {"type": "object", "properties": {"facts": {"type": "array", "items": fact}}}
+    check_bounds({"facts": ["a fact as a bare string, as a small model sends it"]}, schema)
+    with pytest.raises(LLMOutputError, match=r"facts\[0\] is 5,000 characters"):
+        check_bounds({"facts": ["x" * 5_000]}, schema, stage="extract")

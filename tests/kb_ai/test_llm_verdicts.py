@@ -51,9 +51,7 @@ def test_a_field_far_over_its_bound_is_refused_by_the_fake_as_by_the_client():
         classify(FakeLLM().enqueue(huge))
 
 
-def test_ask_accepts_what_it_answered_from_and_rejects_a_selection_of_invented_paths(
-    kb, settings
-):
+def test_ask_accepts_what_it_answered_from_and_rejects_a_selection_of_invented_paths(kb, settings):
     make_wiki(kb, [DNS, BACKUP])
     llm = FakeLLM().enqueue(
         {"paths": ["wiki/howto/backups.md"]},

@@ -1,6 +1,6 @@
 """The embedded model for real: llama.cpp in process, no server, no network.
 
-Slow (two minutes on 2 idle cores, over ten beside other jobs). Two tests:
+Slow (two minutes on 2 idle cores, over ten beside other jobs). Three tests:
 
 - compile: Qwen2.5-Coder-0.5B compiles two short notes through the whole pipeline. The
   0.5B model often repeats a paragraph to its token limit or writes from what it knows;
@@ -11,21 +11,27 @@ Slow (two minutes on 2 idle cores, over ten beside other jobs). Two tests:
   right page (extractive: it picks sentence ids and kb-ai quotes them with citations,
   retrieval/extractive.py) and says "not covered" to one the notes do not answer (issue
   13: it had answered "Ulaanbaatar", citing an unrelated page).
+- stream: the same answer arrives in pieces, the first while the model is still writing
+  its pick (issue 18: it appeared all at once, after the whole call).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
-from contextlib import closing
+from contextlib import aclosing, closing
 from datetime import date
 
 import pytest
 from click.testing import CliRunner
 
 from kb_ai.cli import main
+from kb_ai.llm import Completion, open_llm
 from kb_ai.llm._local import embedded_model_installed
+from kb_ai.settings import load_settings
+from retrieval import Asker
 from wiki import Article, KnowledgeBase, build_catalog, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
 
@@ -76,7 +82,8 @@ def test_the_embedded_model_compiles_notes_into_checked_articles_only(tmp_path, 
         assert numbers <= allowed, (path, numbers - allowed)
 
 
-def test_the_embedded_model_answers_only_what_the_pages_say(tmp_path, embedded):
+def _two_page_wiki(tmp_path) -> KnowledgeBase:
+    """A wiki holding the two notes' pages, as a compile would write them."""
     kb = KnowledgeBase.init(tmp_path / "kb")
     pages = {
         "wiki/howto/nightly-backups.md": ("Nightly backups", NOTES["backups.md"]),
@@ -93,6 +100,11 @@ def test_the_embedded_model_answers_only_what_the_pages_say(tmp_path, embedded):
     write_indexes(kb, build_catalog(kb))
     with closing(open_state(kb)) as conn:
         refresh_search_index(kb, conn)
+    return kb
+
+
+def test_the_embedded_model_answers_only_what_the_pages_say(tmp_path, embedded):
+    kb = _two_page_wiki(tmp_path)
     runner = CliRunner()
 
     result = runner.invoke(
@@ -115,3 +127,48 @@ def test_the_embedded_model_answers_only_what_the_pages_say(tmp_path, embedded):
     declined = json.loads(result.stdout.strip().splitlines()[-1])
     assert declined["covered"] is False, declined
     assert declined["citations"] == [] and "Ulaanbaatar" not in declined["answer"]
+
+
+class _Watched:
+    """The real client, watched: whether its answer call (streamed or not) has ended yet."""
+
+    def __init__(self, llm) -> None:
+        self.llm = llm
+        self.model = llm.model
+        self.answer_ended = False
+
+    async def complete(self, messages, **kwargs):
+        reply = await self.llm.complete(messages, **kwargs)
+        self.answer_ended |= kwargs.get("stage") == "answer"
+        return reply
+
+    async def stream(self, messages, **kwargs):
+        async with aclosing(self.llm.stream(messages, **kwargs)) as items:
+            async for item in items:
+                if isinstance(item, Completion) and kwargs.get("stage") == "answer":
+                    self.answer_ended = True
+                yield item
+
+
+def test_a_streamed_local_answer_arrives_in_more_than_one_chunk(tmp_path, embedded):
+    # Issue 18: the local model's answer appeared all at once, after its whole pick call.
+    kb = _two_page_wiki(tmp_path)
+    settings = load_settings(kb.root, {"model": "local/default"})
+
+    async def answer():
+        seen = []  # (delta text, whether the model's answer call had ended by then)
+        async with open_llm(settings, db_path=kb.state_db) as llm:
+            watched = _Watched(llm)
+            asker = Asker(kb, settings, watched)
+            async for e in asker.events("How long is each backup kept?"):
+                if e.type == "error":
+                    raise e.error
+                if e.type == "delta":
+                    seen.append((e.data["text"], watched.answer_ended))
+        return seen
+
+    seen = asyncio.run(answer())
+    assert len(seen) > 1, seen
+    assert not seen[0][1], seen  # the first sentence came while the model was still writing
+    text = "".join(t for t, _ in seen)
+    assert "thirty days" in text and "(wiki/howto/nightly-backups.md)" in text, text

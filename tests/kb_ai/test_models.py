@@ -180,6 +180,21 @@ def test_doctor_without_any_model_says_how_to_set_one(tmp_path, monkeypatch, emb
     assert "No model configured" in result.output and "kb-ai[local]" in result.output
 
 
+def test_a_local_model_generates_with_the_threads_the_setting_names(tmp_path, monkeypatch):
+    pytest.importorskip("llama_cpp")
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF")
+    monkeypatch.setenv("KB_AI_MODEL", f"local/{gguf}")
+    kb = ["--kb", str(tmp_path / "kb"), "doctor", "--no-call"]
+    default = CliRunner().invoke(main, kb)
+    assert default.exit_code == 0, default.output
+    cpus = _local.cpu_threads()  # by default half of them generate: busy cores slow it
+    assert f"threads    {max(1, cpus // 2)} generating, {cpus} reading" in default.output
+    monkeypatch.setenv("KB_AI_LOCAL_THREADS", "3")
+    named = CliRunner().invoke(main, kb)
+    assert f"threads    3 generating, {cpus} reading" in named.output
+
+
 def test_the_embedded_model_refuses_parts_that_do_not_hash_right(tmp_path, monkeypatch):
     parts = [tmp_path / "p1.bin", tmp_path / "p2.bin"]
     parts[0].write_bytes(b"GGUF not really")

@@ -2,11 +2,12 @@
 and the answer is exactly those sentences, quoted, with their citations."""
 
 import asyncio
+import json
 import re
 from dataclasses import replace
 
 from retrieval import Asker, ask
-from retrieval.extractive import NOT_COVERED, compose, number_sentences
+from retrieval.extractive import NOT_COVERED, PartialPicks, compose, number_sentences
 from retrieval.pages import Page
 from tests.fakes.fake_llm import FakeLLM
 from tests.retrieval.test_ask import ENOUGH, make_wiki
@@ -123,6 +124,69 @@ def test_a_local_model_answers_extractively_and_streams_sentence_by_sentence(kb,
         "A failed job is retried 5 times. The backoff doubles after each attempt. "
         "[Queue choice](wiki/decision/queue-choice.md)"
     )
+
+
+def test_each_picked_sentence_is_shown_while_a_slow_model_is_still_writing_its_pick(kb, settings):
+    # Issue 18: with the local model nothing showed until the whole pick call was over.
+    make_wiki(kb, [QUEUE, DEPLOY])
+    pick = picking(lambda m: [_id_of(m, "retried 5"), _id_of(m, "backoff doubles")])
+    llm = FakeLLM(pick, chunk_delay=0.02).enqueue({"paths": [QUEUE[0]]})
+    seen = []  # (type, stage or text, whether the model had finished its pick by then)
+
+    async def run():
+        asker = Asker(kb, small(settings), llm)
+        async for e in asker.events("How are failed jobs retried, what backoff?"):
+            picked = [c.finished for c in llm.calls if c.stage == "answer"]
+            seen.append((e.type, e.data.get("stage") or e.data.get("text"), any(picked)))
+
+    asyncio.run(run())
+    kinds = [kind for kind, _, _ in seen]
+    assert ("status", "choosing", False) in seen  # said before the model is asked
+    assert kinds.index("delta") > seen.index(("status", "choosing", False))
+    early = [text for kind, text, finished in seen if kind == "delta" and not finished]
+    assert early == ["A failed job is retried 5 times.", " The backoff doubles after each attempt."]
+    assert "".join(text for kind, text, _ in seen if kind == "delta") == (
+        "A failed job is retried 5 times. The backoff doubles after each attempt. "
+        "[Queue choice](wiki/decision/queue-choice.md)"
+    )
+    assert llm.calls[-1].verdict == "accepted"
+
+
+def test_a_pick_not_in_the_plain_form_is_quoted_once_the_whole_reply_has_come(kb, settings):
+    # Without a grammar a model may write a code fence first: nothing is guessed from it
+    # while it streams, and the whole reply is still read.
+    make_wiki(kb, [QUEUE, DEPLOY])
+
+    def fenced(stage, messages, schema):
+        reply = picking(lambda m: [_id_of(m, "retried 5"), "s99"])(stage, messages, schema)
+        return f"```json\n{json.dumps(reply)}\n```" if stage == "answer" else reply
+
+    llm = FakeLLM(fenced).enqueue({"paths": [QUEUE[0]]})
+
+    async def run():
+        asker = Asker(kb, small(settings), llm)
+        return [
+            (e.data["text"], llm.calls[-1].finished)
+            async for e in asker.events("How often is a failed job retried?")
+            if e.type == "delta"
+        ]
+
+    deltas = asyncio.run(run())
+    assert all(finished for _, finished in deltas)
+    assert "".join(text for text, _ in deltas) == (
+        "A failed job is retried 5 times. [Queue choice](wiki/decision/queue-choice.md)"
+    )
+
+
+def test_a_streamed_id_counts_only_once_its_closing_quote_has_come():
+    pages = number_sentences(
+        [Page("wiki/a.md", "A", " ".join(f"S{i}." for i in range(1, 13)), False)]
+    )
+    partial = PartialPicks(pages)
+    assert partial.feed('{"sentences": ["s1') == []  # it may yet be s12
+    assert [s.text for s in partial.feed('2", "s99", "s12", "s')] == ["S12."]  # s99: unknown
+    assert [s.text for s in partial.feed('3"')] == ["S3."]
+    assert [s.text for s in partial.finish({"sentences": ["s12", "s3", "s4"]})] == ["S4."]
 
 
 def test_sentences_are_numbered_across_pages_and_composed_in_the_order_picked():

@@ -132,8 +132,13 @@ SECRET = "sk-proj-Zq3vX9mB2nL7kT4wR8yH1cF6"
 
 def test_a_secret_in_a_title_never_reaches_the_state_the_api_or_the_status_page(client, kb):
     """Titles are redacted like sources; the submitted copy is deleted once compiled."""
-    typed = client.post("/api/submit", json={"title": f"Deploy key {SECRET}", **{
-        "content": "# Deploys\n\nDeploys run from the release branch every Friday.\n"}})
+    typed = client.post(
+        "/api/submit",
+        json={
+            "title": f"Deploy key {SECRET}",
+            **{"content": "# Deploys\n\nDeploys run from the release branch every Friday.\n"},
+        },
+    )
     heading = f"# Rotate {SECRET}\n\nKeys are rotated every ninety days.\n".encode()
     uploaded = client.post("/api/submit", files={"files": ("keys.md", heading, "text/markdown")})
     tasks = [r.json()["tasks"][0] for r in (typed, uploaded)]

@@ -2,68 +2,24 @@
 `kb-ai serve` and the fake model server: submit a note, watch it compile on Status, open
 the article, ask a question and see the streamed answer with a citation link."""
 
-import os
 import re
-import shutil
-import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from tests.fakes.kb_responder import respond
-from tests.fakes.openai_server import FakeOpenAIServer
-from tests.web.live import LiveServer, model_env
+from tests.web.conftest import BROWSER, html_site, serving
 from wiki import KnowledgeBase
 
-CHROMIUM = os.environ.get("KB_AI_CHROMIUM", "/usr/bin/chromium")
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not shutil.which(CHROMIUM), reason=f"no chromium at {CHROMIUM} (apt-get install chromium)"
-    ),
-]
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
+pytestmark = BROWSER
+expect = pytest.importorskip("playwright.sync_api").expect
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     kb = KnowledgeBase.init(tmp_path_factory.mktemp("browser") / "kb")
-    with FakeOpenAIServer(respond) as model:
-        command = [
-            sys.executable,
-            "-m",
-            "kb_ai",
-            "--kb",
-            str(kb.root),
-            "serve",
-            "--host",
-            "127.0.0.1",
-        ]
-        with LiveServer(model_env(model.base_url, kb.root), command=command) as live:
-            yield live
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(base_url=server.url)
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert errors == [], errors
+    with serving(kb.root, respond) as live:
+        yield live
 
 
 def test_submit_watch_read_and_ask(page):
@@ -144,40 +100,22 @@ def test_drop_files_and_keyboard_navigation(page):
     assert width <= 390
 
 
-class _Attacker(BaseHTTPRequestHandler):
-    """Another site: one page whose form posts a note into the kb-ai server."""
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        target = self.server.target
-        body = (
-            "<!doctype html><title>Win a prize</title>"
-            f'<form id="f" method="post" action="{target}/api/submit" enctype="multipart/form-data">'
-            '<input name="title" value="Planted"><textarea name="content">Planted by another'
-            " site.</textarea><button>Claim</button></form>"
-            f'<iframe sandbox="allow-forms allow-scripts" srcdoc="<form method=post '
-            f"action={target}/submit enctype=multipart/form-data><input name=title "
-            'value=Sandboxed><textarea name=content>Sandboxed plant.</textarea>'
-            '<button>Go</button></form>"></iframe>'
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def attacker(server):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
-    httpd.target = server.url
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    """Another site: one page whose form posts a note into the kb-ai server."""
+    target = server.url
+    body = (
+        "<!doctype html><title>Win a prize</title>"
+        f'<form id="f" method="post" action="{target}/api/submit" enctype="multipart/form-data">'
+        '<input name="title" value="Planted"><textarea name="content">Planted by another'
+        " site.</textarea><button>Claim</button></form>"
+        f'<iframe sandbox="allow-forms allow-scripts" srcdoc="<form method=post '
+        f"action={target}/submit enctype=multipart/form-data><input name=title "
+        "value=Sandboxed><textarea name=content>Sandboxed plant.</textarea>"
+        '<button>Go</button></form>"></iframe>'
+    ).encode()
+    with html_site(body, "/") as url:
+        yield url
 
 
 def test_a_page_on_another_site_cannot_write_into_the_wiki(page, server, attacker):

@@ -1,29 +1,18 @@
 """Chat in a real browser with long answers: the input box never hides the end of an
 answer, and a question sent twice in a hurry makes one chat session, listed once."""
 
-import os
 import re
-import shutil
-import sys
 
 import pytest
 
 from tests.fakes.kb_responder import respond, stage_of
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.web.live import LiveServer, model_env
+from tests.fakes.openai_server import Reply
+from tests.web.conftest import BROWSER, serving
 from wiki import Article, KnowledgeBase, build_catalog, commit_all, write_article
 from wiki.catalog import write_indexes
 
-CHROMIUM = os.environ.get("KB_AI_CHROMIUM", "/usr/bin/chromium")
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not shutil.which(CHROMIUM), reason=f"no chromium at {CHROMIUM} (apt-get install chromium)"
-    ),
-]
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
+pytestmark = BROWSER
+expect = pytest.importorskip("playwright.sync_api").expect
 
 STEPS = [f"Release step {i} is signed off by the {w} team." for i, w in enumerate(
     ["platform", "security", "data", "mobile", "web", "billing", "search", "support"] * 5, 1
@@ -53,38 +42,13 @@ def server(tmp_path_factory):
                               "2026-01-01", "2026-01-01", PAGE))  # fmt: skip
     write_indexes(kb, build_catalog(kb))
     commit_all(kb, "Add the release checklist")
-    with FakeOpenAIServer(long_answers) as model:
-        command = [
-            sys.executable,
-            "-m",
-            "kb_ai",
-            "--kb",
-            str(kb.root),
-            "serve",
-            "--host",
-            "127.0.0.1",
-        ]
-        with LiveServer(model_env(model.base_url, kb.root), command=command) as live:
-            yield live
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        yield browser
-        browser.close()
+    with serving(kb.root, long_answers) as live:
+        yield live
 
 
 @pytest.fixture
-def page(browser, server):
-    context = browser.new_context(base_url=server.url, viewport={"width": 900, "height": 600})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    context.close()
-    assert errors == [], errors
+def viewport():
+    return {"width": 900, "height": 600}  # short: a long answer runs past the input box
 
 
 def test_the_end_of_a_long_answer_is_visible_above_the_input_box(page):

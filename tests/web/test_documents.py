@@ -4,13 +4,11 @@ which refuses addresses on its own network unless kb-ai.toml allows them."""
 
 import dataclasses
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from tests.web.conftest import make_client, wait_for
+from tests.web.conftest import html_site, make_client, wait_for
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
@@ -22,25 +20,10 @@ PAGE = (
 )
 
 
-class Page(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def page_url():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/handbook.html"
-    server.shutdown()
-    server.server_close()
+    with html_site(PAGE, "/handbook.html") as url:
+        yield url
 
 
 def test_an_uploaded_pdf_compiles_and_its_source_shows_pages_and_the_original(client, kb):
@@ -114,3 +97,79 @@ def test_an_uploaded_zip_compiles_each_readable_member_as_a_source(client, kb):
     # the image is not a document kb-ai reads; every other member is a source of its own
     assert members == ["test.docx", "test.pptx", "test.xlsx", "test_blog.html",
                        "test_serp.html", "test_wikipedia.html"]  # fmt: skip
+
+
+def zip_of(members: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return out.getvalue()
+
+
+def test_a_zip_lists_each_member_that_failed_and_why_while_the_good_ones_compile(client, kb):
+    docx = (DATA / "test.docx").read_bytes()
+    bundle = zip_of({
+        "report/invoice.pdf": (DATA / "REPAIR-2022-INV-001_multipage.pdf").read_bytes(),
+        "report/locked.pdf": (DATA / "libreoffice-writer-password.pdf").read_bytes(),
+        "report/scan.pdf": (DATA / "MEDRPT-2024-PAT-3847_medical_report_scan.pdf").read_bytes(),
+        "report/cut.docx": docx[: len(docx) // 2],
+        "report/random.bin": (DATA / "random.bin").read_bytes(),
+        "report/notes.docx": docx,
+    })  # fmt: skip
+    files = [("files", ("report.zip", bundle, "application/zip"))]
+    task = client.post("/api/submit", files=files).json()["tasks"][0]
+    done = wait_for(client, task["id"], timeout=60.0)
+    assert done["state"] == "done", done["error"]
+    failed = {f["source"]: f["error"] for f in done["result"]["failed"]}
+    assert sorted(failed) == ["report/cut.docx", "report/locked.pdf", "report/random.bin",
+                              "report/scan.pdf"]  # fmt: skip
+    assert "password-protected" in failed["report/locked.pdf"]
+    assert "no text layer" in failed["report/scan.pdf"]
+    assert "corrupt or truncated" in failed["report/cut.docx"]
+    assert "does not know this file type" in failed["report/random.bin"]
+    origins = [
+        line.split("#", 1)[1]
+        for p in (kb.root / "raw").glob("*.md")
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.startswith("origin: ")
+    ]
+    assert sorted(origins) == ["report/invoice.pdf", "report/notes.docx"]
+    status = client.get("/status").text
+    assert "Not compiled: 4 of its files" in status and "password-protected" in status
+
+
+def test_a_zip_none_of_whose_members_compile_fails_naming_each(client):
+    bundle = zip_of({
+        "locked.pdf": (DATA / "libreoffice-writer-password.pdf").read_bytes(),
+        "scan.pdf": (DATA / "MEDRPT-2024-PAT-3847_medical_report_scan.pdf").read_bytes(),
+    })  # fmt: skip
+    files = [("files", ("bad.zip", bundle, "application/zip"))]
+    task = client.post("/api/submit", files=files).json()["tasks"][0]
+    failed = wait_for(client, task["id"])
+    assert failed["state"] == "failed"
+    assert "locked.pdf" in failed["error"] and "password-protected" in failed["error"]
+    assert "scan.pdf" in failed["error"] and "no text layer" in failed["error"]
+
+
+def test_a_zip_member_over_convert_timeout_is_listed_and_the_rest_compiles(
+    settings, model, kb, monkeypatch
+):
+    from compiler.documents import isolation
+    from tests.fakes.stand_in_converters import misbehaving_convert
+
+    monkeypatch.setattr(isolation, "convert_document", misbehaving_convert)
+    invoice = (DATA / "REPAIR-2022-INV-001_multipage.pdf").read_bytes()
+    bundle = zip_of({"slow-scan.pdf": invoice, "invoice.pdf": invoice})
+    with make_client(dataclasses.replace(settings, convert_timeout=3.0), model) as client:
+        files = [("files", ("bundle.zip", bundle, "application/zip"))]
+        task = client.post("/api/submit", files=files).json()["tasks"][0]
+        done = wait_for(client, task["id"], timeout=60.0)
+    assert done["state"] == "done", done["error"]
+    [failed] = done["result"]["failed"]
+    assert failed["source"] == "slow-scan.pdf"
+    assert "took longer than 3 s; raise convert_timeout" in failed["error"]
+    assert len(list((kb.root / "raw").glob("*.md"))) == 1

@@ -81,3 +81,59 @@ def test_the_review_page_approves_only_same_origin_posts(kb, fake_model, tmp_pat
         assert done.status_code == 303 and "wiki/decision/cache.md" in list_articles(kb)
         again = client.post(f"/review/{run}/approve", data=token, headers=SAME_ORIGIN)
         assert again.status_code == 400  # approved already
+
+
+def test_rejecting_a_run_of_a_web_submission_keeps_the_submission_for_a_retry(kb, model):
+    """A submission whose run is rejected is not lost: Status shows it failed with the
+    reason and a Retry, and Retry compiles it again (held for review once more)."""
+    from kb_ai.settings import load_settings
+    from tests.web.conftest import NOTE, wait_for
+
+    settings = load_settings(kb.root, {"model": "fake/model", "review": True}, environ={})
+    with make_client(settings, model) as client:
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        assert wait_for(client, task["id"])["state"] == "done"
+        page = client.get("/review")
+        assert "Backups of the main database run nightly" in page.text
+        run = page.text.split('data-run="', 1)[1].split('"', 1)[0]
+        done = client.post(f"/review/{run}/reject", data=form_token(page.text), headers=SAME_ORIGIN)
+        assert done.status_code == 200 and f"Run {run} rejected" in done.text
+        assert '1 submitted document waits on <a href="/status">Status</a>' in done.text
+        assert list_articles(kb) == []
+        rejected = client.get(f"/api/tasks/{task['id']}").json()["task"]
+        assert rejected["state"] == "failed" and "rejected in review" in rejected["error"]
+        status = client.get("/status")
+        assert f'action="/status/{task["id"]}/retry"' in status.text
+        retried = client.post(
+            f"/status/{task['id']}/retry", data=form_token(status.text), headers=SAME_ORIGIN
+        )
+        assert retried.status_code == 200
+        assert wait_for(client, task["id"])["state"] == "done"
+        again = client.get("/review")
+        assert "Backups of the main database run nightly" in again.text
+        second = again.text.split('data-run="', 1)[1].split('"', 1)[0]
+        assert second != run
+        approved = client.post(
+            f"/review/{second}/approve", data=form_token(again.text), headers=SAME_ORIGIN
+        )
+        assert approved.status_code == 200 and len(list_articles(kb)) == 1
+        # approved: the submitted copy kept for a retry goes, as for any compiled task
+        assert not (kb.state_dir / "inbox" / f"{task['id']}.txt").exists()
+
+
+def test_rejecting_a_run_from_the_cli_says_which_submissions_wait_for_a_retry(kb, model):
+    from click.testing import CliRunner
+
+    from kb_ai.cli import main
+    from kb_ai.settings import load_settings
+    from tests.web.conftest import NOTE, wait_for
+
+    settings = load_settings(kb.root, {"model": "fake/model", "review": True}, environ={})
+    with make_client(settings, model) as client:
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        assert wait_for(client, task["id"])["state"] == "done"
+        run = client.get("/review").text.split('data-run="', 1)[1].split('"', 1)[0]
+        out = CliRunner().invoke(main, ["--kb", str(kb.root), "review", "reject", run])
+        assert out.exit_code == 0, out.output
+        assert f"Nightly backups ({task['id']})" in out.output and "Retry" in out.output
+        assert client.get(f"/api/tasks/{task['id']}").json()["task"]["state"] == "failed"

@@ -139,6 +139,11 @@ function taskRow(t) {
     for (const p of [...(t.result.created || []), ...(t.result.updated || [])]) {
       doc.append(el("a", { class: "made", href: "/" + p, text: p }), " ");
     }
+    const left = t.result.failed || [];  // members of an archive that did not compile, and why
+    if (left.length) {
+      doc.append(el("p", { class: "error", text: `Not compiled: ${left.length} of its files` }),
+        el("ul", { class: "error left-out" }, ...left.map((f) => el("li", { text: f.error }))));
+    }
   }
   const state = el("td", {}, el("span", { class: `pill ${t.state}`, text: t.state }));
   if (t.stage && t.state === "running") state.append(" ", el("span", { class: "muted", text: t.stage }));
@@ -215,7 +220,19 @@ function initChat() {
   const box = $("#question");
   const messages = $("#messages");
   const STAGES = { rewriting: "Reading the conversation…", selecting: "Choosing pages…",
-    reading: "Reading…", answering: "Writing the answer…" };
+    reading: "Reading…", answering: "Writing the answer…",
+    choosing: "Choosing the sentences that answer…" };
+  // What the answer is doing now, in words: the pages being read by name, how many
+  // sentences a small model chooses among.
+  const stageText = (d) => {
+    if (d.stage === "reading" && d.paths && d.paths.length) {
+      return `Reading ${d.paths.map((p) => p.split("/").pop().replace(/\.md$/, "")).join(", ")}…`;
+    }
+    if (d.stage === "choosing" && d.sentences) {
+      return `Choosing among ${d.sentences} sentences of the pages read…`;
+    }
+    return STAGES[d.stage] || d.stage;
+  };
   // The end of an answer being written stays in sight, above the input box, unless the
   // reader has scrolled up to read something else.
   const atEnd = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48;
@@ -254,7 +271,7 @@ function initChat() {
         listSession(sid, decodeURIComponent(r.headers.get("X-Session-Title") || "") || question);
       }
       for await (const event of sseEvents(r)) {
-        if (event.type === "status") stage.textContent = STAGES[event.data.stage] || event.data.stage;
+        if (event.type === "status") stage.textContent = stageText(event.data);
         else if (event.type === "note") item.prepend(el("p", { class: "note", role: "note", text: event.data.text }));
         else if (event.type === "delta") { stage.remove(); answer.append(event.data.text); follow(); }
         else if (event.type === "done") {

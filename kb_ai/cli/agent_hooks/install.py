@@ -8,14 +8,18 @@ handlers. kb-ai's entries are recognised by their command, so install is idempot
 uninstall removes exactly what install added.
 
 The per-user file gets absolute commands (this Python, so a virtual environment need
-not be on the agent's PATH); the shared file gets ``kb-ai-hook``, found on each
-teammate's PATH. Install keeps a copy of the file as it was (in kb-ai's state directory,
-``$XDG_STATE_HOME/kb-ai/installs``): uninstall writes those bytes back when nothing but
-kb-ai's hooks changed, and removes a file (and directory) that install created.
+not be on the agent's PATH), and where a POSIX ``/bin/sh`` exists the capture hook is
+the shell script kb_ai/hooks/kb-ai-hook.sh (it runs on every SessionEnd, Stop and
+PreCompact, and is done before a Python would have started); the shared file gets
+``kb-ai-hook``, found on each teammate's PATH. Install keeps a copy of the file as it
+was (in kb-ai's state directory, ``$XDG_STATE_HOME/kb-ai/installs``): uninstall writes
+those bytes back when nothing but kb-ai's hooks changed, and removes a file (and
+directory) that install created.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_ai.errors import UsageError
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, shell_hook_usable
 
 AGENTS = ("claude-code", "codex")
 # event -> hook name, per agent. Codex has no session-end event: its Stop runs after
@@ -56,6 +61,9 @@ def hook_command(name: str, agent: str, *, shared: bool, kb: Path | None = None)
     """The command an agent runs for hook ``name``."""
     if shared:
         base = HOOK_SCRIPT
+    elif name == "session-end" and shell_hook_usable():
+        script, python = shlex.quote(str(SHELL_HOOK)), shlex.quote(sys.executable)
+        base = f"{POSIX_SH} {script} --python {python}"
     else:
         base = f"{shlex.quote(sys.executable)} -P -m kb_ai.hooks"
     kb_part = f" --kb {shlex.quote(str(kb))}" if kb is not None else ""
@@ -109,14 +117,14 @@ def state_home() -> Path:
     return Path(base) / "kb-ai" / "installs"
 
 
-def _record_path(path: Path) -> Path:
+def record_path(path: Path) -> Path:
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return state_home() / f"{key}.json"
 
 
 def remember(path: Path, original: bytes | None, installed: bytes) -> None:
     """Keep the file as it was before kb-ai first touched it (not overwritten later)."""
-    record = _record_path(path)
+    record = record_path(path)
     if record.exists():
         try:
             old = json.loads(record.read_text(encoding="utf-8"))
@@ -136,9 +144,16 @@ def remember(path: Path, original: bytes | None, installed: bytes) -> None:
 
 
 def plan_install(
-    agent: str, path: Path, *, prompt_hint: bool = False, shared: bool = False, kb: Path | None = None
+    agent: str,
+    path: Path,
+    *,
+    prompt_hint: bool = False,
+    shared: bool = False,
+    kb: Path | None = None,
 ) -> tuple[dict[str, Any], bytes | None, list[str]]:
-    """(the new settings, the file's bytes before, the events added), writing nothing."""
+    """(the new settings, the file's bytes before, the events added or updated), writing
+    nothing. A kb-ai hook an earlier install wrote with another command (the Python
+    capture hook, another interpreter's path) gets this install's command."""
     data, raw = load(path)
     hooks = data.setdefault("hooks", {})
     events = dict(EVENTS[agent])
@@ -149,9 +164,17 @@ def plan_install(
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise UsageError(f'{path}: hooks "{event}" is not a list', hint="fix it first")
-        if any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks") or []):
-            continue
         command = hook_command(name, agent, shared=shared, kb=kb)
+        ours = [
+            h for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if is_ours(h)
+        ]
+        if ours:
+            stale = [h for h in ours if h.get("command") != command]
+            for handler in stale:
+                handler["command"] = command
+            if stale:
+                added.append(event)
+            continue
         groups.append(
             {"hooks": [{"type": "command", "command": command, "timeout": TIMEOUT_SECONDS}]}
         )
@@ -160,7 +183,12 @@ def plan_install(
 
 
 def install(
-    agent: str, path: Path, *, prompt_hint: bool = False, shared: bool = False, kb: Path | None = None
+    agent: str,
+    path: Path,
+    *,
+    prompt_hint: bool = False,
+    shared: bool = False,
+    kb: Path | None = None,
 ) -> list[str]:
     """Add kb-ai's hooks to the settings file at ``path``; returns the events added."""
     data, raw, added = plan_install(agent, path, prompt_hint=prompt_hint, shared=shared, kb=kb)
@@ -212,7 +240,7 @@ def uninstall(path: Path) -> int:
 def restore(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` (the file without kb-ai's entries) back to ``path``: the original
     bytes when they say the same, no file at all when install created it and it is empty."""
-    record = _record_path(path)
+    record = record_path(path)
     try:
         entry = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -221,10 +249,8 @@ def restore(path: Path, data: dict[str, Any]) -> None:
     if isinstance(entry, dict) and original is None and not data:
         path.unlink()  # install created it, and nothing else is in it
         if entry.get("created_dir"):
-            try:
+            with contextlib.suppress(OSError):  # something else lives there now
                 path.parent.rmdir()
-            except OSError:
-                pass  # something else lives there now
     elif isinstance(original, str) and _same(original, data):
         write(path, original.encode("utf-8"))  # byte for byte as the user had it
     else:

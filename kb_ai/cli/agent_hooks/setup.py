@@ -6,11 +6,9 @@ knowledge base, the settings file (valid JSON, a "hooks" object), the MCP file.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
-from kb_ai.errors import UsageError
 from kb_ai.cli.agent_hooks import mcp_config
 from kb_ai.cli.agent_hooks.install import (
     install,
@@ -20,7 +18,10 @@ from kb_ai.cli.agent_hooks.install import (
     settings_path,
     uninstall,
 )
-from kb_ai.hooks.locate import MARKER, find_kb, is_kb
+from kb_ai.cli.agent_hooks.marker import hooks_left, take_back
+from kb_ai.cli.agent_hooks.marker import write_marker as write_marker_file
+from kb_ai.errors import UsageError
+from kb_ai.hooks.locate import find_kb, is_kb
 
 Echo = Callable[[str], None]
 
@@ -64,11 +65,8 @@ def install_hooks(
     if mcp and agent == "claude-code" and scope is not None:
         load(mcp_config.config_path(agent, scope))  # a broken .mcp.json refuses now too
     if write_marker and scope is not None and kb is not None:
-        where = os.path.relpath(kb, scope) if kb.is_relative_to(scope) else str(kb)
-        (scope / MARKER).write_text(
-            f'# The kb-ai knowledge base of this project\nkb = "{where}"\n', encoding="utf-8"
-        )
-        echo(f"Wrote {scope / MARKER}: this project's sessions go to {kb}")
+        marker = write_marker_file(scope, kb)
+        echo(f"Wrote {marker}: this project's sessions go to {kb}")
     added = install(agent, path, prompt_hint=prompt_hint, shared=shared, kb=command_kb)
     if added:
         echo(f"Installed kb-ai hooks in {path}: {', '.join(added)}")
@@ -123,3 +121,7 @@ def uninstall_hooks(agent: str, scope: Path | None, *, echo: Echo, shared: bool 
     echo(f"Removed {removed} kb-ai hook(s) from {path}" if removed else f"No kb-ai hooks in {path}")
     if mcp_config.unregister(agent, scope):
         echo(f"Removed the kb-ai MCP server from {mcp_config.config_path(agent, scope)}")
+    if scope is not None and not hooks_left(scope):  # another agent's hooks still need it
+        done = take_back(scope)
+        if done:
+            echo(done)

@@ -1,0 +1,267 @@
+"""The capture hook in POSIX sh (kb_ai/hooks/kb-ai-hook.sh): what it spools is drained
+and compiled exactly once by the same worker, a record cut off mid-write is never taken,
+and whatever an agent sends gets the same outcome as from the Python hook."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from compiler.captures import take_spool
+from kb_ai.hooks import spool
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, shell_hook_usable
+from tests.fakes.kb_responder import respond
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.kb_ai.test_hooks import LESSONS, make_kb
+from tests.kb_ai.test_hooks_capture import (
+    codex_session,
+    drain,
+    end_event,
+    extracts,
+    session_sources,
+    settings_for,
+    tasks_of,
+    worker_running,
+)
+from wiki import KnowledgeBase, open_state
+
+pytestmark = pytest.mark.skipif(not shell_hook_usable(), reason="no POSIX /bin/sh here")
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+NAME = re.compile(r"^\d{20}-\d+-[0-9a-f]{8}\.json$")  # as spool.append names a record
+
+
+def shell_hook(stdin: bytes | str, *args: str, cwd: Path, agent: str = "codex"):
+    """The command `hooks install` writes for session-end, run as an agent runs it."""
+    return subprocess.run(
+        [POSIX_SH, str(SHELL_HOOK), "--python", sys.executable, *args, "--agent", agent],
+        input=stdin.encode() if isinstance(stdin, str) else stdin,
+        capture_output=True,
+        env=ENV,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def python_hook(stdin: bytes | str, *args: str, cwd: Path, agent: str = "codex"):
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "kb_ai.hooks", *args, "--agent", agent],
+        input=stdin.encode() if isinstance(stdin, str) else stdin,
+        capture_output=True,
+        env=ENV,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer(respond) as s:
+        yield s
+
+
+def test_sessions_ended_by_the_shell_hook_are_compiled_exactly_once(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".kb-ai").write_text(f'# the KB\nkb = "{os.path.relpath(kb.root, project)}"\n')
+    (project / "src").mkdir()
+    with worker_running(kb):
+        for i in range(5):
+            rollout = codex_session(tmp_path / f"r{i}.jsonl", f"sess-sh-{i}", 1)
+            # found from a subdirectory through the project's marker, as the Python hook does
+            hook = shell_hook(
+                end_event(kb, rollout, f"sess-sh-{i}"), "session-end", cwd=project / "src"
+            )
+            assert hook.returncode == 0 and hook.stdout == b"" and hook.stderr == b""
+        # the same session ended twice, once by each hook: still one session
+        again = end_event(kb, tmp_path / "r0.jsonl", "sess-sh-0")
+        assert python_hook(again, "session-end", cwd=project).returncode == 0
+    pending = spool.pending(kb.state_dir)
+    assert all(NAME.match(p.name) for p in pending), [p.name for p in pending]
+    assert len(pending) == 6  # two records of sess-sh-0: the drain takes them as one
+    assert list((kb.state_dir / "spool" / "tmp").iterdir()) == []
+    settings = settings_for(kb, server)
+    drain(kb, settings)
+    drain(kb, settings)
+    tasks = tasks_of(kb)
+    assert len(tasks) == 5 and all(t["state"] == "done" for t in tasks), tasks
+    assert len(extracts(server)) == 5
+    for i in range(5):
+        assert len(session_sources(kb, f"session:codex:sess-sh-{i}#")) == 1
+    assert spool.pending(kb.state_dir) == [] and spool.bad_records(kb.state_dir) == []
+    with closing(open_state(kb)) as conn:
+        rows = conn.execute("SELECT cwd, event FROM captures WHERE state = 'queued'").fetchall()
+    assert rows and all(tuple(r) == (str(kb.root), "SessionEnd") for r in rows)
+
+
+def test_a_codex_stop_from_the_shell_hook_waits_for_the_quiet_period(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-stop", 2)
+    with worker_running(kb):
+        shell_hook(end_event(kb, rollout, "sess-stop", "Stop"), "session-end", cwd=kb.root)
+    with closing(open_state(kb)) as conn:
+        held = take_spool(kb, conn, settings_for(kb, server, session_quiet_seconds=3600))
+    assert held.waiting == 1 and held.taken == 0  # the session may go on: not compiled yet
+
+
+def test_the_shell_hook_starts_a_worker_that_compiles_the_session(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    with kb.config_path.open("a") as f:
+        f.write(
+            f'\nmodel = "openai/fake-model"\napi_base = "{server.base_url}"\napi_key = "sk"\n'
+            "session_quiet_seconds = 0\n"
+        )
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-worker", 1)
+    hook = shell_hook(end_event(kb, rollout, "sess-worker"), "session-end", cwd=kb.root)
+    assert hook.returncode == 0 and hook.stdout == b""
+    deadline = time.monotonic() + 120
+    log = kb.state_dir / "worker.log"
+    while time.monotonic() < deadline and "Compiled" not in (
+        log.read_text() if log.exists() else ""
+    ):
+        time.sleep(0.2)
+    assert "Compiled 1 queued task(s)" in log.read_text(), log.read_text()
+    [task] = tasks_of(kb)
+    assert task["state"] == "done"
+    assert not (kb.state_dir / "worker.starting").exists()
+
+
+def test_a_record_cut_off_mid_write_is_never_claimed(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-cut", 1)
+    event = end_event(kb, rollout, "sess-cut").encode()
+    with worker_running(kb):
+        hook = subprocess.Popen(
+            [POSIX_SH, str(SHELL_HOOK), "--python", sys.executable, "session-end"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=ENV,
+            cwd=kb.root,
+            start_new_session=True,
+        )
+        try:
+            hook.stdin.write(event[: len(event) // 2])  # the agent is still writing
+            hook.stdin.flush()
+            tmp = kb.state_dir / "spool" / "tmp"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (tmp.is_dir() and any(tmp.iterdir())):
+                time.sleep(0.05)  # the record is begun: the hook waits for the rest
+            [partial] = list(tmp.glob("*.json"))
+            with closing(open_state(kb)) as conn:
+                taken = take_spool(kb, conn, settings_for(kb, server))
+            assert taken.taken == 0 and taken.failed == 0 and taken.waiting == 0
+        finally:
+            os.killpg(hook.pid, signal.SIGKILL)  # killed mid-write
+            hook.wait()
+            hook.stdin.close()
+        drain(kb, settings_for(kb, server))
+    assert tasks_of(kb) == [] and spool.pending(kb.state_dir) == []
+    assert partial.exists() and spool.bad_records(kb.state_dir) == []
+    # an hour on, the cut-off record is litter: the next drain deletes it, unread
+    os.utime(partial, (time.time() - 7200, time.time() - 7200))
+    drain(kb, settings_for(kb, server))
+    assert not partial.exists() and tasks_of(kb) == []
+
+
+BIG_MESSAGE = "a long answer " * 40_000  # 560 KB: under the 1,000,000 bytes a hook reads
+
+
+def events(tmp_path: Path, kb: KnowledgeBase) -> dict[str, bytes]:
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-bad", 1)
+    ok = json.loads(end_event(kb, rollout, "sess-bad"))
+    return {
+        "empty": b"",
+        "binary": b'\x00\xff"transcript_path"\x89PNG\r\n\x1a\n' + bytes(range(256)) * 8,
+        "not an object": b'["transcript_path", "x"]',
+        "no transcript": json.dumps({**ok, "transcript_path": ""}).encode(),
+        "json then garbage": json.dumps(ok).encode() + b" trailing",
+        "huge": json.dumps({**ok, "pad": "x" * 2_000_000}).encode(),
+        "big but whole": json.dumps({**ok, "last_assistant_message": BIG_MESSAGE}).encode(),
+        "invalid UTF-8 in a field": json.dumps({**ok, "note": "caf-"})
+        .encode()
+        .replace(b"caf-", b"caf\xe9"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "empty",
+        "binary",
+        "not an object",
+        "no transcript",
+        "json then garbage",
+        "huge",
+        "big but whole",
+        "invalid UTF-8 in a field",
+    ],
+)
+def test_bad_input_gets_the_same_outcome_from_both_hooks(tmp_path, server, case):
+    outcomes = []
+    for name, run in (("python", python_hook), ("shell", shell_hook)):
+        kb = KnowledgeBase.init(tmp_path / name / "kb")
+        stdin = events(tmp_path / name, kb)[case]
+        with worker_running(kb):
+            hook = run(stdin, "session-end", cwd=kb.root)
+        assert hook.returncode == 0 and hook.stdout == b"", (name, hook.stderr)
+        drain(kb, settings_for(kb, server))
+        outcomes.append(
+            (
+                [t["state"] for t in tasks_of(kb)],
+                len(spool.pending(kb.state_dir)),
+                len(spool.bad_records(kb.state_dir)),
+                sorted(p.name for p in (kb.state_dir / "spool" / "tmp").glob("*")),
+            )
+        )
+    assert outcomes[0] == outcomes[1]
+    captured = case in ("big but whole", "invalid UTF-8 in a field")
+    assert outcomes[1][0] == (["done"] if captured else [])
+    assert outcomes[1][1:] == (0, 0, [])
+
+
+def test_other_hooks_and_a_missing_kb_go_through_python(tmp_path):
+    kb = make_kb(tmp_path / "kb", LESSONS)
+    event = json.dumps({"session_id": "s-start", "cwd": str(kb.root), "source": "startup"})
+    via_shell = shell_hook(event, "session-start", cwd=kb.root, agent="claude-code")
+    via_python = python_hook(event, "session-start", cwd=kb.root, agent="claude-code")
+    assert via_shell.returncode == 0 and b"Flaky claim test" in via_shell.stdout
+    assert via_shell.stdout == via_python.stdout  # the snapshot, from the same code
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    (nowhere / ".git").mkdir()  # a repository with no KB: the walk stops there
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-cwd", 1)
+    event = json.loads(end_event(kb, rollout, "sess-cwd"))
+    with worker_running(kb):
+        # run from a directory with no KB, for a session whose own directory has one
+        found = shell_hook(json.dumps(event), "session-end", cwd=nowhere)
+        assert found.returncode == 0 and found.stdout == b""
+        [record] = spool.pending(kb.state_dir)
+        assert spool.read(record)["session_id"] == "sess-cwd"
+        record.unlink()
+        lost = shell_hook(json.dumps({**event, "cwd": str(nowhere)}), "session-end", cwd=nowhere)
+        assert lost.returncode == 0 and lost.stdout == b"" and spool.pending(kb.state_dir) == []
+    usage = shell_hook("", "no-such-hook", cwd=kb.root)
+    assert usage.returncode == 0 and b"usage" in usage.stderr
+
+
+def test_a_marker_the_shell_does_not_read_itself_is_read_by_the_python_hook(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".kb-ai").write_text(f"kb = '{kb.root}'  # a TOML literal string\n")
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-marker", 1)
+    with worker_running(kb):
+        hook = shell_hook(end_event(kb, rollout, "sess-marker"), "session-end", cwd=project)
+    assert hook.returncode == 0 and hook.stdout == b""
+    [record] = spool.pending(kb.state_dir)
+    assert not record.read_bytes().startswith(spool.SHELL_PREFIX)  # the Python hook's record
+    assert spool.read(record)["session_id"] == "sess-marker"
