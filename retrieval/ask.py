@@ -106,11 +106,10 @@ class Asker:
             chosen = check_paths(self.kb, list(paths))
             standalone = question
         else:
-            if not len(catalog):
-                raise EmptyWikiError(
-                    "The wiki has no articles yet",
-                    hint="compile some notes first: kb-ai compile <paths>",
-                )
+            if not len(catalog):  # during a first compile: say it is on its way
+                first = "a compile is running: ask again once it is done (see Status)"
+                hint = first if note else "compile some notes first: kb-ai compile <paths>"
+                raise EmptyWikiError("The wiki has no articles yet", hint=hint)
             standalone = question
             if history:
                 yield Event("status", {"stage": "rewriting"})

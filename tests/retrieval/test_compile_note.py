@@ -4,7 +4,9 @@ import asyncio
 import os
 from contextlib import closing
 
-from retrieval import Asker
+import pytest
+
+from retrieval import Asker, EmptyWikiError, ask
 from tests.fakes.fake_llm import FakeLLM
 from tests.retrieval.test_ask import BACKUP, make_wiki
 from wiki import finish_run, open_state, set_run_stage, start_run
@@ -34,3 +36,16 @@ def test_an_answer_during_a_compile_says_the_wiki_is_changing(kb, settings):
         finish_run(conn, run, "done", {}, None)
         start_run(conn, "agent hook", 1, 2**22 + 12345)  # its process is gone: not under way
     assert notes(kb, settings) == []
+
+
+def test_a_question_before_the_first_compile_ends_is_told_it_is_running(kb, settings):
+    llm = FakeLLM(lambda stage, m, s: "unused")
+    with pytest.raises(EmptyWikiError) as nothing_yet:
+        asyncio.run(ask(kb, settings, llm, "When?"))
+    assert "compile some notes first" in nothing_yet.value.hint
+    with closing(open_state(kb)) as conn:
+        set_run_stage(conn, start_run(conn, "cli", 4, os.getpid()), "extract", 1, 4)
+    with pytest.raises(EmptyWikiError) as coming:
+        asyncio.run(ask(kb, settings, llm, "When?"))
+    assert "a compile is running" in coming.value.hint and "compile some" not in coming.value.hint
+    assert llm.calls == []  # nothing asked of the model before there is a page
