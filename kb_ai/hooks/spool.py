@@ -184,8 +184,8 @@ def _shell_record(header: bytes, raw: bytes, when: object) -> dict[str, object] 
     :func:`make_record` makes it; None when those bytes are not a session's event, read
     exactly as the Python hook reads its standard input (UTF-8, bad bytes replaced; a
     JSON object with a transcript path)."""
-    try:
-        fields = json.loads(header)
+    try:  # the hook's line holds its directory's name: bytes, maybe not UTF-8
+        fields = json.loads(header.decode("utf-8", errors="replace"))
         text = raw.decode("utf-8", errors="replace")
         event = json.loads(text) if text.strip() else {}
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -208,8 +208,8 @@ def from_shell(data: bytes) -> dict[str, object] | None:
     if not sep or not rest.endswith(b"}\n"):
         return None
     try:
-        when = json.loads(head + b"}").get("time")
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        when = json.loads((head + b"}").decode("utf-8", errors="replace")).get("time")
+    except (json.JSONDecodeError, AttributeError):
         return None
     return _shell_record(head + b"}", rest[:-2], when)
 

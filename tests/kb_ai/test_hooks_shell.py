@@ -366,3 +366,15 @@ def test_a_record_of_the_hook_before_v3_is_still_read(tmp_path):
     path.write_text(data)
     record = spool.read(path)
     assert record["session_id"] == "sess-v2" and record["time"] == 1700000000.5
+
+
+def test_a_session_ended_in_a_directory_with_a_non_utf8_name_is_spooled(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    odd = os.path.join(os.fsencode(kb.root), b"caf\xe9")  # a Latin-1 name on a Linux disk
+    os.mkdir(odd)
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-latin1", 1)
+    with worker_running(kb):
+        hook = shell_hook(end_event(kb, rollout, "sess-latin1"), "session-end", cwd=odd)
+    assert hook.returncode == 0 and hook.stderr == b""
+    [record] = spool.pending(kb.state_dir)
+    assert spool.read(record)["session_id"] == "sess-latin1"
