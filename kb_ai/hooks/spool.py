@@ -132,14 +132,12 @@ def _named(path: Path) -> Path | None:
     file's modification time (when the hook wrote it; a rename keeps it). None when
     another reader renamed or claimed it first."""
     pid, _, rest = path.name[len(SHELL_NAME) :].partition("-")
+    if not pid.isdigit() or not rest.endswith(".json"):
+        return path  # not the hook's: read() moves it to bad/
     try:
-        ns = path.stat().st_mtime_ns
-    except FileNotFoundError:
-        return None
-    target = path.with_name(f"{ns:020d}-{pid}-{rest}")
-    try:
+        target = path.with_name(f"{path.stat().st_mtime_ns:020d}-{pid}-{rest}")
         os.rename(path, target)
-    except FileNotFoundError:
+    except OSError:  # gone (another reader's now), or not ours to rename: next time
         return None
     return target
 

@@ -378,3 +378,13 @@ def test_a_session_ended_in_a_directory_with_a_non_utf8_name_is_spooled(tmp_path
     assert hook.returncode == 0 and hook.stderr == b""
     [record] = spool.pending(kb.state_dir)
     assert spool.read(record)["session_id"] == "sess-latin1"
+
+
+def test_a_file_named_like_no_record_of_the_hook_is_set_aside(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    new = spool.spool_dir(kb.state_dir) / "new"
+    new.mkdir(parents=True, exist_ok=True)
+    (new / "sh-junk.json").write_text("not a record")
+    [listed] = spool.pending(kb.state_dir)
+    assert listed.name == "sh-junk.json" and spool.read(listed) is None
+    assert [p.name for p in spool.bad_records(kb.state_dir)] == ["sh-junk.json"]
