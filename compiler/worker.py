@@ -23,7 +23,7 @@ from compiler.sessions import increment, key_of_origin
 from compiler.sources import Source, source_from_text
 from kb_ai.errors import KbAiError
 from kb_ai.hooks import spool
-from kb_ai.hooks.run import STARTING
+from kb_ai.hooks.run import STARTING, announce_worker, withdraw_worker
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, open_state
@@ -119,6 +119,7 @@ class Worker:
         dies the next worker takes its tasks at once (see queue.hold_owner)."""
         lock = KbLock(self.kb.state_dir / "worker.lock")
         lock.acquire(shared=True)
+        named = announce_worker(self.kb.state_dir)  # the shell hook's quick look
         (self.kb.state_dir / STARTING).unlink(missing_ok=True)  # started: hooks see the lock
         try:
             mine = hold_owner(self.kb, self.owner)
@@ -127,6 +128,7 @@ class Worker:
             finally:
                 release_owner(self.kb, self.owner, mine)
         finally:
+            withdraw_worker(self.kb.state_dir, named)  # before the drain's last look
             lock.release()
 
     async def run_once(self) -> int:

@@ -10,10 +10,13 @@
 # (standard input, at most 1,000,000 bytes) into one spool record, makes it durable
 # (`sync FILE`: one fsync with GNU coreutils), renames it into .kb-ai/spool/new/ (a
 # reader never sees half a record), and starts `PY -m kb_ai worker --drain` detached
-# when no worker holds the KB's worker lock and none is starting. It parses no JSON: the
-# record wraps the event ({"v":2,...,"raw":EVENT}) and the worker's reader
-# (kb_ai/hooks/spool.py) takes the fields from it, or drops a record that holds no hook
-# event, as the Python hook would have spooled nothing.
+# when no worker runs (see worker.pid below) and none is starting. It parses no JSON:
+# the record is the event followed by one line of ours ({"v":3,...}), and the worker's
+# reader (kb_ai/hooks/spool.py) takes the fields from it, or drops a record that holds
+# no hook event, as the Python hook would have spooled nothing; empty input spools
+# nothing. Each program run costs a fork and an exec, which on a loaded machine waits
+# for a CPU: a capture runs three (`head`, `sync`, `mv`), plus `flock` and `setsid`
+# only when it has to start a worker.
 #
 # Every other hook (session-start prints the snapshot, prompt), and whatever this script
 # does not handle itself (no KB found from the current directory, a marker it cannot
@@ -125,26 +128,41 @@ state=$kb/.kb-ai
 spool=$state/spool
 [ -d "$spool/new" ] && [ -d "$spool/tmp" ] || mkdir -p "$spool/tmp" "$spool/new" "$spool/cur" 2>/dev/null
 
-# the record's name, as the Python hook names it: nanoseconds (20 digits), pid, 8 hex
-# digits (here the nanoseconds' last 8 decimal digits: no process spent on randomness)
-ns=$(date +%s%N 2>/dev/null)
-case $ns in '' | *[!0-9]*) ns=$(date +%s)000000000 ;; esac
-case ${#ns} in
-    19) stamp=0$ns ;;
-    *) stamp=$(printf '%020d' "$ns") ;;
+# The record is named sh-PID-HEX8.json: HEX8 from a random UUID the kernel hands out
+# (read by the shell itself), or where there is none the last 8 digits of `date`'s
+# nanoseconds. It holds no time: the worker's reader renames it, as the Python hook
+# names a record, after the file's modification time (the moment this hook wrote it).
+hex=
+read -r hex 2>/dev/null </proc/sys/kernel/random/uuid
+hex=${hex%%-*}
+case $hex in
+    ???????? ) ;;
+    *)
+        hex=$(date +%s%N 2>/dev/null)
+        hex=00000000$hex
+        hex=${hex#"${hex%????????}"}
+        case $hex in *[!0-9]*) hex=00000000 ;; esac
+        ;;
 esac
-sec=${ns%?????????}
-record=$stamp-$$-${ns#"${ns%????????}"}.json
+record=sh-$$-$hex.json
 here=$PWD
 case $here in *'"'* | *\\* | *[[:cntrl:]]*) here='' ;; esac  # the event's cwd comes first
 
 tmp=$spool/tmp/$record
-# each write a plain command: a failed redirection must not end this shell with an error
-printf '{"v":2,"agent":"%s","time":%s.%s,"hook_cwd":"%s","raw":' \
-    "$agent" "$sec" "${ns#"$sec"}" "$here" >"$tmp" 2>/dev/null || exit 0
-if ! head -c 1000000 >>"$tmp" 2>/dev/null || ! printf '}\n' >>"$tmp" 2>/dev/null \
-    || ! LC_ALL=C grep -q '"transcript_path"' "$tmp" 2>/dev/null; then
-    rm -f "$tmp"  # no event (empty, not one), or no room: the Python hook spools nothing
+# The record is the agent's event as it came, then one line of our own:
+#   EVENT \n {"v":3,"agent":"codex","hook_cwd":"/dir"} \n
+# so that an empty event is told by the file's size alone (`[ -s ]`, a builtin).
+# Each write a plain command: a failed redirection must not end this shell with an error.
+head -c 1000000 2>/dev/null >"$tmp" || {
+    rm -f "$tmp"
+    exit 0
+}
+if ! [ -s "$tmp" ]; then
+    rm -f "$tmp"  # no event: the Python hook spools nothing, and no worker is started
+    exit 0
+fi
+if ! printf '\n{"v":3,"agent":"%s","hook_cwd":"%s"}\n' "$agent" "$here" 2>/dev/null >>"$tmp"; then
+    rm -f "$tmp"  # no room
     exit 0
 fi
 # one fsync of the record (GNU coreutils >= 8.24); a sync that takes no file flushes all
@@ -154,7 +172,27 @@ mv -f "$tmp" "$spool/new/$record" 2>/dev/null || {
     exit 0
 }
 
-# a worker holds worker.lock (shared) while it runs: when the lock is free, none does
+# A running worker names itself in worker.pid: "PID START", START being field 22 of
+# /proc/PID/stat (when it started), so a pid since reused by another process does not
+# count. Read with builtins: when it names a live process, no program is run at all.
+if read -r wpid wstart 2>/dev/null <"$state/worker.pid"; then
+    case $wpid in
+        '' | *[!0-9]*) ;;
+        *)
+            if read -r wstat 2>/dev/null <"/proc/$wpid/stat"; then
+                set -f
+                # shellcheck disable=SC2086 # split into the fields that follow "(name) "
+                set -- ${wstat##*') '}
+                set +f
+                if [ $# -ge 20 ] && [ "$1" != Z ] && [ "${20}" = "$wstart" ]; then
+                    exit 0
+                fi
+            fi
+            ;;
+    esac
+fi
+# otherwise (none named, or this system has no /proc): a worker holds worker.lock
+# (shared) while it runs; when the lock is free, none does
 if command -v flock >/dev/null 2>&1; then
     flock -xn 9 9>>"$state/worker.lock" 2>/dev/null || exit 0
 fi

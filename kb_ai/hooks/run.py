@@ -90,6 +90,49 @@ def worker_command(root: Path) -> list[str]:
     return [sys.executable, "-P", "-m", "kb_ai", "--kb", str(root), "worker", "--drain"]
 
 
+WORKER_PID = "worker.pid"
+
+
+def process_start(pid: int) -> str | None:
+    """When a process started (field 22 of /proc/PID/stat, clock ticks since boot), or
+    None where there is no /proc or no such process: with its pid, it names one process
+    even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rpartition(b") ")[2].split()
+    except OSError:
+        return None
+    return fields[19].decode("ascii") if len(fields) > 19 else None
+
+
+def announce_worker(state_dir: Path) -> str | None:
+    """Name this process in ``worker.pid`` ("PID START"), so the shell hook can tell a
+    worker runs with its own builtins (no program started); it still falls back to the
+    worker lock when the file names no live process. Returns what was written."""
+    start = process_start(os.getpid())
+    if start is None:
+        return None  # no /proc: the shell hook asks the lock
+    line = f"{os.getpid()} {start}\n"
+    tmp = state_dir / f".{WORKER_PID}.{os.getpid()}"
+    try:
+        tmp.write_text(line, encoding="ascii")
+        os.replace(tmp, state_dir / WORKER_PID)
+    except OSError:
+        return None
+    return line
+
+
+def withdraw_worker(state_dir: Path, line: str | None) -> None:
+    """Remove ``worker.pid`` if it still names this process (another worker may have
+    named itself since: it then stays)."""
+    path = state_dir / WORKER_PID
+    try:
+        if line is not None and path.read_text(encoding="ascii") == line:
+            path.unlink()
+    except (OSError, UnicodeDecodeError):
+        pass
+
+
 STARTING = "worker.starting"
 STARTING_SECONDS = 30.0  # a worker takes its lock within this of being started
 

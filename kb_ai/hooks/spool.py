@@ -8,11 +8,14 @@ can win, and a record whose claimer died is handed back to ``new/``. The record 
 deleted only after the capture table in state.db says it was taken (same transaction
 as the queue insert), so a crash at any point loses nothing and a record counts once.
 
-The shell hook (kb_ai/hooks/kb-ai-hook.sh) parses no JSON: it names and writes its
-records the same way, each wrapping the agent's event (``{"v": 2, "agent", "time",
-"hook_cwd", "raw": EVENT}``), and :func:`read` takes the record's fields from the event.
-A shell record holding no hook event (the agent sent nothing usable) is deleted: the
-Python hook would have spooled nothing.
+The shell hook (kb_ai/hooks/kb-ai-hook.sh) parses no JSON and runs no program to learn
+the time: its record is the agent's event followed by one line of its own (``{"v": 3,
+"agent", "hook_cwd"}``), named ``sh-PID-HEX8.json``; :func:`pending` renames it as
+:func:`append` names a record, from the file's modification time (when the hook wrote
+it), and :func:`read` takes the record's fields from the event. A shell record holding
+no hook event (the agent sent nothing usable) is deleted: the Python hook would have
+spooled nothing. (Records of the hook before v3 began ``{"v":2,...,"raw":``; they are
+still read.)
 
 This module is imported by the hook itself: standard library only, nothing slow.
 """
@@ -29,7 +32,7 @@ SPOOL_DIR = "spool"
 NEW, CUR, TMP, BAD, SEEN = "new", "cur", "tmp", "bad", "seen"
 MAX_EVENT_BYTES = 1_000_000  # what a hook reads of its standard input
 MAX_RECORD_BYTES = MAX_EVENT_BYTES + 64 * 1024  # a shell record holds the whole event
-SHELL_PREFIX = b'{"v":2,'  # how the shell hook's records begin
+SHELL_PREFIX = b'{"v":2,'  # how the shell hook's records began before v3
 # events after which a session goes on: its capture waits until the session is quiet
 CLAIM_SECONDS = 600  # a claimed record is taken into the queue in well under a second
 ONGOING_EVENTS = frozenset({"Stop", "PreCompact", "SubagentStop"})
@@ -121,19 +124,44 @@ def record_id(path: Path) -> str:
     return path.name.split(".json", 1)[0]
 
 
-def pending(state_dir: Path) -> list[Path]:
-    """Records waiting in ``new/``, oldest first."""
+SHELL_NAME = "sh-"  # how the shell hook names a record: sh-PID-HEX8.json, no time in it
+
+
+def _named(path: Path) -> Path | None:
+    """A shell hook's record renamed as :func:`append` names one, its time being the
+    file's modification time (when the hook wrote it; a rename keeps it). None when
+    another reader renamed or claimed it first."""
+    pid, _, rest = path.name[len(SHELL_NAME) :].partition("-")
+    if not pid.isdigit() or not rest.endswith(".json"):
+        return path  # not the hook's: read() moves it to bad/
     try:
-        return sorted((spool_dir(state_dir) / NEW).glob("*.json"))
+        target = path.with_name(f"{path.stat().st_mtime_ns:020d}-{pid}-{rest}")
+        os.rename(path, target)
+    except OSError:  # gone (another reader's now), or not ours to rename: next time
+        return None
+    return target
+
+
+def pending(state_dir: Path) -> list[Path]:
+    """Records waiting in ``new/``, oldest first (the shell hook's records named first)."""
+    try:
+        found = list((spool_dir(state_dir) / NEW).glob("*.json"))
     except OSError:
         return []
+    named = [p if not p.name.startswith(SHELL_NAME) else _named(p) for p in found]
+    return sorted(p for p in named if p is not None)
 
 
 def record_time(path: Path) -> float:
-    """When a record was written (from its name: no need to open it)."""
+    """When a record was written: from its name, or for a shell hook's record not yet
+    renamed (see :func:`pending`), from its modification time."""
     try:
         return int(path.name.split("-", 1)[0]) / 1e9
     except ValueError:
+        pass
+    try:
+        return path.stat().st_mtime if path.name.startswith(SHELL_NAME) else 0.0
+    except OSError:
         return 0.0
 
 
@@ -149,29 +177,52 @@ def claim(state_dir: Path, path: Path) -> Path | None:
     return target
 
 
+def _shell_record(header: bytes, raw: bytes, when: object) -> dict[str, object] | None:
+    """The record of the shell hook's line (its JSON object) and the agent's bytes, as
+    :func:`make_record` makes it; None when those bytes are not a session's event, read
+    exactly as the Python hook reads its standard input (UTF-8, bad bytes replaced; a
+    JSON object with a transcript path)."""
+    try:  # the hook's line holds its directory's name: bytes, maybe not UTF-8
+        fields = json.loads(header.decode("utf-8", errors="replace"))
+        text = raw.decode("utf-8", errors="replace")
+        event = json.loads(text) if text.strip() else {}
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(fields, dict) or not isinstance(event, dict):
+        return None
+    agent, path = fields.get("agent"), event.get("transcript_path")
+    if agent not in ("claude-code", "codex") or not isinstance(path, str) or not path:
+        return None
+    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else fields.get("hook_cwd")
+    record = make_record(event, agent, cwd if isinstance(cwd, str) else "")
+    record["time"] = float(when) if isinstance(when, int | float) else 0.0
+    return record
+
+
 def from_shell(data: bytes) -> dict[str, object] | None:
-    """The record of a shell hook's file (the header it writes, ``"raw":``, the agent's
-    bytes, ``}``), as :func:`make_record` makes it; None when the agent's bytes are not a
-    session's event, read exactly as the Python hook reads its standard input (UTF-8,
-    bad bytes replaced; a JSON object with a transcript path)."""
+    """The record of a file the shell hook wrote before v3 (the header ``{"v":2,...``,
+    ``"raw":``, the agent's bytes, ``}``); None when it is not a session's event."""
     head, sep, rest = data.partition(b',"raw":')
     if not sep or not rest.endswith(b"}\n"):
         return None
     try:
-        header = json.loads(head + b"}")
-        text = rest[:-2].decode("utf-8", errors="replace")
-        event = json.loads(text) if text.strip() else {}
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        when = json.loads((head + b"}").decode("utf-8", errors="replace")).get("time")
+    except (json.JSONDecodeError, AttributeError):
         return None
-    if not isinstance(header, dict) or not isinstance(event, dict):
+    return _shell_record(head + b"}", rest[:-2], when)
+
+
+SHELL_LINE = b'{"v":3,'  # how the line the shell hook writes after the agent's event begins
+
+
+def shell_line(data: bytes) -> tuple[bytes, bytes] | None:
+    """A v3 shell record's parts: the agent's bytes and the hook's line (``{"v":3,
+    "agent":...,"hook_cwd":...}``, the file's last line); None when it is not one. A
+    Python record is one line of ``json.dumps``, which ends with no newline."""
+    if not data.endswith(b"}\n"):
         return None
-    agent, when, path = header.get("agent"), header.get("time"), event.get("transcript_path")
-    if agent not in ("claude-code", "codex") or not isinstance(path, str) or not path:
-        return None
-    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else header.get("hook_cwd")
-    record = make_record(event, agent, cwd if isinstance(cwd, str) else "")
-    record["time"] = float(when) if isinstance(when, int | float) else 0.0
-    return record
+    raw, sep, line = data[:-1].rpartition(b"\n")
+    return (raw, line) if sep and line.startswith(SHELL_LINE) else None
 
 
 def read(path: Path) -> dict[str, object] | None:
@@ -181,8 +232,14 @@ def read(path: Path) -> dict[str, object] | None:
         data = path.read_bytes()[:MAX_RECORD_BYTES]
     except OSError:
         data = b""
-    if data.startswith(SHELL_PREFIX):
-        record = from_shell(data)
+    parts = shell_line(data)
+    if parts is not None or data.startswith(SHELL_PREFIX):
+        # a v3 record holds no time: it was written when its name says (see pending)
+        record = (
+            _shell_record(parts[1], parts[0], record_time(path))
+            if parts is not None
+            else from_shell(data)
+        )
         if record is None:
             path.unlink(missing_ok=True)  # the Python hook would have spooled nothing
         return record

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from compiler.captures import take_spool
+from compiler.worker import Worker
 from kb_ai.hooks import spool
-from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, shell_hook_usable
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, process_start, shell_hook_usable
 from tests.fakes.kb_responder import respond
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.kb_ai.test_hooks import LESSONS, make_kb
@@ -265,3 +266,125 @@ def test_a_marker_the_shell_does_not_read_itself_is_read_by_the_python_hook(tmp_
     [record] = spool.pending(kb.state_dir)
     assert not record.read_bytes().startswith(spool.SHELL_PREFIX)  # the Python hook's record
     assert spool.read(record)["session_id"] == "sess-marker"
+
+
+def test_a_shell_record_is_timed_by_when_the_hook_wrote_it(tmp_path, server):
+    # the shell hook runs no `date`: the record's time is its file's modification time
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    rollouts = {s: codex_session(tmp_path / f"{s}.jsonl", s, 2) for s in ("sess-old", "sess-new")}
+    with worker_running(kb):
+        for session, rollout in rollouts.items():
+            hook = shell_hook(end_event(kb, rollout, session, "Stop"), "session-end", cwd=kb.root)
+            assert hook.returncode == 0 and hook.stderr == b""
+    new = kb.state_dir / "spool" / "new"
+    written = {spool.read(p)["session_id"]: p for p in new.iterdir()}  # read before renamed
+    two_hours_ago = time.time() - 7200
+    os.utime(written["sess-old"], (two_hours_ago, two_hours_ago))  # ended two hours ago
+    pending = spool.pending(kb.state_dir)
+    assert all(NAME.match(p.name) for p in pending), [p.name for p in pending]
+    old = spool.read(pending[0])  # oldest first
+    assert old["session_id"] == "sess-old" and abs(old["time"] - two_hours_ago) < 1
+    assert abs(spool.read(pending[1])["time"] - time.time()) < 600
+    # a Codex Stop waits for an hour of quiet: the old session's is over, the new one's not
+    with closing(open_state(kb)) as conn:
+        taken = take_spool(kb, conn, settings_for(kb, server, session_quiet_seconds=3600))
+    assert taken.taken == 1 and taken.waiting == 1
+    [waiting] = spool.pending(kb.state_dir)
+    assert spool.read(waiting)["session_id"] == "sess-new"
+
+
+def test_empty_input_spools_nothing_and_starts_no_worker(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    hook = shell_hook(b"", "session-end", cwd=kb.root)
+    assert hook.returncode == 0 and hook.stdout == b"" and hook.stderr == b""
+    base = kb.state_dir / "spool"
+    assert list((base / "new").iterdir()) == [] and list((base / "tmp").iterdir()) == []
+    assert not (kb.state_dir / "worker.starting").exists()
+    assert not (kb.state_dir / "worker.log").exists()
+
+
+def test_a_worker_named_in_worker_pid_is_seen_without_its_lock(tmp_path):
+    # the hook tells a worker runs from worker.pid alone (shell builtins, no `flock`)
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    me = os.getpid()
+    start = process_start(me)
+    if start is None:
+        pytest.skip("no /proc here: the hook asks the worker lock")
+    (kb.state_dir / "worker.pid").write_text(f"{me} {start}\n")
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-named", 1)
+    hook = shell_hook(end_event(kb, rollout, "sess-named"), "session-end", cwd=kb.root)
+    assert hook.returncode == 0 and hook.stderr == b""
+    assert len(spool.pending(kb.state_dir)) == 1
+    assert not (kb.state_dir / "worker.starting").exists()  # no worker started
+    assert not (kb.state_dir / "worker.log").exists()
+
+
+def test_a_pid_file_left_by_a_dead_worker_does_not_stop_a_start(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    with kb.config_path.open("a") as f:
+        f.write(
+            f'\nmodel = "openai/fake-model"\napi_base = "{server.base_url}"\napi_key = "sk"\n'
+            "session_quiet_seconds = 0\n"
+        )
+    # a worker killed with -9 left its file, and its pid now belongs to another process
+    (kb.state_dir / "worker.pid").write_text(f"{os.getpid()} 1\n")
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-stale", 1)
+    hook = shell_hook(end_event(kb, rollout, "sess-stale"), "session-end", cwd=kb.root)
+    assert hook.returncode == 0 and hook.stderr == b""
+    log = kb.state_dir / "worker.log"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "Compiled" not in (
+        log.read_text() if log.exists() else ""
+    ):
+        time.sleep(0.2)
+    assert "Compiled 1 queued task(s)" in log.read_text(), log.read_text()
+    [task] = tasks_of(kb)
+    assert task["state"] == "done"
+    # the worker named itself while it ran, and took its name back when it was done
+    while time.monotonic() < deadline and (kb.state_dir / "worker.pid").exists():
+        time.sleep(0.2)
+    assert not (kb.state_dir / "worker.pid").exists()
+
+
+def test_a_worker_names_itself_while_it_runs(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    worker = Worker(kb, settings_for(kb, server))
+    with worker._alive():
+        line = (kb.state_dir / "worker.pid").read_text()
+    start = process_start(os.getpid())
+    assert line == (f"{os.getpid()} {start}\n" if start else line)
+    assert not (kb.state_dir / "worker.pid").exists()
+
+
+def test_a_record_of_the_hook_before_v3_is_still_read(tmp_path):
+    # spooled before an upgrade: the old hook's shape, time in its header
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    event = end_event(kb, tmp_path / "r.jsonl", "sess-v2")
+    data = f'{{"v":2,"agent":"codex","time":1700000000.5,"hook_cwd":"/x","raw":{event}}}\n'
+    path = spool.spool_dir(kb.state_dir) / "new" / "00000000000000000001-7-0badcafe.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data)
+    record = spool.read(path)
+    assert record["session_id"] == "sess-v2" and record["time"] == 1700000000.5
+
+
+def test_a_session_ended_in_a_directory_with_a_non_utf8_name_is_spooled(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    odd = os.path.join(os.fsencode(kb.root), b"caf\xe9")  # a Latin-1 name on a Linux disk
+    os.mkdir(odd)
+    rollout = codex_session(tmp_path / "r.jsonl", "sess-latin1", 1)
+    with worker_running(kb):
+        hook = shell_hook(end_event(kb, rollout, "sess-latin1"), "session-end", cwd=odd)
+    assert hook.returncode == 0 and hook.stderr == b""
+    [record] = spool.pending(kb.state_dir)
+    assert spool.read(record)["session_id"] == "sess-latin1"
+
+
+def test_a_file_named_like_no_record_of_the_hook_is_set_aside(tmp_path):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    new = spool.spool_dir(kb.state_dir) / "new"
+    new.mkdir(parents=True, exist_ok=True)
+    (new / "sh-junk.json").write_text("not a record")
+    [listed] = spool.pending(kb.state_dir)
+    assert listed.name == "sh-junk.json" and spool.read(listed) is None
+    assert [p.name for p in spool.bad_records(kb.state_dir)] == ["sh-junk.json"]
