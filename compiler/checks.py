@@ -18,7 +18,7 @@ then is refused: the article is not written and its source is reported failed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kb_ai.errors import LLMOutputError
@@ -93,8 +93,10 @@ def review_body(
     previous: str = "",
     truncated: bool = False,
     bound: int | None = None,
+    told: str = "",
 ) -> Review:
-    """Check one article body (already unwrapped by the writer); nothing is raised."""
+    """Check one article body (already unwrapped by the writer); nothing is raised.
+    ``told``: what the prompt said besides the material (its rules, examples, findings)."""
     review = Review(body=body)
     try:
         converted = to_markdown(body)
@@ -126,15 +128,51 @@ def review_body(
     flips = [f for m in material for f in Negations(m).flips(new_text)]
     for flip in flips:
         review.ungrounded.append(f"the article {flip.describe()}")
+    echo = echoes(told, [previous, *material])
+    echoed = [p for p in _passages(new_text) if echo(p)] if told else []
+    for passage in echoed:
+        review.ungrounded.append(f"{passage[:80]!r} repeats the instructions, not the material")
     if review.ungrounded:
         flipped = [f.sentence for f in flips]
 
         def ungrounded(passage: str) -> bool:
             flat = normalise(passage)
-            return bool(evidence.unsupported(passage)) or any(s in flat for s in flipped)
+            return (
+                bool(evidence.unsupported(passage))
+                or any(s in flat for s in flipped)
+                or (bool(echoed) and echo(passage))
+            )
 
         review.body, review.removed = remove_passages(body, ungrounded)
     return review
+
+
+def echoes(told: str, material: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a passage repeats what the model was told rather than what the material
+    says: most of its runs of three words are in the prompt's rules, examples or findings,
+    and not in the material. A 0.5B model wrote the prompt's example "The material does
+    not say who owns it." and a finding it was given into the article itself; having no
+    name or number, no claim check caught them."""
+    said = _shingles(told)
+    known = set().union(*map(_shingles, material)) if material else set()
+
+    def echo(passage: str) -> bool:
+        runs = _shingles(passage)
+        if len(runs) < 2:
+            return False
+        return len(runs & said) * 2 > len(runs) and len(runs & known) * 2 < len(runs)
+
+    return echo
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.casefold())
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def _passages(text: str) -> list[str]:
+    """The sentences of ``text``, list items and lines included."""
+    return [s for p in split_paragraphs(text) for s in split_sentences(p) or [p]]
 
 
 def _as_in_material(body: str, material: Sequence[str]) -> bool:

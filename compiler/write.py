@@ -154,6 +154,7 @@ async def compile_article(
             previous=previous,
             truncated=draft.truncated,
             bound=draft.bound,
+            told=draft.told,
         )
         review.problems[:0] = draft.problems
         summary, summary_problem = accept_summary(draft.data.get("summary"), review.body, evidence)
@@ -166,9 +167,8 @@ async def compile_article(
             # Twice unusable in shape (a small model repeating itself, or cut off): keep
             # what is whole and said once, if that passes every check (ungrounded
             # passages removed as for any reply, refused above the same share).
-            repaired = review_body(
-                repair_shape(review.body), evidence=evidence, material=texts, previous=previous
-            )
+            repaired = review_body(repair_shape(review.body), evidence=evidence,
+                                   material=texts, previous=previous, told=draft.told)  # fmt: skip
             if (
                 repaired.body.strip()
                 and not repaired.problems
@@ -293,6 +293,7 @@ class _Draft:
     truncated: bool
     bound: int | None
     problems: list[str]
+    told: str = ""  # what the model was told besides the material: rules, examples, findings
 
 
 async def _draft(
@@ -309,6 +310,7 @@ async def _draft(
     patching, messages = _messages(
         prompts, title, kind, existing, material, patch_threshold, findings
     )
+    told = "\n".join([*(m["content"] for m in messages if m["role"] == "system"), *findings])
     if existing and patching:
         reply = await llm.complete(
             messages, stage="write", schema=PATCH_SCHEMA, schema_name="patches"
@@ -320,7 +322,7 @@ async def _draft(
             raise LLMOutputError("the model returned no section patches")
         patches = [_markdown_patch(p, problems) for p in patches if isinstance(p, dict)]
         body = apply_patches(existing.body, patches)
-        return _Draft(reply, data, body, reply.finish_reason == "length", None, problems)
+        return _Draft(reply, data, body, reply.finish_reason == "length", None, problems, told)
     reply = await llm.complete(
         messages, stage="write", schema=ARTICLE_SCHEMA, schema_name="article"
     )
@@ -328,7 +330,7 @@ async def _draft(
     raw_body = data.get("body")
     body = clean_body(strip_wrapper(raw_body), title) if isinstance(raw_body, str) else ""
     bound = ARTICLE_SCHEMA["properties"]["body"]["maxLength"]
-    return _Draft(reply, data, body, reply.finish_reason == "length", bound, problems)
+    return _Draft(reply, data, body, reply.finish_reason == "length", bound, problems, told)
 
 
 def _markdown_patch(patch: dict, problems: list[str]) -> dict:

@@ -218,3 +218,24 @@ def test_a_long_article_patched_with_html_and_an_invented_number_takes_neither(k
     assert "The zone is exported from puppet first." in body
     assert "<p>" not in body and "45 minutes" not in body
     assert "terraform import" in body, "what the article said before stays"
+
+
+def test_a_body_that_repeats_the_prompt_instead_of_the_material_loses_those_sentences(
+    kb, settings, notes
+):
+    # What the 0.5B model wrote on a fresh clone: the prompt's own example, and on the
+    # second reply the findings it had been given, as the article's sentences.
+    example = "The material does not say who owns it."
+    first = {"body": f"{GOOD_BODY}\n\n{example} Write Markdown only, never HTML."}
+    echo_of_findings = "The material does not say who owns it. Say each thing once."
+    second = {"body": f"{GOOD_BODY}\n\n{echo_of_findings}"}
+    llm = writer(first, second)
+    result = compile_note(kb, settings, notes, llm)
+    assert result.failed == []
+    body = read_article(kb, result.created[0]).body
+    assert "who owns it" not in body and "Markdown" not in body and "each thing once" not in body
+    assert "every change needed a puppet run." in body and "terraform import" in body
+    assert (
+        "repeats the instructions" in kb.log_path.read_text()
+        or "ungrounded" in kb.log_path.read_text()
+    )
