@@ -8,6 +8,6 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 unset SOURCE_DATE_EPOCH
 if ! "${VENV:-.venv}/bin/python" -c 'import llama_cpp' >/dev/null 2>&1; then
   echo "kb-ai: building llama.cpp for the embedded model (first time only: about 6 min on" \
-    "2 idle cores, 18 measured with another job beside it); its progress follows" >&2
+    "2 idle cores, 12-18 measured with other work beside it); its progress follows" >&2
   export KB_AI_SHOW_BUILD=1  # ensure_venv shows pip's build instead of --quiet
 fi
