@@ -53,6 +53,9 @@ class Extraction:
     # by the fact's key (its text, case-folded, spaces as one); checked against the
     # source before it is stored (compiler.fidelity)
     fact_context: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # the article type a small model chose when it only named the source
+    # (compiler/source_article.py); empty otherwise
+    type: str = ""
 
     @classmethod
     def from_data(cls, data: Any) -> Extraction:
@@ -70,6 +73,7 @@ class Extraction:
         ex.pitfalls = _records(data.get("pitfalls"), PITFALL_KEYS)
         ex.conventions = _strings(data.get("conventions"))
         ex.notes = _strings(data.get("notes"))
+        ex.type = _s(data.get("type"))
         ex.enumerations = [
             {"name": _s(e.get("name")), "items": _strings(e.get("items"))}
             for e in data.get("enumerations") or []
@@ -88,6 +92,8 @@ class Extraction:
             data[name] = [_plain(item) for item in getattr(self, name)]
         data["facts"] = [self._fact_data(f) for f in self.facts]
         data["notes"] = list(self.notes)  # what the checks against the source changed
+        if self.type:
+            data["type"] = self.type
         return data
 
     def _fact_data(self, fact: str) -> str | dict[str, str]:

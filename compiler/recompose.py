@@ -22,9 +22,10 @@ from compiler.classify import Target
 from compiler.dating import source_date
 from compiler.documents.citations import base_path
 from compiler.extract import Extraction
+from compiler.result import Deletion
 from compiler.write import Material
 from kb_ai.errors import KbAiError
-from wiki import Article, KnowledgeBase, read_extraction, read_raw
+from wiki import Article, KnowledgeBase, delete_article, read_extraction, read_raw
 
 #: A short article is written from all its sources while their material stays within
 #: this many times the patch threshold (12,000 characters by default: 48,000).
@@ -110,3 +111,22 @@ def stored_source(kb: KnowledgeBase, source: str) -> Material | None:
         return Material(source, text)
     when = source_date(raw.text, raw.origin, raw.ingested_at)
     return Material(source, text, date=when.date, dated=when.stated)
+
+
+def delete_left(
+    kb: KnowledgeBase, article: Article, dropped: set[str], origins: dict[str, str]
+) -> Deletion:
+    """Delete ``article``: the sources in ``dropped`` left it and it has no other
+    (``origins``: raw path -> the file it was compiled from, to name them).
+
+    One that still names other sources, whose stored extractions cannot be read,
+    is kept: an error, not a deletion (its sources can be compiled again)."""
+    kept = [s for s in article.sources if s not in dropped]
+    if kept:
+        raise KbAiError(
+            f"{article.path}: none of its other sources ({', '.join(kept)}) has a"
+            " readable extraction, so it cannot be written without the one that left it",
+            hint="recompile those sources with `kb-ai compile --force`",
+        )
+    delete_article(kb, article.path)
+    return Deletion(article.path, tuple((raw, origins.get(raw, raw)) for raw in sorted(dropped)))

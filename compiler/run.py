@@ -25,7 +25,7 @@ from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, pending_paths, still_pending
 from compiler.links import LinkTargets, link_mentions
-from compiler.recompose import needs_rewrite, plan_rewrite
+from compiler.recompose import delete_left, needs_rewrite, plan_rewrite
 from compiler.record import (
     INDEX_FINGERPRINT,
     commit_message,
@@ -35,9 +35,10 @@ from compiler.record import (
     write_run_indexes,
 )
 from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
-from compiler.result import CompileResult, Deletion, Failure
+from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review
 from compiler.runs import RunTracker
+from compiler.source_article import name_source, own_source, source_article, source_targets
 from compiler.sources import Source
 from compiler.work import Plan, Work, allocate_work, plan_articles, taken_slugs
 from compiler.write import Material, compile_article
@@ -54,7 +55,6 @@ from wiki import (
     all_sources,
     commit_all,
     current_catalog,
-    delete_article,
     get_meta,
     open_state,
     read_article,
@@ -71,8 +71,11 @@ PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 ProgressFn = Callable[..., None]
 
 
-def extraction_version() -> str:
-    """The version of the extract prompts (notes and transcripts): a change to either is lag."""
+def extraction_version(small: bool = False) -> str:
+    """The version of the extract prompts (notes and transcripts, or a small model's
+    naming prompt): a change to one is lag."""
+    if small:
+        return "small-" + PROMPTS.version("extract_small")[:12]
     return PROMPTS.version("extract")[:6] + PROMPTS.version("extract_transcript")[:6]
 
 
@@ -108,6 +111,7 @@ class Compiler:
         self._dropped: dict[str, set[str]] = {}
         self._origins: dict[str, str] = {}  # raw path -> the file it was compiled from
         self._catalog_ns = 0
+        self._work: dict[str, Work] = {}  # raw path -> its source's work, once all read
 
     # -- entry points ---------------------------------------------------------------
 
@@ -258,7 +262,11 @@ class Compiler:
                 w.error = str(outcome)
             elif outcome is CANCELLED:
                 w.error = "interrupted before it finished"
-        existing_paths = set((await asyncio.shield(ranker_ready)).by_path)
+        existing = (await asyncio.shield(ranker_ready)).by_path
+        existing_paths = set(existing)
+        if self.settings.writes_from_sources:  # one article per source, in input order
+            source_targets(work, existing)
+        self._work = {w.raw_path: w for w in work}
         plan = plan_articles(work, existing_paths, self._dropped)
         self._origins = {w.raw_path: w.source.origin for w in work}
         if self.interrupted:
@@ -319,20 +327,26 @@ class Compiler:
                 )
             if rewrite is not None:
                 if not rewrite.material:
-                    await run_io(self._delete, existing, dropped, result)
+                    gone = await run_io(delete_left, self.kb, existing, dropped, self._origins)
+                    result.deleted.append(gone)
                     stager.add(path)
                     return
                 target, material, existing = rewrite.target, rewrite.material, rewrite.existing
-            article = await compile_article(
-                llm,
-                PROMPTS,
-                target,
-                material,
-                existing,
-                patch_threshold=self.settings.patch_threshold_chars,
-                notes=notes.setdefault(path, []),
-                material_chars=self.settings.write_material_chars,
-                prompt_chars=self.settings.max_prompt_chars,
+            own = self.settings.writes_from_sources and own_source(self._work, material, existing)
+            article = (
+                source_article(own, target, existing, notes.setdefault(path, []))
+                if own
+                else await compile_article(
+                    llm,
+                    PROMPTS,
+                    target,
+                    material,
+                    existing,
+                    patch_threshold=self.settings.patch_threshold_chars,
+                    notes=notes.setdefault(path, []),
+                    material_chars=self.settings.write_material_chars,
+                    prompt_chars=self.settings.max_prompt_chars,
+                )
             )
             if rewrite is not None:
                 article = rewrite.finish(article)
@@ -362,28 +376,13 @@ class Compiler:
                 article_errors[path] = f"writing {path} failed: {reason}"
         return written, article_errors
 
-    def _delete(self, article: Article, dropped: set[str], result: CompileResult) -> None:
-        """Delete ``article``: the sources in ``dropped`` left it and it has no other.
-
-        One that still names other sources, whose stored extractions cannot be read,
-        is kept: an error, not a deletion (its sources can be compiled again)."""
-        kept = [s for s in article.sources if s not in dropped]
-        if kept:
-            raise KbAiError(
-                f"{article.path}: none of its other sources ({', '.join(kept)}) has a"
-                " readable extraction, so it cannot be written without the one that left it",
-                hint="recompile those sources with `kb-ai compile --force`",
-            )
-        delete_article(self.kb, article.path)
-        left = tuple((raw, self._origins.get(raw, raw)) for raw in sorted(dropped))
-        result.deleted.append(Deletion(article.path, left))
-
     async def _prepare(
         self, llm: LLM, w: Work, ranker_ready: asyncio.Future, categories: Sequence[str]
     ) -> None:
         src = w.source
         model = self.settings.model or ""
-        version = extraction_version()
+        small = self.settings.writes_from_sources
+        version = extraction_version(small)
         # A source seen for the first time has no earlier extraction: no thread to look.
         has_old = (self.kb.extraction_dir / f"{w.slug}.md").is_file()
         old = await run_io(self._read_previous_extraction, w.slug) if has_old else None
@@ -414,8 +413,12 @@ class Compiler:
             )
             if reusable:  # an interrupted or failed run already paid for this extraction
                 w.extraction = Extraction.from_data(old.data)
-            else:
-                w.extraction = await extract_source(llm, PROMPTS, src)
+            else:  # a small model only names the source: its text is the article
+                w.extraction = await (
+                    name_source(llm, PROMPTS, src, categories)
+                    if small
+                    else extract_source(llm, PROMPTS, src)
+                )
                 await run_io(
                     write_extraction,
                     self.kb,
@@ -433,6 +436,8 @@ class Compiler:
                     w.previous_text = Extraction.from_data(old.data).to_markdown()
         finally:
             await raw  # written even when the model failed: the next run reuses it
+        if small:  # no classify: targets are set in input order once all are named
+            return
         # Shared by every source: shielded, so one cancelled source does not cancel it.
         ranker = await asyncio.shield(ranker_ready)
         self.progress("classify", item=src.origin)
@@ -465,7 +470,8 @@ class Compiler:
         if not self.interrupted:  # a long document's outline, linking what it fed
             await run_io(write_document_articles, self.kb, work, plan, written, result)
         record_sources(self.kb, work, plan, article_errors, result, model=self.settings.model or "",
-                       prompt_version=extraction_version(), interrupted=self.interrupted)  # fmt: skip
+                       prompt_version=extraction_version(self.settings.writes_from_sources),
+                       interrupted=self.interrupted)  # fmt: skip
         self.progress("stage", name="index", total=len(written))
         deleted = [d.path for d in result.deleted]
         if written or deleted:

@@ -21,7 +21,7 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
     gone, or it was extracted by another model or prompt version (lag: reported, never
     recompiled behind the user's back).
     """
-    version = extraction_version()
+    version = extraction_version(settings.writes_from_sources)
     with closing(open_state(kb)) as conn:
         rows = all_sources(conn)
         run = last_run(conn)

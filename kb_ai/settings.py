@@ -223,8 +223,10 @@ class Settings:
     )
     small_model: bool = _setting(
         False,
-        "Treat the model as small: answers are extracted (the model picks sentences of the"
-        " pages read and kb-ai quotes them) instead of written. Always so for local models.",
+        "Treat the model as small: each source becomes an article in its own words (the"
+        " model only names it), and answers are extracted (the model picks sentences of"
+        " the pages read and kb-ai quotes them) instead of written. Always so for local"
+        " models.",
     )
     review: bool = _setting(
         False,
@@ -259,6 +261,12 @@ class Settings:
     @property
     def answers_extractively(self) -> bool:
         """Small models pick sentences rather than write (see retrieval/extractive.py)."""
+        return self.is_local or self.small_model
+
+    @property
+    def writes_from_sources(self) -> bool:
+        """Small models name each source and keep its text as the article
+        (compiler/source_article.py) rather than write articles."""
         return self.is_local or self.small_model
 
     @property

@@ -208,7 +208,7 @@ def _claim_findings(articles: dict[str, ArticleFacts]) -> list[Finding]:
                     "unsupported",
                     WARNING,
                     rel,
-                    f"its sources' extractions never state {shown}{more}",
+                    f"its sources never state {shown}{more}",
                 )
             )
     return findings

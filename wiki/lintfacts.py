@@ -46,7 +46,7 @@ __all__ = ["REQUIRED_FIELDS", "ArticleFacts", "gather_facts"]
 
 REQUIRED_FIELDS = ("title", "type", "summary", "sources", "created", "updated")
 #: Part of every stamp: bump it with any change to what the facts hold or how they are found.
-VERSION = "3"
+VERSION = "4"
 RECENT_NS = 2_000_000_000
 MIGRATIONS = (
     "CREATE TABLE lint_facts (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, facts TEXT NOT NULL)",
@@ -178,6 +178,7 @@ class _Materials:
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
         self._dir = str(kb.extraction_dir)
+        self._raw = os.path.join(kb.root, "raw")
         self._stamps: dict[str, tuple[str, bool]] = {}
         self._texts: dict[str, str | None] = {}
 
@@ -186,22 +187,23 @@ class _Materials:
         parts, recent = [], False
         for source in sources:
             if source not in self._stamps:
-                try:
-                    st = os.stat(os.path.join(self._dir, f"{_slug(source)}.md"))
-                except OSError:
-                    self._stamps[source] = (f"{source}=-", False)
-                else:
-                    self._stamps[source] = (
-                        f"{source}={st.st_mtime_ns}:{st.st_size}:{st.st_ino}",
-                        now - st.st_mtime_ns < RECENT_NS,
-                    )
+                stamp, fresh = [], False
+                for folder in (self._dir, self._raw):  # its extraction, and its text
+                    try:
+                        st = os.stat(os.path.join(folder, f"{_slug(source)}.md"))
+                    except OSError:
+                        stamp.append("-")
+                    else:
+                        stamp.append(f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}")
+                        fresh = fresh or now - st.st_mtime_ns < RECENT_NS
+                self._stamps[source] = (f"{source}=" + "/".join(stamp), fresh)
             part, fresh = self._stamps[source]
             parts.append(part)
             recent = recent or fresh
         return f"{VERSION}|" + "|".join(parts), recent
 
     def unsupported(self, facts: ArticleFacts, body: str) -> list[list[str]]:
-        """The claims of the article (``body``) its sources' extractions never state."""
+        """The claims of the article (``body``) its sources (their extractions and raw text) never state."""
         texts = [t for t in (self._text(s) for s in facts.sources) if t]
         if not texts:
             return []  # no source (reported), or none extracted: nothing to hold it to
@@ -216,14 +218,24 @@ class _Materials:
         return [[c.kind, c.text] for c in rest if not evidence.supports(c)]
 
     def _text(self, source: str) -> str | None:
-        """The text of a source's stored extraction, or None."""
+        """The text of a source's stored extraction and of the source itself (raw/), or
+        None when it was never extracted. The source counts too: an article a small model
+        keeps in its source's words (compiler/source_article.py) states what the source
+        states, and a claim the source makes is supported even where the extraction, a
+        summary of it, left it out."""
         if source not in self._texts:
             try:
                 data = read_extraction_data(self.kb, _slug(source))
             except (KbAiError, OSError, UnicodeDecodeError):
                 self._texts[source] = None
             else:
-                self._texts[source] = "\n".join(_strings(data))
+                raw = os.path.join(self._raw, _slug(source) + ".md")
+                try:
+                    with open(raw, encoding="utf-8", errors="replace") as f:
+                        own = f.read()
+                except OSError:  # gone: reported by the sources check
+                    own = ""
+                self._texts[source] = "\n".join([*_strings(data), own])
         return self._texts[source]
 
 

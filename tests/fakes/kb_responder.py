@@ -99,6 +99,7 @@ def stage_of(request: dict[str, Any]) -> str:
         ("question", "rewrite"),
         ("issues", "lint"),
         ("enough", "follow"),
+        ("type", "name"),
     ):
         if key in props:
             return stage
@@ -378,7 +379,24 @@ def lint(request: dict[str, Any]) -> dict[str, Any]:
     return {"issues": issues}
 
 
+def name(request: dict[str, Any]) -> dict[str, Any]:
+    """A small model naming a note (compiler/source_article.py): its first sentence as
+    the summary, a decision when it says so, a few frequent words as topics."""
+    text = "\n".join(_between(_user(request), "note"))
+    sentences = _sentences(text)
+    types = schema_of(request)["properties"]["type"]["enum"]
+    kind = "decision" if "decision" in types and re.search(r"(?i)\bdecided\b", text) else types[0]
+    title = " ".join((sentences[0] if sentences else "Untitled").split()[:6])
+    return {
+        "title": title,
+        "summary": sentences[0] if sentences else "",
+        "type": kind,
+        "topics": _topics(text, 3),
+    }
+
+
 HANDLERS = {
+    "name": name,
     "extract": extract,
     "classify": classify,
     "write": write,

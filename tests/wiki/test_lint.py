@@ -181,7 +181,7 @@ def test_claims_in_any_spelling_of_the_material_are_supported(kb):
     _, report = lint(kb)
     (finding,) = [f for f in report["findings"] if f["check"] == "unsupported"]
     assert finding["message"] == (
-        "its sources' extractions never state name 'Marcus', number '250', date '3 March 2026'"
+        "its sources never state name 'Marcus', number '250', date '3 March 2026'"
     )
 
 
@@ -191,13 +191,13 @@ def test_lint_outside_a_knowledge_base_says_what_to_do(tmp_path):
 
 
 def age(kb, seconds=3600):
-    """Every article and extraction as if written an hour ago (kept facts are only
+    """Every article, extraction and raw copy as if written an hour ago (kept facts are only
     trusted for files not modified in the last moments)."""
     import os
     import time
 
     past = time.time_ns() - seconds * 1_000_000_000
-    for folder in (kb.wiki_dir, kb.extraction_dir):
+    for folder in (kb.wiki_dir, kb.extraction_dir, kb.root / "raw"):
         for path in folder.rglob("*.md"):
             os.utime(path, ns=(past, past))
 
@@ -242,11 +242,11 @@ def test_kept_facts_follow_a_deleted_article_and_a_changed_extraction(compiled):
     age(kb)
     assert lint(kb)[1]["findings"] == []
     assert lint(kb)[1]["findings"] == []  # from the kept facts
-    # a source's extraction no longer states the TTL: the unchanged article's claim is
-    # held to the new extraction
+    # a source no longer states the TTL (its text and extraction changed): the unchanged
+    # article's claim is held to the new ones
     (slug,) = [s.removeprefix("raw/").removesuffix(".md") for s in cache.sources]
-    extraction = kb.extraction_dir / f"{slug}.md"
-    extraction.write_text(extraction.read_text(encoding="utf-8").replace("30", "35"))
+    for changed in (kb.extraction_dir / f"{slug}.md", kb.root / "raw" / f"{slug}.md"):
+        changed.write_text(changed.read_text(encoding="utf-8").replace("30", "35"))
     code, report = lint(kb)
     unsupported = [f for f in report["findings"] if f["check"] == "unsupported"]
     assert [f["path"] for f in unsupported] == [CACHE] and "'30'" in unsupported[0]["message"]
