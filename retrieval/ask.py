@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, closing
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -387,15 +388,14 @@ class Asker:
             )
         texts = await asyncio.to_thread(lambda: {p: self._page_text(p) for p in chosen})
         related = selection.related_pages(texts, wanted, question)
-        for path in chosen:
-            if path not in related:
-                self.findings.append(
-                    Finding(
-                        "selection",
-                        "page not read: it shares no meaningful term with the question",
-                        path=path,
-                    )
-                )
+        unread = "page not read: it shares no meaningful term with the question"
+        self.findings += [Finding("selection", unread, path=p) for p in chosen if p not in related]
+        if self.settings.answers_extractively:  # a small model's pick, and the best match
+            search = partial(self._search, articles=len(catalog))
+            best = await asyncio.to_thread(
+                selection.best_match, search, self._page_text, question, wanted
+            )
+            related += [p for p in best if p not in related]
         return related, shortlisted
 
     def _page_text(self, path: str) -> str:

@@ -14,7 +14,9 @@ MAX_OFFERED; when none shares a word, the answer is "not covered" without a mode
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -58,7 +60,7 @@ def number_sentences(
 ) -> list[NumberedPage]:
     """The sentences offered to the model, with ids s1, s2, ... (headings, code and table
     rules left out; list items and table rows count as sentences). With ``question``,
-    only those sharing a word with it, most words first, at most ``limit``; without,
+    only those sharing a word with it, rarest words first (see below), at most ``limit``; without,
     every sentence in page order."""
     found: list[tuple[int, int, str, Page]] = []
     for page in pages:
@@ -67,9 +69,17 @@ def number_sentences(
                 break
             found.append((0, len(found), text, page))
     if question is not None:
+        # A word of the question few sentences have says more than one most have (the
+        # page's own subject): hits weigh by their rarity among the sentences read.
         terms = query_terms(question)
-        scored = [(-_overlap(text, terms), i, text, page) for _, i, text, page in found]
-        found = sorted(s for s in scored if s[0] < 0)[:limit]
+        hits = [(_hits(text, terms), i, text, page) for _, i, text, page in found]
+        df = Counter(t for h, *_ in hits for t in h)
+        n = len(hits)
+
+        def weight(h: set[str]) -> float:
+            return sum(math.log((n + 1) / (df[t] + 0.5)) for t in h)
+
+        found = sorted((-weight(h), i, text, page) for h, i, text, page in hits if h)[:limit]
     out: list[NumberedPage] = []
     for n, (_, _, text, page) in enumerate(found, 1):
         out.append(
@@ -78,32 +88,53 @@ def number_sentences(
     return out
 
 
-def _overlap(text: str, terms: Sequence) -> int:
-    """How many of the question's words the sentence has (a stem prefix counts for its word)."""
+def _hits(text: str, terms: Sequence) -> set[str]:
+    """The question's words the sentence has (a stem prefix counts for its word)."""
     words = set(_WORD.findall(fold(text).casefold()))
     hit = set()
     for t in terms:
         if (t.text in words) if not t.prefix else any(w.startswith(t.text) for w in words):
             hit.add(t.widens or t.text)
-    return len(hit)
+    return hit
 
 
 def _sentences_of(text: str) -> Iterator[str]:
+    """The sentences of a page: a paragraph or list item wrapped over several lines is
+    joined first (notes are often hard-wrapped, and a sentence cut at a line end was
+    quoted cut); each table row is one."""
     in_code = False
-    for line in text.splitlines():
+    block: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        stripped = line.strip()
         if _FENCE.match(line):
             in_code = not in_code
+        item = _MARKER.match(line)
+        ends = (
+            in_code
+            or not stripped
+            or _FENCE.match(line)
+            or stripped.startswith(("#", "|"))
+            or _TABLE_RULE.match(line)
+            or item
+        )
+        if ends and block:  # the paragraph or item so far is whole
+            yield from _split(" ".join(block))
+            block = []
+        if in_code or _FENCE.match(line) or _TABLE_RULE.match(line) or stripped.startswith("#"):
             continue
-        if in_code or line.lstrip().startswith("#") or _TABLE_RULE.match(line):
-            continue
-        line = _MARKER.sub("", line).strip()
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|") if c.strip()]
-            line = " | ".join(cells)
-        for part in _SPLIT.split(line):
-            part = part.strip()
-            if len(part) >= 3 and len(part) <= MAX_SENTENCE_CHARS and re.search(r"\w", part):
-                yield part
+        if stripped.startswith("|"):
+            yield from _split(
+                " | ".join(c.strip() for c in stripped.strip("|").split("|") if c.strip())
+            )
+        elif stripped:
+            block.append(_MARKER.sub("", line).strip() if item else stripped)
+
+
+def _split(text: str) -> Iterator[str]:
+    for part in _SPLIT.split(text):
+        part = part.strip()
+        if 3 <= len(part) <= MAX_SENTENCE_CHARS and re.search(r"\w", part):
+            yield part
 
 
 def pick_schema(pages: Sequence[NumberedPage]) -> dict:

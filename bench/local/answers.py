@@ -75,7 +75,9 @@ def _holds(text: str, fact: str) -> bool:
     return re.search(r"(?<![\w.])" + re.escape(fact) + end, text) is not None
 
 
-async def ask_all(kb_dir: Path, model: str, results: dict[str, Any], out: Path) -> None:
+async def ask_all(
+    kb_dir: Path, model: str, results: dict[str, Any], out: Path, modes: list[str]
+) -> None:
     from kb_ai.errors import KbAiError
     from kb_ai.llm import open_llm
     from kb_ai.settings import load_settings
@@ -85,6 +87,8 @@ async def ask_all(kb_dir: Path, model: str, results: dict[str, Any], out: Path) 
     kb = KnowledgeBase.open(kb_dir)
     base = load_settings(kb_dir, {"model": model}, detect=False)
     for mode, settings in (("extractive", base), ("free text", free_text(base))):
+        if mode not in modes:
+            continue
         rows = results["modes"].setdefault(mode, [])
         for question, facts in QUESTIONS[len(rows) :]:
             llm = open_llm(settings, db_path=kb.state_db)
@@ -155,6 +159,9 @@ def main() -> None:
     parser.add_argument("--kb", type=Path, default=OUT / "answers-kb")
     parser.add_argument("--compile", action="store_true", help="compile the notes first")
     parser.add_argument("--report", action="store_true", help="judge and print the results")
+    parser.add_argument(
+        "--mode", action="append", choices=["extractive", "free text"], help="(default: both)"
+    )
     args = parser.parse_args()
     if args.report:
         print(report(json.loads((OUT / "answers.json").read_text(encoding="utf-8"))))
@@ -176,7 +183,8 @@ def main() -> None:
         print("compiled in", results["compile_s"], "s", flush=True)
     elif out.is_file():
         results = json.loads(out.read_text(encoding="utf-8"))  # go on where it stopped
-    asyncio.run(ask_all(args.kb, args.model, results, out))
+    modes = args.mode or ["extractive", "free text"]
+    asyncio.run(ask_all(args.kb, args.model, results, out, modes))
 
 
 if __name__ == "__main__":
