@@ -2,6 +2,9 @@
 # installed in editable mode and the given extras. Re-running is cheap: pip only
 # installs what changed.
 VENV="${KB_AI_VENV:-.venv}"
+# setuptools >= 80 warns on every editable install about folders named like the package
+# (a framed block of 8 lines a newcomer cannot act on): kb-ai's are the package.
+QUIET_SETUPTOOLS="ignore:Editable installation:UserWarning"
 
 ensure_venv() {
   local spec="$1"
@@ -17,7 +20,8 @@ ensure_venv() {
   if [ -n "${KB_AI_SHOW_BUILD:-}" ]; then
     install_showing_build "$spec"
   else
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
+    PYTHONWARNINGS="$QUIET_SETUPTOOLS" \
+      "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
   fi
 }
 
@@ -27,7 +31,8 @@ ensure_venv() {
 install_showing_build() {
   local log="$VENV/pip-build.log"
   set +o pipefail
-  "$VENV/bin/python" -m pip install -v --disable-pip-version-check -e "$1" 2>&1 \
+  PYTHONWARNINGS="$QUIET_SETUPTOOLS" \
+    "$VENV/bin/python" -m pip install -v --disable-pip-version-check -e "$1" 2>&1 \
     | tee "$log" \
     | build_progress
   local status="${PIPESTATUS[0]}"
