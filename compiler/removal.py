@@ -24,6 +24,7 @@ from compiler.documents.citations import base_path
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import stored_source
 from compiler.record import INDEX_FINGERPRINT
+from compiler.runs import RunTracker
 from compiler.write import compile_article
 from kb_ai.errors import KbAiError, UsageError
 from kb_ai.llm import LLM, Usage, open_llm
@@ -168,15 +169,29 @@ async def remove_sources(
     *,
     reason: str,
     llm_factory: Callable[..., LLM] = open_llm,
+    started_by: str = "cli",
 ) -> RemoveResult:
-    """Take ``removed`` out of the wiki (see the module's docstring); one commit."""
+    """Take ``removed`` out of the wiki (see the module's docstring); one commit, one
+    run on Status (``started_by``: cli, web)."""
     result = RemoveResult(removed=list(removed))
     if not removed:
         return result
     lock = KbLock(kb.state_dir / "compile.lock")
     await asyncio.to_thread(lock.acquire)
+    # Status lists it beside the compiles: what went, and the articles it deleted.
+    run = RunTracker(kb, started_by, lambda *a, **k: None)
+    summary: dict[str, Any] = {"removed": [r.origin for r in removed]}
     try:
+        run.start(len(removed))
         await _remove(kb, settings, result, reason, llm_factory)
+    except BaseException as exc:
+        stopped = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+        run.finish("interrupted" if stopped else "failed", {**summary, "error": str(exc)}, None)
+        raise
+    else:
+        summary["deleted"] = [{"path": p} for p in result.deleted]
+        summary["updated"] = result.rewritten
+        run.finish("done", summary, result.commit)
     finally:
         lock.release()
     return result

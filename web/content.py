@@ -67,9 +67,12 @@ def public_run(row: Any) -> dict[str, Any]:
         "finished_at": row["finished_at"],
         "commit": row["commit_sha"],
         "compiled": len(summary.get("compiled") or []),
+        "removed": len(summary.get("removed") or []),  # a removal (kb-ai rm, Delete)
         "failed": len(summary.get("failed") or []),
         "created": summary.get("created") or [],
         "updated": summary.get("updated") or [],
+        # articles the run deleted (no source left): named, no longer linkable
+        "deleted": [d["path"] for d in summary.get("deleted") or [] if isinstance(d, dict)],
         "error": summary.get("error"),
     }
 

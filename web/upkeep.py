@@ -32,7 +32,12 @@ async def remove(request: Request) -> Response:
         raise NotFoundError(f"no source {rel}")
     found = await svc.run(find_sources, svc.kb, [rel])
     result = await remove_sources(
-        svc.kb, svc.settings, found, reason="deleted in the web UI", llm_factory=svc.llm_factory
+        svc.kb,
+        svc.settings,
+        found,
+        reason="deleted in the web UI",
+        llm_factory=svc.llm_factory,
+        started_by="web",
     )
     gone = len(result.deleted)
     return RedirectResponse(

@@ -29,6 +29,16 @@ def test_a_compile_run_from_the_command_line_appears_on_status(client, kb, fake_
     assert 'data-run="' in page and "<td>cli</td>" in page
     assert run["created"][0] in page
 
+    # the source goes: the removal is listed too, naming the article it deleted
+    result = CliRunner().invoke(main, ["--kb", str(kb.root), "rm", str(notes / "retries.md")])
+    assert result.exit_code == 0, result.output
+    latest = client.get("/api/tasks").json()["runs"][0]
+    assert (latest["started_by"], latest["state"], latest["removed"]) == ("cli", "done", 1)
+    assert latest["deleted"] == run["created"] and latest["commit"], latest
+    page = client.get("/status").text
+    assert "removed 1 source(s)" in page
+    assert f'<del class="gone" title="deleted: no source left">{run["created"][0]}</del>' in page
+
 
 def test_a_web_submission_is_listed_as_a_compile_from_the_web(client):
     task = client.post("/api/submit", json=NOTE).json()["tasks"][0]

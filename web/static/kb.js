@@ -160,9 +160,10 @@ function runRow(r) {
   const state = el("td", {}, el("span", { class: `pill ${r.state}`, text: r.state }));
   if (r.stage) state.append(" ", el("span", { class: "muted stage", text: r.stage + (r.total ? ` ${r.done}/${r.total}` : "") }));
   const result = el("td", {});
-  if (r.state !== "running") result.append(`compiled ${r.compiled}` + (r.failed ? `, failed ${r.failed}` : ""));
+  if (r.state !== "running") result.append((r.removed ? `removed ${r.removed} source(s)` : `compiled ${r.compiled}`) + (r.failed ? `, failed ${r.failed}` : ""));
   if (r.error) result.append(el("p", { class: "error", text: r.error }));
   for (const p of [...r.created, ...r.updated]) result.append(" ", el("a", { class: "made", href: "/" + p, text: p }));
+  for (const p of r.deleted || []) result.append(" ", el("del", { class: "gone", title: "deleted: no source left", text: p }));
   if (r.commit) result.append(" ", el("code", { text: r.commit.slice(0, 8) }));
   const when = el("td", {}, el("time", { datetime: r.started_at, text: r.started_at.slice(0, 16).replace("T", " ") }));
   return el("tr", { "data-run": String(r.id), "data-state": r.state }, when, el("td", { text: r.started_by || "—" }), state, result);
