@@ -265,7 +265,7 @@ class Compiler:
         existing = (await asyncio.shield(ranker_ready)).by_path
         existing_paths = set(existing)
         if self.settings.writes_from_sources:  # one article per source, in input order
-            source_targets(work, existing)
+            source_targets(work, existing, categories)
         self._work = {w.raw_path: w for w in work}
         plan = plan_articles(work, existing_paths, self._dropped)
         self._origins = {w.raw_path: w.source.origin for w in work}

@@ -88,7 +88,9 @@ async def name_source(
     return ex
 
 
-def source_targets(work: Sequence[Work], existing: dict[str, CatalogEntry]) -> None:
+def source_targets(
+    work: Sequence[Work], existing: dict[str, CatalogEntry], categories: Sequence[str]
+) -> None:
     """Where each source goes, in input order: the article it fed before, else a new one
     of its own (under a slug no article of the wiki or of this run has)."""
     taken = {PurePosixPath(p).stem for p in existing}
@@ -102,7 +104,8 @@ def source_targets(work: Sequence[Work], existing: dict[str, CatalogEntry]) -> N
         title = article_title(w.extraction, w.source)
         slug = unique_slug(slugify(title), taken)
         taken.add(slug)
-        kind = w.extraction.type
+        # (a stored naming from before the categories changed may hold another type)
+        kind = w.extraction.type if w.extraction.type in categories else categories[0]
         w.targets = [Target(f"wiki/{kind}/{slug}.md", title, kind, exists=False)]
 
 
