@@ -33,6 +33,7 @@ SHORTLIST_MAX = 200  # hits fetched from the index before the budget cut
 CHARS_PER_TOKEN = 3.3
 CJK_CHARS_PER_TOKEN = 1.0
 OTHER_CHARS_PER_TOKEN = 1.0
+_PAST_LATIN = re.compile("[^\u0000-\u024f]+")
 _COUNT = re.compile(r"^(\d+) articles?\.$", re.M)
 _CJK = re.compile(
     "[\u1100-\u11ff\u3000-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -45,7 +46,7 @@ def script_chars(text: str) -> dict[str, int]:
     if text.isascii():
         return {"latin": len(text), "cjk": 0, "other": 0}
     cjk = len(_CJK.findall(text))
-    latin = sum(1 for ch in text if ch < "\u0250")
+    latin = len(text) - sum(map(len, _PAST_LATIN.findall(text)))  # each char < U+0250
     return {"latin": latin, "cjk": cjk, "other": len(text) - latin - cjk}
 
 
