@@ -35,7 +35,6 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from kb_ai.errors import KbAiError
 from wiki.words import index_text, query_terms
@@ -64,10 +63,6 @@ _HEAD_WEIGHTS = (0.5, 0.5, 0.2, 0.2)
 # Rows a query may score on a large index: scoring costs a few microseconds a row (bm25
 # in two tables), so this keeps a search near 10-20 ms whatever the wiki's size.
 _ROW_BUDGET = 5_000
-
-# Counts and searches kept by one SearchIndex while the data is unchanged (a question
-# takes some 80 counts and 6 searches of at most a few hundred rows each).
-_KEPT_MAX = 1_000
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -102,11 +97,11 @@ class SearchIndex:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._owns_conn = False
-        # What the counts and searches read, kept while the database is as it was then:
-        # one question's hops search its words again and again, and often plan the very
-        # same query (see ``_kept``).
-        self._kept_rows: dict[tuple[str, tuple[str | int, ...]], list[Any]] = {}
-        self._kept_at: tuple[int, int] | None = None
+        # Row counts of terms (and of the index) already taken, while the database is as
+        # it was then: one question's hops search its words again and again, and each
+        # count costs a query (see ``_counted``).
+        self._counts: dict[tuple[str, tuple[str | int, ...]], int] = {}
+        self._counted_at: tuple[int, int] | None = None
         with _transaction(conn):
             _ensure_schema(conn)
 
@@ -189,8 +184,8 @@ class SearchIndex:
 
     def count(self) -> int:
         """Number of indexed articles."""
-        self._fresh()
-        return self._kept("SELECT count(*) FROM search_docs", ())[0][0]
+        self._fresh_counts()
+        return self._counted("SELECT count(*) FROM search_docs", ())
 
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
         """The articles that best match ``query``, best first; [] when nothing can match.
@@ -198,7 +193,7 @@ class SearchIndex:
         Any text is a valid query: it is cut into terms here and each term is quoted,
         so FTS5 operators and punctuation in a question are plain text.
         """
-        self._fresh()
+        self._fresh_counts()
         clauses = self._query_clauses(query)
         if not clauses or limit <= 0:
             return []
@@ -207,22 +202,22 @@ class SearchIndex:
         head_weights = ", ".join(str(w) for w in _HEAD_WEIGHTS)
         head = (
             f"SELECT rowid AS id, bm25(search_head, {head_weights}) AS score FROM search_head"
-            f" WHERE search_head MATCH ?1"
+            f" WHERE search_head MATCH :q"
         )
         if whole:
             ranked = (
                 f"SELECT id, sum(score) AS score FROM ("
                 f"  SELECT rowid AS id, bm25(search_fts, {weights}) AS score FROM search_fts"
-                f"  WHERE search_fts MATCH ?1 UNION ALL {head}"
+                f"  WHERE search_fts MATCH :q UNION ALL {head}"
                 f") GROUP BY id"
             )
         else:
             ranked = head
-        rows = self._kept(
-            f"SELECT d.path, m.score FROM ({ranked} ORDER BY score LIMIT ?2) AS m"
+        rows = self._conn.execute(
+            f"SELECT d.path, m.score FROM ({ranked} ORDER BY score LIMIT :limit) AS m"
             f" JOIN search_docs AS d ON d.id = m.id ORDER BY m.score, d.path",
-            (expression, limit),
-        )
+            {"q": expression, "limit": limit},
+        ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
 
     def stored_text(self, path: str) -> str:
@@ -238,7 +233,7 @@ class SearchIndex:
     def known(self, texts: Iterable[str]) -> list[str]:
         """Those of ``texts`` that some article holds a word of, as ``search`` cuts them
         (prefixes and single CJK characters left out: they would meet almost any)."""
-        self._fresh()
+        self._fresh_counts()
         return [
             text
             for text in texts
@@ -320,28 +315,25 @@ class SearchIndex:
 
     def _matches(self, table: str, expression: str, cap: int) -> int:
         """How many rows of ``table`` match ``expression``, counted up to just past ``cap``."""
-        return self._kept(
+        return self._counted(
             f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (expression, cap + 1),
-        )[0][0]
+        )
 
-    def _kept(self, sql: str, params: tuple[str | int, ...]) -> list[Any]:
-        """The rows of a read-only ``sql``, from those kept when it ran before on the same
-        data (``_fresh`` forgets them once anything changed)."""
+    def _counted(self, sql: str, params: tuple[str | int, ...]) -> int:
+        """The count ``sql`` takes, kept: taken again only once the data changed."""
         key = (sql, params)
-        if key not in self._kept_rows:
-            if len(self._kept_rows) >= _KEPT_MAX:
-                self._kept_rows.clear()
-            self._kept_rows[key] = self._conn.execute(sql, params).fetchall()
-        return self._kept_rows[key]
+        if key not in self._counts:
+            self._counts[key] = self._conn.execute(sql, params).fetchone()[0]
+        return self._counts[key]
 
-    def _fresh(self) -> None:
-        """Forget the rows kept when the database changed since: another connection
+    def _fresh_counts(self) -> None:
+        """Forget the counts kept when the database changed since: another connection
         committed (PRAGMA data_version moves), or this one wrote (total_changes moves)."""
         now = (self._conn.execute("PRAGMA data_version").fetchone()[0], self._conn.total_changes)
-        if now != self._kept_at:
-            self._kept_rows.clear()
-            self._kept_at = now
+        if now != self._counted_at:
+            self._counts.clear()
+            self._counted_at = now
 
 
 @contextmanager

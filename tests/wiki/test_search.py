@@ -365,7 +365,7 @@ def test_an_index_kept_open_sees_what_another_connection_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A question keeps one index open over its hops (retrieval/connection.py), and the
-    index keeps the counts and hits it read: a compile writing meanwhile must be seen."""
+    index keeps the counts its plans took: a compile writing meanwhile must be seen."""
     monkeypatch.setattr(search_module, "_ROW_BUDGET", 6)
     db = tmp_path / "state.db"
     held, writer = SearchIndex.open(db), SearchIndex.open(db)
