@@ -10,7 +10,7 @@ again once anything commits). So a question opens one connection at its first ne
 worker threads use it in turn (a lock: never two at once), and it is closed when the
 question ends; the next question opens a new one and sees every change since. The hits
 of a search are not kept: a question rarely runs the same query twice (127 searches,
-127 different queries over the 20 questions of bench/ask/hops_time.py).
+127 different queries over 21 questions of bench/ask/hops_time.py).
 """
 
 from __future__ import annotations
