@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, closing
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from kb_ai.errors import KbAiError, LLMError, LLMOutputError, UsageError
 from kb_ai.llm import LLM, Completion, Usage
@@ -29,14 +28,13 @@ from retrieval.answer import Answer, Event, Turn
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
+from retrieval.connection import SharedConnection
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
 from retrieval.pages import Citation, Page, check_paths, link_targets, read_page
 from retrieval.terms import shares_a_term, terms
-from wiki import KnowledgeBase, compile_under_way, open_state
+from wiki import KnowledgeBase, compile_under_way
 from wiki.feedback import search_with_feedback
-from wiki.indexing import index_is_current, refresh_search_index
-from wiki.search import SearchIndex
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 MAX_QUESTION_CHARS = 4_000
@@ -64,6 +62,7 @@ class Asker:
         self.usage = Usage()
         self.findings: list[Finding] = []  # of the question being answered
         self.crossing: list[str] = []  # its search terms in the catalog's language, if other
+        self.state = SharedConnection(kb)  # state.db for the question, closed at its end
 
     def _paid(self, reply: Completion) -> Completion:
         self.usage = self.usage + reply.usage
@@ -73,14 +72,17 @@ class Asker:
         self, question: str, *, history: Sequence[Turn] = (), paths: Sequence[str] | None = None
     ) -> AsyncIterator[Event]:
         try:
-            async for event in self._events(question, history, paths):
-                yield event
+            async with aclosing(self._events(question, history, paths)) as events:
+                async for event in events:
+                    yield event
         except KbAiError as exc:
             yield Event(
                 "error",
                 {"error": str(exc), "kind": type(exc).__name__, "usage": self.usage.as_dict()},
                 exc,
             )
+        finally:
+            self.state.close()
 
     async def _events(
         self, question: str, history: Sequence[Turn], paths: Sequence[str] | None
@@ -101,7 +103,7 @@ class Asker:
         # Disk and SQLite work runs in threads: in `kb-ai serve` one event loop streams
         # every user's answer, and must not wait on another user's search.
         catalog = await asyncio.to_thread(
-            Catalog.load, self.kb, self.settings.selection_budget_tokens
+            Catalog.load, self.kb, self.settings.selection_budget_tokens, self.state.use
         )
         if paths:
             chosen = check_paths(self.kb, list(paths))
@@ -239,7 +241,7 @@ class Asker:
 
     def _compile_note(self) -> str | None:
         """What to tell the reader when a compile is changing the wiki under the answer."""
-        with closing(open_state(self.kb)) as conn:
+        with self.state.use() as conn:
             run = compile_under_way(conn)
         if run is None:
             return None
@@ -312,14 +314,9 @@ class Asker:
         return messages, cands.paths, cands.shortlisted
 
     def _search(self, question: str, limit: int, articles: int) -> list[str]:
-        with closing(open_state(self.kb)) as conn:
+        with self.state.use():
             # the question, then with the names its best hit mentions (wiki/feedback.py)
-            return search_with_feedback(self._index(conn, articles), question, limit)
-
-    def _index(self, conn: Any, articles: int) -> SearchIndex:
-        if not index_is_current(conn, articles):  # built before it existed, or edited by hand
-            refresh_search_index(self.kb, conn)
-        return SearchIndex(conn)
+            return search_with_feedback(self.state.search_index(articles), question, limit)
 
     async def _pick(self, messages: list[dict], offered: list[str], limit: int) -> list[str] | None:
         """Ask the model to pick among ``offered`` paths; None when the reply has no list.
@@ -361,8 +358,8 @@ class Asker:
         return kept
 
     def _known_terms(self, offered: list[str], articles: int) -> list[str]:
-        with closing(open_state(self.kb)) as conn:
-            return self._index(conn, articles).known(offered)
+        with self.state.use():
+            return self.state.search_index(articles).known(offered)
 
     async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
         messages, paths, shortlisted = await asyncio.to_thread(
@@ -481,18 +478,19 @@ async def ask(
 ) -> Answer:
     """Answer one question; raises the KbAiError an `error` event would carry."""
     asker = Asker(kb, settings, llm)
-    async with aclosing(asker._events(question, history, paths)) as events:
-        async for event in events:
-            if event.type == "done":
-                d = event.data
-                return Answer(
-                    d["answer"],
-                    [Citation(**c) for c in d["citations"]],
-                    d["read"],
-                    asker.usage,
-                    d["question"],
-                    d["covered"],
-                    hops=[Hop(**h) for h in d["hops"]],
-                    findings=[Finding.of(f) for f in d["findings"]],
-                )
+    with closing(asker.state):
+        async with aclosing(asker._events(question, history, paths)) as events:
+            async for event in events:
+                if event.type == "done":
+                    d = event.data
+                    return Answer(
+                        d["answer"],
+                        [Citation(**c) for c in d["citations"]],
+                        d["read"],
+                        asker.usage,
+                        d["question"],
+                        d["covered"],
+                        hops=[Hop(**h) for h in d["hops"]],
+                        findings=[Finding.of(f) for f in d["findings"]],
+                    )
     raise LLMOutputError("the answer ended without a result")

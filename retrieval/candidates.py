@@ -15,9 +15,10 @@ index (parsing a 10,000-article master index took most of a question's own time)
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable, Sequence
-from contextlib import closing
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, closing
+from dataclasses import dataclass, field
 
 from wiki import KnowledgeBase, open_state
 from wiki.indexing import catalog_lines, paths_by_slug
@@ -33,6 +34,7 @@ SHORTLIST_MAX = 200  # hits fetched from the index before the budget cut
 CHARS_PER_TOKEN = 3.3
 CJK_CHARS_PER_TOKEN = 1.0
 OTHER_CHARS_PER_TOKEN = 1.0
+_PAST_LATIN = re.compile("[^\u0000-\u024f]+")
 _COUNT = re.compile(r"^(\d+) articles?\.$", re.M)
 _CJK = re.compile(
     "[\u1100-\u11ff\u3000-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -45,7 +47,7 @@ def script_chars(text: str) -> dict[str, int]:
     if text.isascii():
         return {"latin": len(text), "cjk": 0, "other": 0}
     cjk = len(_CJK.findall(text))
-    latin = sum(1 for ch in text if ch < "\u0250")
+    latin = len(text) - sum(map(len, _PAST_LATIN.findall(text)))  # each char < U+0250
     return {"latin": latin, "cjk": cjk, "other": len(text) - latin - cjk}
 
 
@@ -80,24 +82,37 @@ class Catalog:
     total: int
     lines: dict[str, str] | None  # path -> line, when the catalog is small enough to read whole
     text_tokens: int  # estimated tokens of the whole catalog
+    # state.db, where a large catalog's lines are looked up: a connection of its own for
+    # each look-up, unless the question shares one (retrieval/connection.py)
+    connect: Callable[[], AbstractContextManager[sqlite3.Connection]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @classmethod
-    def load(cls, kb: KnowledgeBase, budget_tokens: int | None = None) -> Catalog:
+    def load(
+        cls,
+        kb: KnowledgeBase,
+        budget_tokens: int | None = None,
+        connect: Callable[[], AbstractContextManager[sqlite3.Connection]] | None = None,
+    ) -> Catalog:
         """Read the catalog whole if it may fit ``budget_tokens``; else only its size."""
         path = kb.master_index_path
         try:
             size = path.stat().st_size
         except FileNotFoundError:
-            return cls(kb, 0, {}, 0)
+            return cls(kb, 0, {}, 0, connect)
         if budget_tokens is None or size <= budget_tokens * 4:
             text = path.read_text(encoding="utf-8")
             lines = _parse_lines(text)
-            return cls(kb, len(lines), lines, estimate_tokens(text) if lines else 0)
+            return cls(kb, len(lines), lines, estimate_tokens(text) if lines else 0, connect)
         with path.open(encoding="utf-8", errors="replace") as f:
             head = f.read(2048)
         m = _COUNT.search(head)  # a hand-edited header has no count: count the lines
         total = int(m.group(1)) if m is not None else path.read_bytes().count(b"\n- [")
-        return cls(kb, total, None, int(size / CHARS_PER_TOKEN))
+        return cls(kb, total, None, int(size / CHARS_PER_TOKEN), connect)
+
+    def _state(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.connect() if self.connect else closing(open_state(self.kb))
 
     def __len__(self) -> int:
         return self.total
@@ -127,7 +142,7 @@ class Catalog:
         """The lines of those ``paths`` that are articles of the catalog."""
         if self.lines is not None:
             return {p: self.lines[p] for p in paths if p in self.lines}
-        with closing(open_state(self.kb)) as conn:
+        with self._state() as conn:
             return catalog_lines(conn, paths)
 
     def resolve(self, paths: Sequence[str], slugs: Sequence[str]) -> list[str]:
@@ -140,7 +155,7 @@ class Catalog:
                 by_slug[s] for s in slugs if s in by_slug
             ]
         else:
-            with closing(open_state(self.kb)) as conn:
+            with self._state() as conn:
                 known = catalog_lines(conn, paths)
                 by_slug = paths_by_slug(conn, slugs)
             found = [p for p in paths if p in known] + [by_slug[s] for s in slugs if s in by_slug]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from kb_ai.grounding import Claim, Evidence
@@ -76,7 +77,6 @@ class AnswerCheck:
         self.pages = pages
         self.question = question
         self.evidence = Evidence(*(f"{p.title}\n{p.text}" for p in pages))
-        self.question_evidence = Evidence(question, *(f"{p.title}\n{p.text}" for p in pages))
         self.page_terms = {p.path: terms(f"{p.title}\n{p.text}") for p in pages}
         self.all_terms = set().union(*self.page_terms.values())
         self.by_path = {p.path: p for p in pages}
@@ -90,6 +90,13 @@ class AnswerCheck:
         self.left_out = 0
         self.declined = False
         self.text = ""  # the checked answer, once finished
+
+    @cached_property
+    def question_evidence(self) -> Evidence:
+        """The pages and the question: what a sentence that declines may repeat. Built
+        when a sentence first declines (most answers never do; it costs as much as
+        ``evidence``)."""
+        return Evidence(self.question, *(f"{p.title}\n{p.text}" for p in self.pages))
 
     def check(self, sentence: str) -> str:
         """The sentence as the user may read it ("" when it is left out)."""

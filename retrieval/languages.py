@@ -61,12 +61,23 @@ TERMS_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
-_CJK = re.compile(
-    "[\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uf900-\ufaff\U00020000-\U0003134f]"
+_LATIN_CLASS = "A-Za-z\u00c0-\u024f"
+_CJK_CLASS = (
+    "\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\U00020000-\U0003134f"
 )
-_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+_HANGUL_CLASS = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+_LATIN = re.compile(f"[{_LATIN_CLASS}]")
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+_HANGUL = re.compile(f"[{_HANGUL_CLASS}]")
+# Runs of each, counted by their lengths: a catalog sample is some 60,000 characters, and
+# one match per run costs a fraction of one per character.
+_LATIN_RUN = re.compile(f"[{_LATIN_CLASS}]+")
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_HANGUL_RUN = re.compile(f"[{_HANGUL_CLASS}]+")
+# A letter (or a numeral other than a digit) of none of the three: only a text that has
+# one can have letters of another script, so only such a text is read letter by letter.
+_OTHER_LETTER = re.compile(f"[^\\W\\d_{_LATIN_CLASS}{_CJK_CLASS}{_HANGUL_CLASS}]")
 _LINK = re.compile(r"\]\([^)\s]*\)")
 _TITLE = re.compile(r"^- \[(.{1,200}?)\]\(")
 
@@ -81,23 +92,27 @@ def script_tokens(text: str) -> Counter[str]:
     """Estimated tokens of the letters of ``text`` in each script (digits, punctuation
     and spaces belong to no script)."""
     counts: Counter[str] = Counter()
-    latin = len(_LATIN.findall(text))
+    latin = _run_chars(_LATIN_RUN, text)
     if latin:
         counts["latin"] = latin / CHARS_PER_TOKEN
     if text.isascii():
         return counts
-    cjk = len(_CJK.findall(text))
+    cjk = _run_chars(_CJK_RUN, text)
     if cjk:
         counts["cjk"] = cjk / CJK_CHARS_PER_TOKEN
-    hangul = len(_HANGUL.findall(text))
+    hangul = _run_chars(_HANGUL_RUN, text)
     if hangul:
         counts["hangul"] = hangul / OTHER_CHARS_PER_TOKEN
-    if latin + cjk + hangul < sum(1 for ch in text if ch.isalpha()):
+    if _OTHER_LETTER.search(text) and latin + cjk + hangul < sum(map(str.isalpha, text)):
         for ch in text:
             if ch.isalpha() and not (_LATIN.match(ch) or _CJK.match(ch) or _HANGUL.match(ch)):
                 name = unicodedata.name(ch, "")
                 counts[name.split(" ", 1)[0].lower() or "unknown"] += 1 / OTHER_CHARS_PER_TOKEN
     return counts
+
+
+def _run_chars(runs: re.Pattern[str], text: str) -> int:
+    return sum(map(len, runs.findall(text)))
 
 
 def dominant_script(text: str) -> str | None:

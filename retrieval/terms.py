@@ -18,6 +18,7 @@ terms of the claim that cites it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from wiki.words import fold
 
@@ -61,6 +62,9 @@ _SUFFIXES = ("ments", "ment", "ies", "ing", "es", "ed", "s")
 _STEM_CHARS = 7
 
 
+# A page of a few thousand words repeats most of them, and the pages of one wiki share
+# most of theirs: each word is stemmed once (the cache holds at most 65,536 words, about 10 MB).
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A crude stem that puts the common inflections of an English word together."""
     w = word.lower().replace("’", "'")

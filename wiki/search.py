@@ -97,6 +97,11 @@ class SearchIndex:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
         self._owns_conn = False
+        # Row counts of terms (and of the index) already taken, while the database is as
+        # it was then: one question's hops search its words again and again, and each
+        # count costs a query (see ``_counted``).
+        self._counts: dict[tuple[str, tuple[str | int, ...]], int] = {}
+        self._counted_at: tuple[int, int] | None = None
         with _transaction(conn):
             _ensure_schema(conn)
 
@@ -179,7 +184,8 @@ class SearchIndex:
 
     def count(self) -> int:
         """Number of indexed articles."""
-        return self._conn.execute("SELECT count(*) FROM search_docs").fetchone()[0]
+        self._fresh_counts()
+        return self._counted("SELECT count(*) FROM search_docs", ())
 
     def search(self, query: str, limit: int = 50) -> list[SearchHit]:
         """The articles that best match ``query``, best first; [] when nothing can match.
@@ -187,6 +193,7 @@ class SearchIndex:
         Any text is a valid query: it is cut into terms here and each term is quoted,
         so FTS5 operators and punctuation in a question are plain text.
         """
+        self._fresh_counts()
         clauses = self._query_clauses(query)
         if not clauses or limit <= 0:
             return []
@@ -226,6 +233,7 @@ class SearchIndex:
     def known(self, texts: Iterable[str]) -> list[str]:
         """Those of ``texts`` that some article holds a word of, as ``search`` cuts them
         (prefixes and single CJK characters left out: they would meet almost any)."""
+        self._fresh_counts()
         return [
             text
             for text in texts
@@ -307,10 +315,25 @@ class SearchIndex:
 
     def _matches(self, table: str, expression: str, cap: int) -> int:
         """How many rows of ``table`` match ``expression``, counted up to just past ``cap``."""
-        return self._conn.execute(
+        return self._counted(
             f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (expression, cap + 1),
-        ).fetchone()[0]
+        )
+
+    def _counted(self, sql: str, params: tuple[str | int, ...]) -> int:
+        """The count ``sql`` takes, kept: taken again only once the data changed."""
+        key = (sql, params)
+        if key not in self._counts:
+            self._counts[key] = self._conn.execute(sql, params).fetchone()[0]
+        return self._counts[key]
+
+    def _fresh_counts(self) -> None:
+        """Forget the counts kept when the database changed since: another connection
+        committed (PRAGMA data_version moves), or this one wrote (total_changes moves)."""
+        now = (self._conn.execute("PRAGMA data_version").fetchone()[0], self._conn.total_changes)
+        if now != self._counted_at:
+            self._counts.clear()
+            self._counted_at = now
 
 
 @contextmanager

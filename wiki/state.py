@@ -59,10 +59,13 @@ WIKI_MIGRATIONS = (
 RUN_RECORDED = "run_recorded"
 
 
-def open_state(kb: KnowledgeBase) -> sqlite3.Connection:
-    """A connection to the KB's state.db (created and migrated as needed)."""
+def open_state(kb: KnowledgeBase, *, any_thread: bool = False) -> sqlite3.Connection:
+    """A connection to the KB's state.db (created and migrated as needed).
+
+    ``any_thread``: usable from other threads than this one, one at a time (the caller
+    keeps them from using it at once)."""
     kb.state_dir.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(kb.state_db, timeout=5.0)
+    conn = sqlite3.connect(kb.state_db, timeout=5.0, check_same_thread=not any_thread)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 5000")
     _use_wal(conn)

@@ -1,11 +1,13 @@
 """Answering from the wiki, against a fake of our own LLM boundary."""
 
 import asyncio
+import re
 from contextlib import closing
 from dataclasses import replace
 
 import pytest
 
+import wiki.search as search_module
 from kb_ai.errors import LLMTransientError, NotFoundError, PathEscapeError, UsageError
 from retrieval import (
     NOT_COVERED,
@@ -185,6 +187,63 @@ def test_a_wiki_larger_than_the_budget_is_shortlisted_and_the_prompt_stays_withi
     # the body-only fact brought its page into the shortlist
     assert "wiki/reference/vault.md" in llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
     assert answer.read == ["wiki/reference/vault.md"] and answer.citations
+
+
+def test_articles_written_during_and_between_questions_are_found_and_read(
+    kb, settings, monkeypatch
+):
+    """A question keeps one connection to state.db over its hops, and the search keeps
+    the counts of its words while nothing changes (retrieval/connection.py): a page a
+    compile adds between two hops is offered to the next hop, and a page edited between
+    two questions of one Asker (as `kb-ai serve` runs them) is read as it now is."""
+    monkeypatch.setattr(search_module, "_ROW_BUDGET", 20)  # a large wiki's plan, at 63 pages
+    ledgers = [
+        (f"wiki/reference/ledger-{i}.md", f"Ledger {i}", "A ledger.", f"Ledger {i} of the port.\n")
+        for i in range(3)
+    ]
+    _big_wiki(kb, 60, ledgers)
+    small = replace(settings, selection_budget_tokens=1500)
+    fleet = "wiki/entity/zeppelin-fleet.md"
+
+    def compile_fleet(keeper: str) -> None:  # what a compile leaves: article, catalog, index
+        write_article(
+            kb,
+            Article(
+                fleet, "Airship fleet", "entity", "The airships.", [], ["raw/x.md"],
+                "2026-01-01", "2026-01-01", f"The zeppelin fleet is kept by {keeper}.\n",
+            ),
+        )  # fmt: skip
+        write_indexes(kb, build_catalog(kb))
+        with closing(open_state(kb)) as conn:
+            refresh_search_index(kb, conn, [fleet])
+
+    offered: list[list[str]] = []
+
+    def model(stage, messages, schema):
+        props = (schema or {}).get("properties", {})
+        if "enough" in props:  # after the first reading
+            if not (kb.root / fleet).exists():
+                compile_fleet("Mara")
+                return {"enough": False, "search": ["zeppelin"]}
+            return ENOUGH
+        if "paths" in props:
+            offered.append(props["paths"]["items"]["enum"])
+            return {"paths": [fleet] if fleet in offered[-1] else offered[-1][:1]}
+        kept = re.search(r"The zeppelin fleet is kept by \w+\.", messages[-1]["content"])
+        return f"{kept.group()} [Airship fleet]({fleet})" if kept else "Not said."
+
+    asker = Asker(kb, small, FakeLLM(model))
+
+    async def answer(question):
+        return [e.data async for e in asker.events(question) if e.type == "done"][0]
+
+    first = run(answer("Who keeps the zeppelin ledger?"))
+    assert fleet not in offered[0] and fleet in offered[1]  # added after the first search
+    assert first["read"][-1] == fleet and "kept by Mara" in first["answer"]
+
+    compile_fleet("Ines")
+    second = run(answer("Who keeps the zeppelin ledger?"))
+    assert fleet in offered[2] and "kept by Ines" in second["answer"]
 
 
 def test_a_chinese_question_with_a_two_character_keyword_finds_its_page(kb, settings):

@@ -361,6 +361,36 @@ def test_large_index_with_only_common_terms_ranks_by_heads(
     assert paths(index.search("how is the ledger audit done?")) == [titled.path]
 
 
+def test_an_index_kept_open_sees_what_another_connection_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question keeps one index open over its hops (retrieval/connection.py), and the
+    index keeps the counts its plans took: a compile writing meanwhile must be seen."""
+    monkeypatch.setattr(search_module, "_ROW_BUDGET", 6)
+    db = tmp_path / "state.db"
+    held, writer = SearchIndex.open(db), SearchIndex.open(db)
+    try:
+        ledger = [doc(f"wiki/l/{i}.md", f"L{i}", f"ledger {filler(i, 200)}") for i in range(8)]
+        writer.upsert([*ledger, *office_docs(10)])
+        query = "zeppelin ledger"
+        assert len(paths(held.search(query))) == 8  # no zeppelin yet: the ledger pages
+
+        airship = doc("wiki/n/airship.md", "Airships", "A zeppelin ledger.")
+        writer.upsert([airship])
+
+        assert paths(held.search(query)) == [airship.path]  # the rare word now decides
+        writer.remove([airship.path])
+        assert len(paths(held.search(query))) == 8
+        held.upsert([airship])  # its own writes too
+        assert paths(held.search(query)) == [airship.path]
+        blimp = doc("wiki/n/blimp.md", "Blimps", "Not quite a zeppelin.")
+        writer.upsert([blimp])  # the same plan, one more page that matches it
+        assert sorted(paths(held.search(query))) == [airship.path, blimp.path]
+    finally:
+        held.close()
+        writer.close()
+
+
 def test_an_index_built_by_another_version_is_rebuilt(conn: sqlite3.Connection) -> None:
     SearchIndex(conn).upsert(office_docs(3))
     conn.execute("UPDATE search_meta SET value = 'older' WHERE key = 'schema'")
