@@ -110,9 +110,7 @@ def test_what_the_model_invents_while_naming_does_not_reach_the_wiki(kb, small, 
     assert "Marcus" not in kb.master_index_path.read_text()
 
 
-def test_a_revised_source_replaces_its_article_and_a_removed_one_deletes_it(
-    kb, small, tmp_path
-):
+def test_a_revised_source_replaces_its_article_and_a_removed_one_deletes_it(kb, small, tmp_path):
     notes = tmp_path / "notes"
     first = compile_notes(kb, notes, dns=DNS, queue=QUEUE)
     dns_path = next(p for p in first["created"] if "dns" in p)
