@@ -276,10 +276,12 @@ class Asker:
         catalog: Catalog,
         exclude: set[str] | frozenset[str] = frozenset(),
         search_terms: Sequence[str] = (),
+        feedback: bool = True,
     ) -> tuple[list[dict], list[str], bool]:
         """The selection messages within the budget, the candidate paths (none of
         ``exclude``), and whether the catalog was shortlisted. ``search_terms`` (in the
-        catalog's language) are searched and shown beside the question."""
+        catalog's language) are searched and shown beside the question; ``feedback``
+        False: searched once, without the names of the best hit (wiki/feedback.py)."""
         overhead = estimate_tokens(
             "".join(
                 m["content"]
@@ -299,7 +301,7 @@ class Asker:
             catalog,
             " ".join([question, *search_terms]),
             budget,
-            lambda q, limit: self._search(q, limit, len(catalog)),
+            lambda q, limit: self._search(q, limit, len(catalog), feedback),
             exclude=exclude,
         )
         messages = PROMPTS.render(
@@ -313,10 +315,13 @@ class Asker:
         )
         return messages, cands.paths, cands.shortlisted
 
-    def _search(self, question: str, limit: int, articles: int) -> list[str]:
+    def _search(self, question: str, limit: int, articles: int, feedback: bool = True) -> list[str]:
         with self.state.use():
             # the question, then with the names its best hit mentions (wiki/feedback.py)
-            return search_with_feedback(self.state.search_index(articles), question, limit)
+            index = self.state.search_index(articles)
+            if feedback:
+                return search_with_feedback(index, question, limit)
+            return [hit.path for hit in index.search(question, limit=limit)]
 
     async def _pick(self, messages: list[dict], offered: list[str], limit: int) -> list[str] | None:
         """Ask the model to pick among ``offered`` paths; None when the reply has no list.
@@ -458,9 +463,12 @@ class Asker:
     async def _select_more(
         self, query: str, catalog: Catalog, exclude: set[str], k: int
     ) -> list[str]:
-        """Up to ``k`` pages not in ``exclude`` for ``query``, picked by the model."""
+        """Up to ``k`` pages not in ``exclude`` for ``query``, picked by the model. The
+        query holds the bridge terms already: searched once (the best hit's names added
+        nothing to a perfect reader's bridge search on MuSiQue-50, 0.96 either way at 50,
+        docs/benchmarks-multihop.md, and cost a search per follow-up)."""
         messages, offered, _ = await asyncio.to_thread(
-            self.selection_prompt, query, catalog, exclude
+            self.selection_prompt, query, catalog, exclude, (), False
         )
         if not offered:
             return []

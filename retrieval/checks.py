@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from kb_ai.grounding import Claim, Evidence
+from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
 from retrieval.pages import Citation, Page, validate_citations
 from retrieval.terms import terms
 from wiki import normalise_article_path
@@ -76,7 +76,8 @@ class AnswerCheck:
     def __init__(self, pages: list[Page], question: str) -> None:
         self.pages = pages
         self.question = question
-        self.evidence = Evidence(*(f"{p.title}\n{p.text}" for p in pages))
+        # lower-cased pages: a claim written as the pages write it needs no index of them
+        self.lowered = [normalise(f"{p.title}\n{p.text}").lower() for p in pages]
         self.page_terms = {p.path: terms(f"{p.title}\n{p.text}") for p in pages}
         self.all_terms = set().union(*self.page_terms.values())
         self.by_path = {p.path: p for p in pages}
@@ -92,11 +93,26 @@ class AnswerCheck:
         self.text = ""  # the checked answer, once finished
 
     @cached_property
+    def evidence(self) -> Evidence:
+        """The pages' claims in every spelling ("thirty" for 30, "2 March 2026" in
+        2026-03): built the first time a sentence states a claim not written in them as
+        it stands (most answers quote their pages' claims as they are)."""
+        return Evidence(*(f"{p.title}\n{p.text}" for p in self.pages))
+
+    @cached_property
     def question_evidence(self) -> Evidence:
         """The pages and the question: what a sentence that declines may repeat. Built
         when a sentence first declines (most answers never do; it costs as much as
         ``evidence``)."""
         return Evidence(self.question, *(f"{p.title}\n{p.text}" for p in self.pages))
+
+    def _unsupported(self, claim: str, declines: bool) -> list[Claim]:
+        """The claims of ``claim`` the pages (and, for a sentence that declines, the
+        question) do not state."""
+        claims = [c for c in extract_claims(claim) if not stated_verbatim(c.text, self.lowered)]
+        if not claims:
+            return []
+        return _missing(self.question_evidence if declines else self.evidence, claims)
 
     def check(self, sentence: str) -> str:
         """The sentence as the user may read it ("" when it is left out)."""
@@ -112,8 +128,7 @@ class AnswerCheck:
             return self._hold(lead + text + trail if cited else trail)
         declines = says_not_covered(claim)
         self.declined |= declines
-        evidence = self.question_evidence if declines else self.evidence
-        missing = _unsupported(evidence, claim)
+        missing = self._unsupported(claim, declines)
         if missing:
             listed = ", ".join(f"{c.kind} {c.text!r}" for c in missing[:5])
             return self._leave_out(claim, f"the pages read do not state {listed}")
@@ -252,12 +267,18 @@ class AnswerCheck:
 
 
 def _unsupported(evidence: Evidence, claim: str) -> list[Claim]:
-    """The claims of ``claim`` the evidence does not state. A name may be a short form of
-    a word the pages use ("Postgres" for PostgreSQL): answers abbreviate, articles less."""
+    """The claims of ``claim`` the evidence does not state."""
+    return _missing(evidence, extract_claims(claim))
+
+
+def _missing(evidence: Evidence, claims: list[Claim]) -> list[Claim]:
+    """Of ``claims``, those the evidence does not state. A name may be a short form of a
+    word the pages use ("Postgres" for PostgreSQL): answers abbreviate, articles less."""
     return [
         c
-        for c in evidence.unsupported(claim)
-        if c.kind != "name" or not all(_abbreviates(w, evidence.words) for w in c.value.split())
+        for c in claims
+        if not evidence.supports(c)
+        and (c.kind != "name" or not all(_abbreviates(w, evidence.words) for w in c.value.split()))
     ]
 
 

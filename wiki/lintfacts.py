@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb_ai.errors import KbAiError
-from kb_ai.grounding import Claim, Evidence, extract_claims, normalise
+from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
 from wiki._frontmatter import load_document
 from wiki.articles import article_from
 from wiki.catalog import entry_for, format_entry
@@ -211,7 +211,7 @@ class _Materials:
         # rest are looked up in every spelling (indexing the material for that was most
         # of the cost of a first lint).
         lowered = [normalise(t).lower() for t in (facts.title, *texts)]
-        rest = [c for c in _claims(body, lowered) if not _verbatim(c.text, lowered)]
+        rest = [c for c in _claims(body, lowered) if not stated_verbatim(c.text, lowered)]
         if not rest:
             return []
         evidence = Evidence(facts.title, *texts)
@@ -263,38 +263,12 @@ def _may_claim(line: str, lowered: list[str]) -> bool:
         token = m.group()
         if token.islower() and not any(c in token for c in "./:"):
             continue
-        if _verbatim(token, lowered):
+        if stated_verbatim(token, lowered):
             continue
         if _WORD_CASE.fullmatch(token) and _SENTENCE_START.search(line, 0, m.start()):
             continue
         return True
     return False
-
-
-def _verbatim(text: str, lowered: list[str]) -> bool:
-    """Whether ``text`` stands in one of ``lowered`` as written, as a whole token (not
-    "30" inside "300" or "30.5", nor "Priya" inside "Priyanka"). Plain string search: a
-    regular expression per claim cost more to compile than the lookup saved."""
-    needle = text.lower()
-    for hay in lowered:
-        at = hay.find(needle)
-        while at != -1:
-            end = at + len(needle)
-            if _edge(hay, at - 1, at - 2) and _edge(hay, end, end + 1):
-                return True
-            at = hay.find(needle, at + 1)
-    return False
-
-
-def _edge(hay: str, i: int, beyond: int) -> bool:
-    """Whether position ``i`` of ``hay`` ends a token: outside it, or not a word
-    character, nor a point or comma that a digit at ``beyond`` makes part of a number."""
-    if not 0 <= i < len(hay):
-        return True
-    c = hay[i]
-    if c.isalnum() or c == "_":
-        return False
-    return not (c in ".," and 0 <= beyond < len(hay) and hay[beyond].isdigit())
 
 
 def _slug(source: str) -> str:

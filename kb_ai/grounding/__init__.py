@@ -6,7 +6,8 @@ answer reaches the user). Pure functions over text; no model calls, no files.
 - :func:`extract_claims` / :class:`Claim`: names, numbers, dates and identifiers in a text.
 - :class:`Evidence`: the material, indexed; ``evidence.unsupported(text)`` lists the claims
   of ``text`` it does not state; :func:`remove_unsupported` drops the sentences holding them
-  (:func:`remove_passages` drops those any predicate picks).
+  (:func:`remove_passages` drops those any predicate picks); :func:`stated_verbatim`, a
+  claim written in the material as it stands (the quick test before the index).
 - :func:`negation_flips` / :class:`Negations`: sentences stating what the source negates.
 - :func:`find_repetition`, :func:`ends_on_sentence`, :func:`fit_sentences`,
   :func:`split_sentences`, :func:`split_paragraphs`: the shape of a text.
@@ -31,6 +32,7 @@ from kb_ai.grounding.support import (
     negation_flips,
     remove_passages,
     remove_unsupported,
+    stated_verbatim,
     unsupported_claims,
 )
 
@@ -56,5 +58,6 @@ __all__ = [
     "split_sentences",
     "strip_wrapper",
     "to_markdown",
+    "stated_verbatim",
     "unsupported_claims",
 ]

@@ -10,7 +10,7 @@ A claim is supported when the material states it, in any spelling: "1,000" and "
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kb_ai.grounding.claims import (
@@ -80,6 +80,33 @@ def _word(word: str) -> str:
 def unsupported_claims(text: str, *material: str) -> list[Claim]:
     """The claims of ``text`` that none of ``material`` states."""
     return Evidence(*material).unsupported(text)
+
+
+def stated_verbatim(text: str, lowered: Sequence[str]) -> bool:
+    """Whether ``text`` stands in one of ``lowered`` (texts normalised and lower-cased)
+    as written, as a whole token (not
+    "30" inside "300" or "30.5", nor "Priya" inside "Priyanka"). Plain string search: a
+    regular expression per claim cost more to compile than the lookup saved."""
+    needle = text.lower()
+    for hay in lowered:
+        at = hay.find(needle)
+        while at != -1:
+            end = at + len(needle)
+            if _edge(hay, at - 1, at - 2) and _edge(hay, end, end + 1):
+                return True
+            at = hay.find(needle, at + 1)
+    return False
+
+
+def _edge(hay: str, i: int, beyond: int) -> bool:
+    """Whether position ``i`` of ``hay`` ends a token: outside it, or not a word
+    character, nor a point or comma that a digit at ``beyond`` makes part of a number."""
+    if not 0 <= i < len(hay):
+        return True
+    c = hay[i]
+    if c.isalnum() or c == "_":
+        return False
+    return not (c in ".," and 0 <= beyond < len(hay) and hay[beyond].isdigit())
 
 
 # --- negation -------------------------------------------------------------------------
