@@ -181,6 +181,7 @@ class _Materials:
         self._raw = os.path.join(kb.root, "raw")
         self._stamps: dict[str, tuple[str, bool]] = {}
         self._texts: dict[str, str | None] = {}
+        self._owns: dict[str, str] = {}
 
     def stamp(self, sources: list[str], now: int) -> tuple[str, bool]:
         """The stamps of ``sources``' extractions as one key; and whether one is recent."""
@@ -203,7 +204,11 @@ class _Materials:
         return f"{VERSION}|" + "|".join(parts), recent
 
     def unsupported(self, facts: ArticleFacts, body: str) -> list[list[str]]:
-        """The claims of the article (``body``) its sources (their extractions and raw text) never state."""
+        """The claims of the article (``body``) its sources never state: neither their
+        extractions nor their own text (raw/), which is read only for what the
+        extractions do not state as written. An article a small model keeps in its
+        source's words (compiler/source_article.py) states what the source states, and a
+        claim the source makes is supported even where the extraction left it out."""
         texts = [t for t in (self._text(s) for s in facts.sources) if t]
         if not texts:
             return []  # no source (reported), or none extracted: nothing to hold it to
@@ -214,29 +219,37 @@ class _Materials:
         rest = [c for c in _claims(body, lowered) if not stated_verbatim(c.text, lowered)]
         if not rest:
             return []
-        evidence = Evidence(facts.title, *texts)
+        own = [t for t in (self._own(s) for s in facts.sources) if t]
+        if own:
+            own_lowered = [normalise(t).lower() for t in own]
+            rest = [c for c in rest if not stated_verbatim(c.text, own_lowered)]
+            if not rest:
+                return []
+        evidence = Evidence(facts.title, *texts, *own)
         return [[c.kind, c.text] for c in rest if not evidence.supports(c)]
 
     def _text(self, source: str) -> str | None:
-        """The text of a source's stored extraction and of the source itself (raw/), or
-        None when it was never extracted. The source counts too: an article a small model
-        keeps in its source's words (compiler/source_article.py) states what the source
-        states, and a claim the source makes is supported even where the extraction, a
-        summary of it, left it out."""
+        """The text of a source's stored extraction, or None."""
         if source not in self._texts:
             try:
                 data = read_extraction_data(self.kb, _slug(source))
             except (KbAiError, OSError, UnicodeDecodeError):
                 self._texts[source] = None
             else:
-                raw = os.path.join(self._raw, _slug(source) + ".md")
-                try:
-                    with open(raw, encoding="utf-8", errors="replace") as f:
-                        own = f.read()
-                except OSError:  # gone: reported by the sources check
-                    own = ""
-                self._texts[source] = "\n".join([*_strings(data), own])
+                self._texts[source] = "\n".join(_strings(data))
         return self._texts[source]
+
+    def _own(self, source: str) -> str:
+        """The source's own text (its raw/ copy), or "" when it is gone (reported by the
+        sources check)."""
+        if source not in self._owns:
+            try:
+                with open(os.path.join(self._raw, _slug(source) + ".md"), encoding="utf-8",
+                          errors="replace") as f:  # fmt: skip
+                    self._owns[source] = f.read()
+            except OSError:
+                self._owns[source] = ""
+        return self._owns[source]
 
 
 _TOKEN = re.compile(r"\w[\w.,/:'’-]*\w|\w")
