@@ -101,7 +101,8 @@ def model_notice(model: str | None) -> str | None:
         return None
     return (
         "Using the small embedded model (Qwen2.5-Coder 0.5B on the CPU): it works offline "
-        "but its articles and answers are rough. For better ones set KB_AI_MODEL, e.g. "
+        "but it only names each source (the article is the source's own text) and "
+        "answers by quoting sentences. For written articles and answers set KB_AI_MODEL, e.g. "
         "openai/gpt-4o-mini with OPENAI_API_KEY, ollama_chat/qwen2.5:7b with Ollama, or "
         "local/<path to a larger .gguf>."
     )
