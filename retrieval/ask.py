@@ -32,6 +32,7 @@ from retrieval.connection import SharedConnection
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
 from retrieval.pages import Citation, Page, check_paths, link_targets, read_page
+from retrieval.rewrite import standalone_question
 from retrieval.terms import shares_a_term, terms
 from wiki import KnowledgeBase, compile_under_way
 from wiki.feedback import search_with_feedback
@@ -42,14 +43,6 @@ MAX_QUESTION_CHARS = 4_000
 
 class EmptyWikiError(UsageError):
     """The knowledge base has no articles to answer from."""
-
-
-REWRITE_SCHEMA = {
-    "type": "object",
-    "properties": {"question": {"type": "string", "maxLength": 1000}},
-    "required": ["question"],
-    "additionalProperties": False,
-}
 
 
 class Asker:
@@ -116,7 +109,9 @@ class Asker:
             standalone = question
             if history:
                 yield Event("status", {"stage": "rewriting"})
-                standalone = await self._rewrite(question, history)
+                standalone = await standalone_question(
+                    self.llm, PROMPTS, question, history, self._paid
+                )
             yield Event("status", {"stage": "selecting"})
             self.crossing = await self._catalog_terms(standalone, catalog)
             chosen, shortlisted = await self._select(standalone, catalog)
@@ -250,22 +245,6 @@ class Asker:
             f"A compile is changing the wiki right now ({where}): this answer comes from "
             "the wiki as it is before that compile ends; ask again once it is done."
         )
-
-    async def _rewrite(self, question: str, history: Sequence[Turn]) -> str:
-        messages = PROMPTS.render(
-            "rewrite", history=[t.__dict__ for t in history[-8:]], question=question
-        )
-        reply = self._paid(
-            await self.llm.complete(
-                messages, stage="rewrite", schema=REWRITE_SCHEMA, schema_name="question"
-            )
-        )
-        rewritten = reply.data.get("question") if isinstance(reply.data, dict) else None
-        if not (isinstance(rewritten, str) and rewritten.strip()):
-            reply.reject()
-            return question
-        reply.accept()
-        return " ".join(rewritten.split())
 
     def _read(self, paths: Sequence[str]) -> list[Page]:
         return [read_page(self.kb, p, self.settings.read_chars) for p in paths]
