@@ -57,3 +57,31 @@ def test_a_running_compile_shows_its_stage_and_a_vanished_one_shows_as_stopped(c
     assert (runs[here]["done"], runs[here]["total"]) == (1, 3)
     assert runs[gone]["state"] == "stopped" and runs[gone]["stage"] is None
     assert "write 1/3" in client.get("/status").text
+
+
+def test_status_sees_a_new_stage_at_once_and_counts_within_half_a_second(client, kb):
+    """A compile writes its stage to state.db at once, but a count of documents done at
+    most every SAVE_EVERY_S (each write held the event loop ~2 ms per document), and the
+    last one at once."""
+    from compiler.runs import SAVE_EVERY_S, RunTracker
+
+    now = [100.0]
+    tracker = RunTracker(kb, "cli", lambda *a, **k: None, clock=lambda: now[0])
+    tracker.start(3)
+
+    def shown():
+        (run,) = [r for r in client.get("/api/tasks").json()["runs"] if r["id"] == tracker.run_id]
+        return run["stage"], run["done"], run["total"]
+
+    tracker("stage", name="extract", total=3)
+    assert shown() == ("extract", 0, 3)
+    tracker("advance", name="extract")
+    assert shown() == ("extract", 0, 3)  # moments after the last write: not yet
+    now[0] += SAVE_EVERY_S
+    tracker("advance", name="extract")
+    assert shown() == ("extract", 2, 3)  # half a second on: written, with both
+    tracker("stage", name="write", total=3)  # a stage change is written at once
+    assert shown() == ("write", 0, 3)
+    for _ in range(3):
+        tracker("advance", name="write")
+    assert shown() == ("write", 3, 3)  # the last document: at once
