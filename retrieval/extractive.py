@@ -60,8 +60,8 @@ def number_sentences(
 ) -> list[NumberedPage]:
     """The sentences offered to the model, with ids s1, s2, ... (headings, code and table
     rules left out; list items and table rows count as sentences). With ``question``,
-    only those sharing a word with it, rarest words first (see below), at most ``limit``; without,
-    every sentence in page order."""
+    only those sharing a word with it, rarest words first (see below), at most
+    ``limit``; without, every sentence in page order."""
     found: list[tuple[int, int, str, Page]] = []
     for page in pages:
         for text in _sentences_of(page.text):
@@ -101,26 +101,19 @@ def _hits(text: str, terms: Sequence) -> set[str]:
 def _sentences_of(text: str) -> Iterator[str]:
     """The sentences of a page: a paragraph or list item wrapped over several lines is
     joined first (notes are often hard-wrapped, and a sentence cut at a line end was
-    quoted cut); each table row is one."""
+    quoted cut); each table row is one; headings, code and table rules are left out."""
     in_code = False
     block: list[str] = []
     for line in [*text.splitlines(), ""]:
         stripped = line.strip()
-        if _FENCE.match(line):
-            in_code = not in_code
+        fence = _FENCE.match(line)
+        in_code ^= bool(fence)
+        skipped = in_code or fence or stripped.startswith("#") or _TABLE_RULE.match(line)
         item = _MARKER.match(line)
-        ends = (
-            in_code
-            or not stripped
-            or _FENCE.match(line)
-            or stripped.startswith(("#", "|"))
-            or _TABLE_RULE.match(line)
-            or item
-        )
-        if ends and block:  # the paragraph or item so far is whole
-            yield from _split(" ".join(block))
+        if block and (skipped or item or not stripped or stripped.startswith("|")):
+            yield from _split(" ".join(block))  # the paragraph or item so far is whole
             block = []
-        if in_code or _FENCE.match(line) or _TABLE_RULE.match(line) or stripped.startswith("#"):
+        if skipped:
             continue
         if stripped.startswith("|"):
             yield from _split(

@@ -11,20 +11,12 @@ from click.testing import CliRunner
 
 from compiler.source_article import BODY_MAX_CHARS
 from kb_ai.cli import main
+from tests.compiler.test_run import DNS_NOTE
 from tests.fakes.kb_responder import stage_of
 from tests.fakes.openai_server import Reply
 from wiki import git, list_articles, read_article
 
-DNS = """# DNS moves out of the puppet module
-
-We decided to move DNS records out of the puppet module into Terraform.
-The puppet module had grown to 4,000 lines and every change needed a puppet run.
-
-Steps:
-- export the zone from puppet
-- import it with terraform import
-- delete the puppet resources
-"""
+DNS = DNS_NOTE  # a decision, with a heading, numbers and a list
 
 QUEUE = """Job queue notes
 
