@@ -10,6 +10,10 @@ A worker claims tasks with a lease, and holds a lock file named after itself
 the next worker takes the task at once when the owner's lock file is free (the kernel
 released it with the dead process), else when the lease expires. Duplicate content is
 recognised by its hash. Failed tasks keep their error and can be retried.
+
+Beside each spooled copy, ``<id>.json`` keeps what the task table knows of it (title,
+file name, kind, origin), so a state.db that was lost gets its queue back: every copy
+still in the inbox (queued, running or failed then) is queued again (see wiki/rebuild.py).
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from compiler.redact import redact
-from kb_ai.errors import NotFoundError, UsageError
-from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, one_line
+from kb_ai.errors import NotFoundError, StorageError, UsageError, file_storage_error
+from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, atomic_write_text, one_line
 from wiki.lock import KbLock
+from wiki.state import note_rebuilt, state_loss
 
 MIGRATIONS = (
     "CREATE TABLE tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, filename TEXT NOT NULL,"
@@ -93,6 +98,9 @@ class TaskQueue:
         self.kb = kb
         self.conn = conn
         apply_migrations(conn, "queue", MIGRATIONS)
+        loss = state_loss(conn)
+        if loss is not None and "tasks" not in (loss.get("rebuilt") or {}):
+            self._requeue_inbox()
 
     @property
     def inbox(self) -> Path:
@@ -100,6 +108,47 @@ class TaskQueue:
 
     def spool_path(self, task_id: str) -> Path:
         return self.inbox / f"{task_id}.txt"
+
+    def _about_path(self, task_id: str) -> Path:
+        return self.inbox / f"{task_id}.json"
+
+    def _drop_copy(self, task_id: str) -> None:
+        self.spool_path(task_id).unlink(missing_ok=True)
+        self._about_path(task_id).unlink(missing_ok=True)
+
+    def _requeue_inbox(self) -> None:
+        """state.db was made again: each copy in the inbox is a task again, queued."""
+        known = {r[0] for r in self.conn.execute("SELECT id FROM tasks")}
+        count = 0
+        with self.conn:
+            for path in sorted(self.inbox.glob("*.txt")) if self.inbox.is_dir() else []:
+                task_id = path.stem
+                if task_id in known:
+                    continue
+                about = self._about_path(task_id)
+                try:
+                    meta = json.loads(about.read_text(encoding="utf-8")) if about.is_file() else {}
+                except (OSError, ValueError):
+                    meta = {}
+                content = path.read_bytes()
+                now = _stamp(_now())
+                self.conn.execute(
+                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state,"
+                    " created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                    (
+                        task_id,
+                        str(meta.get("title") or f"recovered upload {task_id}"),
+                        str(meta.get("filename") or ""),
+                        str(meta.get("kind") or "note"),
+                        hashlib.sha256(content).hexdigest(),
+                        len(content),
+                        str(meta.get("created_at") or now),
+                        now,
+                        meta.get("origin"),
+                    ),
+                )
+                count += 1
+        note_rebuilt(self.conn, tasks=count)
 
     def submit(
         self,
@@ -143,25 +192,39 @@ class TaskQueue:
                 return self.retry(task["id"]), True
             return task, False
         task_id = uuid.uuid4().hex[:16]
-        atomic_write_bytes(self.spool_path(task_id), content)
         now = _stamp(_now())
         clean_title = one_line(redact(title)[0])[:200]
-        with self.conn:
-            self.conn.execute(
-                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
-                (
-                    task_id,
-                    clean_title,
-                    one_line(redact(filename)[0])[:200],
-                    kind,
-                    checksum,
-                    len(content),
-                    now,
-                    now,
-                    origin,
-                ),
+        clean_filename = one_line(redact(filename)[0])[:200]
+        about = {"title": clean_title, "filename": clean_filename, "kind": kind}
+        try:
+            atomic_write_bytes(self.spool_path(task_id), content)
+            atomic_write_text(
+                self._about_path(task_id),
+                json.dumps({**about, "origin": origin, "created_at": now}, ensure_ascii=False),
             )
+        except OSError as exc:  # a full disk, a read-only folder: nothing was queued
+            self._drop_copy(task_id)
+            raise file_storage_error(exc, self.inbox, "keep the upload in") from exc
+        try:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin)"
+                    " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                    (
+                        task_id,
+                        clean_title,
+                        clean_filename,
+                        kind,
+                        checksum,
+                        len(content),
+                        now,
+                        now,
+                        origin,
+                    ),
+                )
+        except StorageError:  # not queued: no copy left behind for a rebuild to find
+            self._drop_copy(task_id)
+            raise
         return self.get(task_id), True
 
     def claim(
@@ -252,7 +315,7 @@ class TaskQueue:
                 ),
             )
         if state == "done" and not held:
-            self.spool_path(task_id).unlink(missing_ok=True)
+            self._drop_copy(task_id)
 
     def held_in_review(self, branch: str) -> list[dict[str, Any]]:
         """The done tasks whose run waits on ``branch`` (review/<run>)."""
@@ -270,7 +333,7 @@ class TaskQueue:
         tasks = self.held_in_review(branch)
         if approved:
             for task in tasks:
-                self.spool_path(task["id"]).unlink(missing_ok=True)
+                self._drop_copy(task["id"])
             return tasks
         run = branch.removeprefix("review/")
         error = (
@@ -310,7 +373,7 @@ class TaskQueue:
             raise UsageError(f"Task {task_id} is being compiled; delete it when it has finished")
         with self.conn:
             self.conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
-        self.spool_path(task_id).unlink(missing_ok=True)
+        self._drop_copy(task_id)
 
     def get(self, task_id: str) -> dict[str, Any]:
         row = self.conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()

@@ -19,6 +19,7 @@ from kb_ai.errors import (
     NotFoundError,
     PathEscapeError,
     SourceError,
+    StorageError,
     UsageError,
 )
 from web.templating import error_page
@@ -47,6 +48,7 @@ STATUS_BY_TYPE: tuple[tuple[type[KbAiError], int], ...] = (
     (SourceError, 400),
     (NotFoundError, 404),
     (LLMError, 502),
+    (StorageError, 503),  # the server is up, its state database is not
 )
 
 

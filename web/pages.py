@@ -22,6 +22,7 @@ from web.render import render_markdown
 from web.services import services
 from web.templating import render
 from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
+from wiki.state import state_loss
 
 # The Submit page's list of the document types kb-ai reads, and its file picker's filter.
 TYPES = {"lines": supported_types(), "accept": ",".join(sorted(DOCUMENT_EXTENSIONS))}
@@ -85,7 +86,9 @@ async def status(request: Request) -> Response:
 
     def snapshot() -> dict:
         with svc.db() as conn:
-            return content.queue_snapshot(TaskQueue(svc.kb, conn))
+            snap = content.queue_snapshot(TaskQueue(svc.kb, conn))
+            snap["state_lost"] = state_loss(conn)  # state.db was made again: say so
+            return snap
 
     q = request.query_params
     return render(

@@ -3,29 +3,37 @@
 An answer is produced by a task of its own, not by the response: a client that goes away
 mid-stream stops receiving, but the answer is still finished and saved to its chat
 session, so reopening the session shows it. Nothing a user asked is lost to a dropped
-connection.
+connection, nor to the server stopping (SIGTERM): an open answer stream then ends with
+an ``error`` event in the one error shape, and the question is kept in its session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 from starlette.requests import Request
 
 from compiler.queue import TaskQueue
-from kb_ai.errors import LLMError, UsageError
+from kb_ai.errors import LLMError, StorageError, UsageError
 from retrieval import Asker, ChatStore, Turn
 from web import content
+from web.errors import error_body
 from web.render import render_markdown
 from web.services import Services, services
 from web.uploads import json_object
 
+log = logging.getLogger(__name__)
 PING_SECONDS = 15
+#: How long an answer stream has, once the server is stopping, to send its last event.
+SHUTDOWN_GRACE_SECONDS = 2.0
+STOPPING = "the server is stopping: the question is kept in its chat session; ask it again when the server is back"
 
 
 async def task_stream(request: Request) -> EventSourceResponse:
@@ -73,15 +81,35 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
     producer = asyncio.create_task(_answer(svc, llm, question, history, paths, sid, events))
     svc.keep(producer)
+    shutdown = anyio.Event()  # set by sse-starlette when the server is stopping
 
     async def relay() -> AsyncIterator[JSONServerSentEvent]:
-        while (event := await events.get()) is not None:
-            yield JSONServerSentEvent(event["data"], event=event["type"])
+        stopping = asyncio.ensure_future(shutdown.wait())
+        try:
+            while True:
+                following = asyncio.ensure_future(events.get())
+                await asyncio.wait({following, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():  # the server stops before the answer is done
+                    following.cancel()
+                    data = error_body(STOPPING, 503, kind="ServerStopping", session=sid)
+                    yield JSONServerSentEvent(data, event="error")
+                    return
+                if (event := following.result()) is None:
+                    return
+                yield JSONServerSentEvent(event["data"], event=event["type"])
+        finally:
+            stopping.cancel()
 
     headers = {"X-Session-Id": sid} if sid else {}
     if created:  # the page lists the new chat at once (percent-encoded: headers are latin-1)
         headers["X-Session-Title"] = quote(created["title"], safe="")
-    return EventSourceResponse(relay(), ping=PING_SECONDS, headers=headers)
+    return EventSourceResponse(
+        relay(),
+        ping=PING_SECONDS,
+        headers=headers,
+        shutdown_event=shutdown,
+        shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,
+    )
 
 
 def _open_session(
@@ -106,6 +134,7 @@ async def _answer(
     sid: str | None,
     out: asyncio.Queue,
 ) -> None:
+    answered = False  # saved with its answer
     try:
         asker = Asker(svc.kb, svc.settings, llm)
         async for event in asker.events(question, history=history, paths=paths or None):
@@ -114,17 +143,31 @@ async def _answer(
                 data["html"] = render_markdown(data["answer"])
                 if sid:
                     await svc.run(_save, svc, sid, question, data)
+                    answered = True
             if event.type in ("done", "error"):
                 data["session"] = sid
             if isinstance(event.error, LLMError):  # incl. an open breaker and a failed selection
                 svc.drop_chat_llm(llm)
             await out.put({"type": event.type, "data": data})
+    except asyncio.CancelledError:  # the server is stopping: the question stays asked
+        if sid and not answered:
+            try:
+                _save_question(svc, sid, question)
+            except StorageError as exc:
+                log.warning("could not keep the question in chat session %s: %s", sid, exc)
+        raise
     except Exception as exc:  # tell the reader the answer broke off, then let it surface
         error = {"error": "the server failed while answering", "kind": type(exc).__name__}
         await out.put({"type": "error", "data": {**error, "session": sid}})
         raise
     finally:
-        await out.put(None)
+        out.put_nowait(None)
+
+
+def _save_question(svc: Services, sid: str, question: str) -> None:
+    """Keep a question that was not answered (the server stopped meanwhile)."""
+    with svc.db() as conn:
+        ChatStore(conn).append(sid, "user", question)
 
 
 def _save(svc: Services, sid: str, question: str, done: dict[str, Any]) -> None:
