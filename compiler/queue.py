@@ -11,7 +11,7 @@ the next worker takes the task at once when the owner's lock file is free (the k
 released it with the dead process), else when the lease expires. Duplicate content is
 recognised by its hash. Failed tasks keep their error and can be retried.
 
-Beside each spooled copy, ``<id>.json`` keeps what the task table knows of it (title,
+Beside each spooled copy, ``inbox-about/<id>.json`` keeps what the task table knows of it (title,
 file name, kind, origin), so a state.db that was lost gets its queue back: every copy
 still in the inbox (queued, running or failed then) is queued again (see wiki/rebuild.py).
 """
@@ -110,7 +110,7 @@ class TaskQueue:
         return self.inbox / f"{task_id}.txt"
 
     def _about_path(self, task_id: str) -> Path:
-        return self.inbox / f"{task_id}.json"
+        return self.kb.state_dir / "inbox-about" / f"{task_id}.json"
 
     def _drop_copy(self, task_id: str) -> None:
         self.spool_path(task_id).unlink(missing_ok=True)

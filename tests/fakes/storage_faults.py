@@ -19,22 +19,30 @@ import pytest
 
 
 def corrupt(db: Path) -> None:
-    """Write garbage over every byte of ``db`` (and drop its WAL, which would hold the
-    newest pages): what a bad disk or a stray ``dd`` leaves."""
+    """Garbage in place of every byte of ``db``, and no WAL (which would hold the newest
+    pages): what a bad disk or a stray ``dd`` leaves. The garbage replaces the file, so a
+    connection still open (a worker between two statements) cannot write valid pages
+    back into it as it closes."""
     size = max(db.stat().st_size, 8192)
-    db.write_bytes(bytes((i * 37 + 11) % 256 for i in range(size)))
+    garbage = db.with_name(db.name + ".garbage")
+    garbage.write_bytes(bytes((i * 37 + 11) % 256 for i in range(size)))
     for suffix in ("-wal", "-shm"):
         db.with_name(db.name + suffix).unlink(missing_ok=True)
+    os.replace(garbage, db)
+
+
+def read_only(folder: Path):
+    """``folder`` and every file in it made unwritable for this process."""
+    return unwritable([folder, *sorted(folder.iterdir())])
 
 
 @contextmanager
-def read_only(folder: Path) -> Iterator[None]:
-    """``folder`` and every file in it made unwritable for this process. As root (who
-    writes through file modes) the files are marked immutable with chattr instead."""
-    paths = [folder, *sorted(folder.iterdir())]
+def unwritable(paths: list[Path]) -> Iterator[None]:
+    """``paths`` made unwritable for this process for the block. As root (who writes
+    through file modes) they are marked immutable with chattr instead."""
     if os.geteuid() == 0:
         if not shutil.which("chattr"):
-            pytest.skip("running as root without chattr: cannot make a folder read-only")
+            pytest.skip("running as root without chattr: cannot make a file read-only")
         done = subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True)
         if done.returncode:
             pytest.skip(f"chattr +i is refused here: {done.stderr.decode().strip()}")

@@ -1,0 +1,119 @@
+"""The server on a broken state.db (garbage written over it, a file nobody may write, the
+file deleted while serving): every endpoint answers in the one error shape, /healthz
+names what is wrong, the compile worker waits the fault out, and no task is lost."""
+
+import threading
+import time
+
+from tests.fakes.storage_faults import corrupt, unwritable
+from tests.web.conftest import NOTE, make_client, respond, wait_for
+
+
+def healthz_until(client, wanted, timeout=20.0):
+    """The /healthz reply once ``wanted(reply)`` holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = client.get("/healthz")
+        if wanted(r):
+            return r
+        assert time.monotonic() < deadline, r.text
+        time.sleep(0.05)
+
+
+def test_a_corrupted_state_db_is_a_503_in_the_one_error_shape_everywhere(settings, model):
+    with make_client(settings, model, worker_retry_seconds=0.05) as client:
+        assert client.get("/healthz").status_code == 200
+        corrupt(settings.kb_dir / ".kb-ai" / "state.db")
+        for method, path, body in (
+            ("GET", "/api/tasks", None),
+            ("POST", "/api/submit", NOTE),
+            ("GET", "/api/sessions", None),
+        ):
+            r = client.request(method, path, json=body)
+            assert r.status_code == 503, (path, r.text)
+            error = r.json()
+            assert error["ok"] is False and error["status"] == 503
+            assert error["kind"] == "StorageError"
+            assert "state database" in error["error"] and "corrupted" in error["error"]
+            assert "move" in error["error"]  # what to do
+        page = client.get("/status", headers={"accept": "text/html"})
+        assert page.status_code == 503
+        assert "corrupted" in page.text and "Internal Server Error" not in page.text
+        health = healthz_until(client, lambda r: r.status_code == 503 and "workers:" in r.text)
+        body = health.json()
+        assert body["ok"] is False and body["status"] == 503
+        assert body["checks"]["database"]["ok"] is False
+        assert body["checks"]["database"]["cause"] == "corrupt"
+        assert body["checks"]["workers"]["ok"] is False  # waiting out the fault, not dead
+        assert body["checks"]["workers"]["thread"] is True
+        assert body["checks"]["disk"]["ok"] is True
+
+
+def test_the_worker_outlives_a_corrupted_state_db_and_compiles_once_it_is_replaced(settings, model):
+    db = settings.kb_dir / ".kb-ai" / "state.db"
+    with make_client(settings, model, worker_retry_seconds=0.05) as client:
+        assert client.get("/healthz").status_code == 200
+        corrupt(db)
+        healthz_until(client, lambda r: "compile worker(s) stopped" in r.text)
+        time.sleep(0.5)  # several failed attempts in a row
+        db.unlink()  # what the error says to do: move it aside; it is made again
+        healthz_until(client, lambda r: r.status_code == 200)
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        done = wait_for(client, task["id"])
+    assert done["state"] == "done", done["error"]
+
+
+def test_tasks_held_when_state_db_stops_taking_writes_go_back_and_compile(settings, model):
+    """Read-only while a compile runs: its tasks are handed back, not failed, and not
+    left "running"; once the file takes writes again they compile."""
+    db = settings.kb_dir / ".kb-ai" / "state.db"
+    release = threading.Event()
+
+    def slow(stage, messages, schema):
+        if stage == "write":
+            release.wait(20)
+        return respond(stage, messages, schema)
+
+    model.handler = slow
+    with make_client(settings, model, worker_retry_seconds=0.05) as client:
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        deadline = time.monotonic() + 20
+        while client.get(f"/api/tasks/{task['id']}").json()["task"]["stage"] != "write":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        files = sorted(db.parent.glob("state.db*"))
+        with unwritable(files):  # the folder stays writable: the locks beside work
+            release.set()  # the compile finishes and cannot record what it did
+            health = healthz_until(client, lambda r: "compile worker(s) stopped" in r.text)
+            assert health.status_code == 503
+            assert health.json()["checks"]["database"]["ok"] is False
+        done = wait_for(client, task["id"])
+        health = healthz_until(client, lambda r: r.status_code == 200)
+    assert done["state"] == "done", done["error"]
+    assert done["attempts"] == 2  # handed back after the fault, compiled again
+    assert health.json()["checks"]["workers"]["workers"][0]["failures"] == 0
+
+
+def test_state_db_deleted_while_a_task_runs_loses_no_task_and_says_so(settings, model):
+    db = settings.kb_dir / ".kb-ai" / "state.db"
+    release = threading.Event()
+
+    def slow(stage, messages, schema):
+        if stage == "write":
+            release.wait(20)
+        return respond(stage, messages, schema)
+
+    model.handler = slow
+    with make_client(settings, model, worker_retry_seconds=0.05) as client:
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        deadline = time.monotonic() + 20
+        while client.get(f"/api/tasks/{task['id']}").json()["task"]["stage"] != "write":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        db.unlink()
+        release.set()
+        done = wait_for(client, task["id"])
+        status = client.get("/status").text
+    assert done["state"] == "done", done["error"]
+    assert "The state database was missing and was made again" in status
+    assert "1 tasks" in status and "chat sessions" in status
