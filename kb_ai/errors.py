@@ -151,8 +151,7 @@ _STORAGE_WORDS = {
     "corrupt": (
         "the file is corrupted (not a SQLite database any more)",
         "stop kb-ai, move {path} aside and start again: kb-ai rebuilds it from the"
-        " knowledge base (sources, articles and queued uploads; chat sessions, the model"
-        " call log and the response cache are lost)",
+        " knowledge base, losing chat sessions, the run history, the call log and cache",
     ),
     "io": (
         "the disk reported an I/O error",

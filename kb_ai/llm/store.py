@@ -163,7 +163,8 @@ class CallStore:
         self._recorded: set[str] = set()  # keys this store cached since
         self._lookups = 0
         if db_path is not None:  # connect while the caller prepares its first call
-            self._submit(self._conn).add_done_callback(_report_failure)
+            # (a failure here is said by the first use, which meets it again)
+            self._submit(self._conn).add_done_callback(_note_failure)
 
     def _load_known(self) -> None:
         assert self.db_path is not None
@@ -377,6 +378,11 @@ class CacheReceipt:
         self.verdict = "rejected"
         if cached:
             self._store.forget(self._key)
+
+
+def _note_failure(future: Future) -> None:
+    if future.exception() is not None:
+        log.debug("could not open the model call log: %s", future.exception())
 
 
 def _report_failure(future: Future) -> None:
