@@ -2,11 +2,13 @@
 file deleted while serving): every endpoint answers in the one error shape, /healthz
 names what is wrong, the compile worker waits the fault out, and no task is lost."""
 
+import shutil
 import threading
 import time
 
 from tests.fakes.storage_faults import corrupt, unwritable
 from tests.web.conftest import NOTE, make_client, respond, wait_for
+from web.health import HealthLimits
 
 
 def healthz_until(client, wanted, timeout=20.0):
@@ -117,3 +119,39 @@ def test_state_db_deleted_while_a_task_runs_loses_no_task_and_says_so(settings, 
     assert done["state"] == "done", done["error"]
     assert "The state database was missing and was made again" in status
     assert "1 tasks" in status and "chat sessions" in status
+
+
+def test_healthz_says_when_queued_work_is_not_taken(settings, model):
+    limits = HealthLimits(stall_seconds=0.2)
+    with make_client(settings, model, start_worker=False, health_limits=limits) as client:
+        assert client.post("/api/submit", json=NOTE).status_code == 202
+        time.sleep(0.3)
+        r = client.get("/healthz")
+    assert r.status_code == 503
+    assert r.json()["checks"]["queue"]["ok"] is False
+    assert "queue: 1 task(s) queued" in r.json()["error"]
+    assert "no compile is running" in r.json()["error"]
+
+
+def test_healthz_says_when_the_disk_is_nearly_full(settings, model):
+    free = shutil.disk_usage(settings.kb_dir).free
+    limits = HealthLimits(min_free_bytes=free * 2)  # more than this disk has free
+    with make_client(settings, model, health_limits=limits) as client:
+        r = client.get("/healthz")
+    assert r.status_code == 503
+    assert r.json()["checks"]["disk"]["ok"] is False
+    assert r.json()["error"].startswith("unhealthy: disk: ")
+
+
+def test_a_worker_thread_that_ended_is_started_again_and_says_so(settings, model):
+    with make_client(settings, model) as client:
+        pool = client.app.state.services.pool
+        pool._loop.call_soon_threadsafe(pool._main.cancel)  # the thread ends, unasked
+        pool._thread.join(10)
+        assert not pool.alive()
+        r = client.get("/healthz")
+        assert r.json()["checks"]["workers"]["restarted"] is True
+        assert r.json()["checks"]["workers"]["thread"] is True
+        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+        done = wait_for(client, task["id"])
+    assert done["state"] == "done", done["error"]
