@@ -47,7 +47,15 @@ async def task_stream(request: Request) -> EventSourceResponse:
     async def events() -> AsyncIterator[JSONServerSentEvent]:
         last = None
         while True:
-            snap = await svc.run(snapshot)
+            try:
+                snap = await svc.run(snapshot)
+            except StorageError as exc:  # said, in the one shape; the stream goes on
+                data = error_body(str(exc), 503, kind=type(exc).__name__)
+                if last != data["error"]:
+                    last = data["error"]
+                    yield JSONServerSentEvent(data, event="error")
+                await asyncio.sleep(max(svc.status_interval, 1.0))
+                continue
             key = json.dumps(snap, sort_keys=True)
             if key != last:
                 last = key
@@ -156,6 +164,9 @@ async def _answer(
             except StorageError as exc:
                 log.warning("could not keep the question in chat session %s: %s", sid, exc)
         raise
+    except StorageError as exc:  # the one line that says what to do, in the one shape
+        data = error_body(str(exc), 503, kind=type(exc).__name__, session=sid)
+        await out.put({"type": "error", "data": data})
     except Exception as exc:  # tell the reader the answer broke off, then let it surface
         error = {"error": "the server failed while answering", "kind": type(exc).__name__}
         await out.put({"type": "error", "data": {**error, "session": sid}})

@@ -7,7 +7,7 @@ import threading
 import time
 
 from tests.fakes.storage_faults import corrupt, unwritable
-from tests.web.conftest import NOTE, make_client, respond, wait_for
+from tests.web.conftest import NOTE, make_client, respond, sse, wait_for
 from web.health import HealthLimits
 
 
@@ -155,3 +155,41 @@ def test_a_worker_thread_that_ended_is_started_again_and_says_so(settings, model
         task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
         done = wait_for(client, task["id"])
     assert done["state"] == "done", done["error"]
+
+
+def test_the_queue_stream_says_the_database_failed_and_goes_on(settings, model):
+    with make_client(settings, model, start_worker=False) as client:
+        assert client.post("/api/submit", json=NOTE).status_code == 202
+        with client.stream("GET", "/api/tasks/events") as r:
+            events = sse(r)
+            assert next(events)[0] == "tasks"
+            corrupt(settings.kb_dir / ".kb-ai" / "state.db")
+            kind, data = next(events)
+            assert kind == "error"
+            assert (data["ok"], data["status"], data["kind"]) == (False, 503, "StorageError")
+            assert "corrupted" in data["error"]
+            (settings.kb_dir / ".kb-ai" / "state.db").unlink()  # made again, queue rebuilt
+            kind, data = next(events)
+    assert kind == "tasks" and data["counts"]["queued"] == 1
+
+
+def test_a_question_on_a_failing_state_db_gets_the_one_error_shape(compiled, settings, model):
+    db = settings.kb_dir / ".kb-ai" / "state.db"
+
+    def breaking(stage, messages, schema):  # the file breaks while the answer is written
+        if stage == "answer" and db.stat().st_size:
+            corrupt(db)
+        return respond(stage, messages, schema)
+
+    model.handler = breaking
+    with compiled.stream("POST", "/api/ask", json={"question": "How long are backups kept?"}) as r:
+        assert r.status_code == 200
+        events = list(sse(r))
+    kind, data = events[-1]
+    assert kind == "error", events
+    assert (data["ok"], data["status"], data["kind"]) == (False, 503, "StorageError")
+    assert "corrupted" in data["error"] and data["session"] == r.headers["x-session-id"]
+    # asked again, before any event: the same words as a JSON error
+    r = compiled.post("/api/ask", json={"question": "How long are backups kept?"})
+    assert r.status_code == 503
+    assert r.json()["kind"] == "StorageError" and "corrupted" in r.json()["error"]
