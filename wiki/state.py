@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from kb_ai.errors import StorageError, storage_error
+from kb_ai.errors import StorageError, file_storage_error, storage_error
 from wiki.rebuild import LOST, sources_on_disk
 
 if TYPE_CHECKING:
@@ -203,7 +203,12 @@ def _open_missing(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
     used, the loss is noted for the rebuild and the reports."""
     from wiki.lock import KbLock  # wiki.lock imports nothing of state
 
-    with KbLock(kb.state_dir / "state.lock"):
+    lock = KbLock(kb.state_dir / "state.lock")
+    try:
+        lock.acquire()
+    except OSError as exc:  # a read-only folder, a full disk
+        raise file_storage_error(exc, kb.state_db, "create") from exc
+    try:
         if kb.state_db.exists():  # another thread or process made it meanwhile
             return _connect(kb, any_thread)
         for suffix in ("-wal", "-shm", "-journal"):
@@ -211,15 +216,21 @@ def _open_missing(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
         used = _was_used(kb)
         conn = _connect(kb, any_thread)
         if used:
-            log.warning(
-                "%s was missing: made again, rebuilding it from the knowledge base", kb.state_db
-            )
-            set_meta(conn, STATE_LOST, json.dumps({"at": _now(), "lost": LOST, "rebuilt": {}}))
-            note_rebuilt(conn, sources=_rebuild_sources(kb, conn))
-            log.warning(
-                "%s rebuilt: the sources in raw/ are known again; lost: %s", kb.state_db, LOST
-            )
+            try:
+                _note_loss(kb, conn)
+            except BaseException:
+                conn.close()
+                raise
         return conn
+    finally:
+        lock.release()
+
+
+def _note_loss(kb: KnowledgeBase, conn: sqlite3.Connection) -> None:
+    log.warning("%s was missing: made again, rebuilding it from the knowledge base", kb.state_db)
+    set_meta(conn, STATE_LOST, json.dumps({"at": _now(), "lost": LOST, "rebuilt": {}}))
+    note_rebuilt(conn, sources=_rebuild_sources(kb, conn))
+    log.warning("%s rebuilt: the sources in raw/ are known again; lost: %s", kb.state_db, LOST)
 
 
 def _rebuild_sources(kb: KnowledgeBase, conn: sqlite3.Connection) -> int:

@@ -138,3 +138,14 @@ def test_the_wal_of_a_deleted_state_db_is_not_replayed_into_the_new_one(kb):
         assert "only_old" not in tables
     finally:
         held.close()
+
+
+def test_a_missing_state_db_in_a_folder_nobody_may_write_is_a_storage_error(kb):
+    _source(kb, "backups", "Backups run nightly.")
+    open_state(kb).close()
+    kb.state_db.unlink()
+    for lock in kb.state_dir.glob("*.lock"):
+        lock.unlink()
+    with read_only(kb.state_dir), pytest.raises(StorageError) as caught:
+        open_state(kb)
+    assert "writable" in caught.value.hint
