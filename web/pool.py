@@ -38,7 +38,7 @@ class WorkerState:
     """What one worker is doing, as the pool sees it (read from other threads)."""
 
     running: bool = False  # inside its loop; False while it waits to try again
-    failures: int = 0  # failures in a row (0 once its loop ran again)
+    failures: int = 0  # failures in a row (each within max_retry_seconds of the last try)
     error: str | None = None  # the last failure, while it lasts
     retry_at: float | None = None  # time.time() of the next attempt, while waiting
 
@@ -177,12 +177,12 @@ class WorkerPool:
         state = self.states[worker.owner]
         unsettled: tuple[bool, str] | None = None  # (storage fault?, error) to settle
         while not worker.stopping:
+            started = time.monotonic()
             try:
                 if unsettled is not None:
                     await asyncio.to_thread(self._settle_held, worker.owner, *unsettled)
                     unsettled = None
-                state.running, state.retry_at = True, None
-                state.failures, state.error = 0, None
+                state.running, state.retry_at, state.error = True, None, None
                 await worker.run_forever()
                 continue
             except StorageError as exc:
@@ -194,6 +194,8 @@ class WorkerPool:
                 error = f"{type(exc).__name__}: {exc}"
                 unsettled = unsettled or (False, f"the compile failed: {error}")
             state.running, state.error = False, error
+            if time.monotonic() - started > self.max_retry_seconds:
+                state.failures = 0  # it had run well for a while: a new run of failures
             state.failures += 1
             pause = min(self.retry_seconds * 2 ** (state.failures - 1), self.max_retry_seconds)
             state.retry_at = time.time() + pause

@@ -43,8 +43,9 @@ def unwritable(paths: list[Path]) -> Iterator[None]:
     if os.geteuid() == 0:
         if not shutil.which("chattr"):
             pytest.skip("running as root without chattr: cannot make a file read-only")
+        asked = list(paths)
         for _ in range(5):  # a WAL file may go as its last connection closes: again
-            paths = [p for p in paths if p.exists()]
+            paths = [p for p in asked if p.exists()]
             done = subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True)
             if not done.returncode:
                 break
@@ -54,7 +55,8 @@ def unwritable(paths: list[Path]) -> Iterator[None]:
         try:
             yield
         finally:
-            subprocess.run(["chattr", "-i", *map(str, paths)], capture_output=True)
+            left = [str(p) for p in asked if p.exists()]
+            subprocess.run(["chattr", "-i", *left], capture_output=True)
         return
     modes = {p: p.stat().st_mode for p in paths}
     for p in reversed(paths):
