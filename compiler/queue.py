@@ -99,7 +99,8 @@ class TaskQueue:
         self.conn = conn
         apply_migrations(conn, "queue", MIGRATIONS)
         loss = state_loss(conn)
-        if loss is not None and "tasks" not in (loss.get("rebuilt") or {}):
+        lost = loss is not None and "tasks" not in (loss.get("rebuilt") or {})
+        if lost and not conn.in_transaction:  # (in one: the next queue opened does it)
             self._requeue_inbox()
 
     @property
@@ -117,38 +118,50 @@ class TaskQueue:
         self._about_path(task_id).unlink(missing_ok=True)
 
     def _requeue_inbox(self) -> None:
-        """state.db was made again: each copy in the inbox is a task again, queued."""
-        known = {r[0] for r in self.conn.execute("SELECT id FROM tasks")}
-        count = 0
-        with self.conn:
+        """state.db was made again: each copy in the inbox is a task again, queued. In
+        one write transaction, so two threads doing it at once queue each copy once."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            loss = state_loss(self.conn)
+            if loss is None or "tasks" in (loss.get("rebuilt") or {}):  # done meanwhile
+                self.conn.commit()
+                return
+            known = {r[0] for r in self.conn.execute("SELECT id FROM tasks")}
+            count = 0
             for path in sorted(self.inbox.glob("*.txt")) if self.inbox.is_dir() else []:
-                task_id = path.stem
-                if task_id in known:
-                    continue
-                about = self._about_path(task_id)
-                try:
-                    meta = json.loads(about.read_text(encoding="utf-8")) if about.is_file() else {}
-                except (OSError, ValueError):
-                    meta = {}
-                content = path.read_bytes()
-                now = _stamp(_now())
-                self.conn.execute(
-                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state,"
-                    " created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
-                    (
-                        task_id,
-                        str(meta.get("title") or f"recovered upload {task_id}"),
-                        str(meta.get("filename") or ""),
-                        str(meta.get("kind") or "note"),
-                        hashlib.sha256(content).hexdigest(),
-                        len(content),
-                        str(meta.get("created_at") or now),
-                        now,
-                        meta.get("origin"),
-                    ),
-                )
-                count += 1
-        note_rebuilt(self.conn, tasks=count)
+                if path.stem not in known:
+                    self._requeue(path)
+                    count += 1
+            note_rebuilt(self.conn, tasks=count)
+            self.conn.commit()
+        except BaseException:
+            self.conn.rollback()
+            raise
+
+    def _requeue(self, path: Path) -> None:
+        task_id = path.stem
+        about = self._about_path(task_id)
+        try:
+            meta = json.loads(about.read_text(encoding="utf-8")) if about.is_file() else {}
+        except (OSError, ValueError):
+            meta = {}
+        content = path.read_bytes()
+        now = _stamp(_now())
+        self.conn.execute(
+            "INSERT INTO tasks (id, title, filename, kind, checksum, size, state,"
+            " created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+            (
+                task_id,
+                str(meta.get("title") or f"recovered upload {task_id}"),
+                str(meta.get("filename") or ""),
+                str(meta.get("kind") or "note"),
+                hashlib.sha256(content).hexdigest(),
+                len(content),
+                str(meta.get("created_at") or now),
+                now,
+                meta.get("origin"),
+            ),
+        )
 
     def submit(
         self,

@@ -14,6 +14,7 @@ import os
 import sqlite3
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import StorageError, file_storage_error, storage_error
@@ -173,10 +174,10 @@ def open_state(kb: KnowledgeBase, *, any_thread: bool = False) -> sqlite3.Connec
     return _connect(kb, any_thread)
 
 
-def _connect(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
+def _connect(kb: KnowledgeBase, any_thread: bool, path: Path | None = None) -> StateConnection:
     try:
         conn = sqlite3.connect(
-            kb.state_db,
+            path or kb.state_db,
             timeout=5.0,
             check_same_thread=not any_thread,
             factory=StateConnection,
@@ -200,7 +201,9 @@ def _open_missing(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
     """state.db is not there: made again under a lock (so two threads finding it gone
     make one file), without the WAL and shared-memory files of the one that was deleted
     (SQLite would replay the old WAL into the new file). In a knowledge base that was
-    used, the loss is noted for the rebuild and the reports."""
+    used, the loss is noted and what the files hold rebuilt before the new file takes
+    the name, so no one opens it before it says what it lost (the queue is rebuilt from
+    that note)."""
     from wiki.lock import KbLock  # wiki.lock imports nothing of state
 
     lock = KbLock(kb.state_dir / "state.lock")
@@ -211,17 +214,23 @@ def _open_missing(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
     try:
         if kb.state_db.exists():  # another thread or process made it meanwhile
             return _connect(kb, any_thread)
-        for suffix in ("-wal", "-shm", "-journal"):
-            kb.state_db.with_name(kb.state_db.name + suffix).unlink(missing_ok=True)
-        used = _was_used(kb)
-        conn = _connect(kb, any_thread)
-        if used:
-            try:
+        new = kb.state_db.with_name(".state.db.new")
+        for db in (new, kb.state_db):
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                if db is new or suffix:
+                    db.with_name(db.name + suffix).unlink(missing_ok=True)
+        conn = _connect(kb, False, new)
+        try:
+            if _was_used(kb):
                 _note_loss(kb, conn)
-            except BaseException:
-                conn.close()
-                raise
-        return conn
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the file itself
+        finally:
+            conn.close()
+        try:
+            os.replace(new, kb.state_db)
+        except OSError as exc:
+            raise file_storage_error(exc, kb.state_db, "create") from exc
+        return _connect(kb, any_thread)
     finally:
         lock.release()
 

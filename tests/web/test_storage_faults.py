@@ -22,6 +22,18 @@ def healthz_until(client, wanted, timeout=20.0):
         time.sleep(0.05)
 
 
+def finished(client, task_id, timeout=20.0):
+    """The task once done or failed; every reply on the way must name it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = client.get(f"/api/tasks/{task_id}")
+        assert r.status_code == 200, r.text
+        if r.json()["task"]["state"] in ("done", "failed"):
+            return r.json()["task"]
+        assert time.monotonic() < deadline, r.text
+        time.sleep(0.05)
+
+
 def test_a_corrupted_state_db_is_a_503_in_the_one_error_shape_everywhere(settings, model):
     with make_client(settings, model, worker_retry_seconds=0.05) as client:
         assert client.get("/healthz").status_code == 200
@@ -117,7 +129,7 @@ def test_state_db_deleted_while_a_task_runs_loses_no_task_and_says_so(settings, 
             time.sleep(0.05)
         db.unlink()
         release.set()
-        done = wait_for(client, task["id"])
+        done = finished(client, task["id"])
         status = client.get("/status").text
     assert done["state"] == "done", done["error"]
     assert "The state database was missing and was made again" in status
