@@ -74,6 +74,7 @@ class WorkerPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._main: asyncio.Task | None = None
         self._ready = threading.Event()
+        self._restarting = threading.Lock()
         self._thread = self._new_thread()
 
     def _new_thread(self) -> threading.Thread:
@@ -90,13 +91,14 @@ class WorkerPool:
         """The workers as /healthz reports them. A pool whose thread ended without being
         stopped (it never should) is started again here, and says so."""
         restarted = False
-        if not self._stopped and not self._thread.is_alive():
-            log.error("the compile workers' thread had ended; starting it again")
-            self.restarts += 1
-            self._ready.clear()
-            self._thread = self._new_thread()
-            self.start()
-            restarted = True
+        with self._restarting:  # two health checks at once start one thread
+            if not self._stopped and not self._thread.is_alive():
+                log.error("the compile workers' thread had ended; starting it again")
+                self.restarts += 1
+                self._ready.clear()
+                self._thread = self._new_thread()
+                self.start()
+                restarted = True
         now = time.time()
         workers = [
             {
