@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 PING_SECONDS = 15
 #: How long an answer stream has, once the server is stopping, to send its last event.
 SHUTDOWN_GRACE_SECONDS = 2.0
-STOPPING = "the server is stopping: the question is kept in its chat session; ask it again when the server is back"
+STOPPING = "the server is stopping before the answer is done: ask it again when the server is back"
+KEPT = " (the question is kept in its chat session)"
 
 
 async def task_stream(request: Request) -> EventSourceResponse:
@@ -99,7 +100,8 @@ async def ask_stream(request: Request) -> EventSourceResponse:
                 await asyncio.wait({following, stopping}, return_when=asyncio.FIRST_COMPLETED)
                 if not following.done():  # the server stops before the answer is done
                     following.cancel()
-                    data = error_body(STOPPING, 503, kind="ServerStopping", session=sid)
+                    said = STOPPING + (KEPT if sid else "")
+                    data = error_body(said, 503, kind="ServerStopping", session=sid)
                     yield JSONServerSentEvent(data, event="error")
                     return
                 if (event := following.result()) is None:

@@ -89,6 +89,7 @@ def test_sigterm_ends_an_answer_stream_with_an_error_event_and_keeps_the_questio
     error = events[-1][1]
     assert (error["ok"], error["status"], error["session"]) == (False, 503, session)
     assert "stopping" in error["error"] and "ask it again" in error["error"]
+    assert "kept in its chat session" in error["error"]
     assert [(m["role"], m["content"]) for m in messages(kb, session)] == [("user", question)]
 
 
