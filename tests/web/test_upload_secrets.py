@@ -3,12 +3,19 @@ and text never reach the queue, the pages, the model or the wiki, not even the i
 a failed task keeps for Retry; a UTF-16 file compiles; an over-long name is refused
 saying what the limit is."""
 
+import dataclasses
 import json
 import subprocess
 
 from kb_ai.errors import LLMTimeoutError
-from tests.compiler.test_redact_everywhere import FORMS, GITHUB_IN_NAME, GITHUB_IN_TITLE, SECRETS
-from tests.web.conftest import make_client, respond, wait_for
+from tests.compiler.test_redact_everywhere import (
+    FORMS,
+    GITHUB_IN_NAME,
+    GITHUB_IN_TITLE,
+    PAGE_PASS,
+    SECRETS,
+)
+from tests.web.conftest import html_site, make_client, respond, wait_for
 
 
 def recording(model):
@@ -62,6 +69,23 @@ def test_secrets_in_an_uploads_name_title_and_text_reach_nothing(settings, model
         for task in body["tasks"]:
             assert wait_for(client, task["id"])["state"] == "done", task
         assert [t["title"] for t in body["tasks"]][1] == "Rotate [REDACTED] before Friday"
+        assert not leaks(kb, client, prompts)
+
+
+def test_a_password_in_a_submitted_url_reaches_nothing(settings, model, kb):
+    prompts = recording(model)
+    page = (
+        b"<html><head><title>Rota</title></head><body><article><h1>Rota</h1><p>The on-call "
+        b"rota changes every Monday at nine, and the handover is written down in the "
+        b"operations channel before noon.</p></article></body></html>"
+    )
+    allowed = dataclasses.replace(settings, fetch_allow=("127.0.0.1",))
+    with html_site(page, "/rota") as url, make_client(allowed, model) as client:
+        sent = {"url": f"{url}?user=ops&pass={PAGE_PASS}"}
+        [task] = client.post("/api/submit", json=sent).json()["tasks"]
+        assert wait_for(client, task["id"])["state"] == "done", task
+        [raw] = kb.raw_dir.glob("*.md")
+        assert "pass=[REDACTED]" in raw.read_text()  # its origin: the URL, redacted
         assert not leaks(kb, client, prompts)
 
 
