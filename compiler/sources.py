@@ -79,6 +79,12 @@ class Source:
     original: bytes = b""  # a converted document's own bytes, kept beside it in raw/
     original_suffix: str = ""  # its extension (".pdf")
 
+    def __post_init__(self) -> None:
+        # however it was made, a source is known by names without secrets (its text is
+        # redacted by what reads it, which counts what it removed)
+        object.__setattr__(self, "origin", redact_name(self.origin))
+        object.__setattr__(self, "title", redact_name(self.title))
+
 
 @dataclass(frozen=True)
 class Candidate:

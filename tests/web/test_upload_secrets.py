@@ -4,8 +4,10 @@ a failed task keeps for Retry; a UTF-16 file compiles; an over-long name is refu
 saying what the limit is."""
 
 import dataclasses
+import io
 import json
 import subprocess
+import zipfile
 
 from kb_ai.errors import LLMTimeoutError
 from tests.compiler.test_redact_everywhere import (
@@ -49,8 +51,22 @@ def leaks(kb, client, prompts) -> list[str]:
     return [f"{s} in {where}" for where, text in places.items() for s in SECRETS if s in text]
 
 
+def zipped(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
 def test_secrets_in_an_uploads_name_title_and_text_reach_nothing(settings, model, kb):
     prompts = recording(model)
+    bundle = zipped(
+        {
+            f"notes/keys-{GITHUB_IN_NAME}.md": b"# Keys\n\nThe keys rotate every month.\n",
+            f"photo-{GITHUB_IN_NAME}.png": b"\x89PNG",  # left out, by its name
+        }
+    )
     files = [
         ("files", (f"creds-{GITHUB_IN_NAME}.md", b"# Robot\n\nThe robot rotates keys.\n")),
         (
@@ -62,10 +78,11 @@ def test_secrets_in_an_uploads_name_title_and_text_reach_nothing(settings, model
             ),
         ),
         ("files", ("forms.md", FORMS.encode())),
+        ("files", ("bundle.zip", bundle)),
     ]
     with make_client(settings, model) as client:
         body = client.post("/api/submit", files=files).json()
-        assert len(body["tasks"]) == 3, body
+        assert len(body["tasks"]) == 4, body
         for task in body["tasks"]:
             assert wait_for(client, task["id"])["state"] == "done", task
         assert [t["title"] for t in body["tasks"]][1] == "Rotate [REDACTED] before Friday"
