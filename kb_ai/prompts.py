@@ -32,8 +32,7 @@ def _tojson(value: Any) -> str:
 _DELIMITER_LINE = re.compile(r"^[ \t]*</?([A-Za-z][\w-]*)(?:\s[^>\n]*)?>[ \t]*$", re.M)
 
 
-def delimiters(directory: Path) -> frozenset[str]:
-    """The tag names the prompt files of ``directory`` quote text between."""
+def _delimiters(directory: Path) -> frozenset[str]:
     names: set[str] = set()
     for path in directory.glob("*.j2"):
         names.update(m.group(1).lower() for m in _DELIMITER_LINE.finditer(path.read_text()))
@@ -63,6 +62,11 @@ class PromptLibrary:
         self._versions: dict[str, str] = {}
 
     @cached_property
+    def delimiters(self) -> frozenset[str]:
+        """The tag names this library's prompt files quote text between."""
+        return _delimiters(self.directory)
+
+    @cached_property
     def env(self) -> jinja2.Environment:
         env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(self.directory)),
@@ -74,7 +78,7 @@ class PromptLibrary:
             # The prompt files ship with the package: no stat per render to see if
             # they changed (each was a GIL hand-off on the compile's event loop).
             auto_reload=False,
-            finalize=neutraliser(delimiters(self.directory)),
+            finalize=neutraliser(self.delimiters),
         )
         env.filters["tojson"] = _tojson
         return env
