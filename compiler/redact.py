@@ -293,7 +293,40 @@ def redact_json(text: str) -> tuple[str, int]:
 
 
 def redact_submitted(text: str) -> tuple[str, int]:
-    """A submission's text redacted as it is kept: JSON string by string, other text whole."""
-    if text.lstrip()[:1] in ("{", "["):
+    """A submission's text redacted as it is kept: a JSON document string by string; of
+    JSON Lines, each line that is JSON string by string and the lines between (a note
+    that merely starts with "[") as text, each run of them whole."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return redact(text)
+    if _is_json(text):
         return redact_json(text)
-    return redact(text)
+    out: list[str] = []
+    count = 0
+    run: list[str] = []  # lines that are not JSON, redacted together (a PEM block spans lines)
+
+    def flush() -> None:
+        nonlocal count
+        if run:
+            clean, n = redact("\n".join(run))
+            out.append(clean)
+            count += n
+            run.clear()
+
+    for line in text.split("\n"):
+        if line.lstrip()[:1] in ("{", "[") and _is_json(line):
+            flush()
+            clean, n = redact_json(line)
+            out.append(clean)
+            count += n
+        else:
+            run.append(line)
+    flush()
+    return "\n".join(out), count
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

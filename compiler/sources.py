@@ -460,6 +460,7 @@ def source_from_text(
     A transcript handed over this way (an agent hook's session file) is recognised and
     normalised like a file's; the text is redacted either way.
     """
+    origin, title = redact_name(origin), redact_name(title.strip())[:120]
     data = text.encode("utf-8")
     if len(data) > max_bytes:
         raise SourceError(
@@ -468,7 +469,6 @@ def source_from_text(
         )
     if not origin:
         raise UsageError("a source needs a name")
-    origin, title = redact_name(origin), redact_name(title.strip())[:120]
     clean = decode_text(data, origin)
     clean, kind, found_title, found = _as_transcript(clean, origin, kind)
     clean, redacted = redact(clean)

@@ -1,8 +1,10 @@
 """Redaction: secrets and <private> spans never reach raw/ or a model; ordinary text does."""
 
+import json
+
 import pytest
 
-from compiler.redact import redact
+from compiler.redact import redact, redact_submitted
 from compiler.sources import Candidate, read_source, source_from_text
 
 # Shaped like the real thing, valid for nobody.
@@ -289,3 +291,15 @@ ShadowPass = "render"
 
 def test_words_near_the_new_forms_are_left_alone():
     assert redact(NOT_SECRETS_EITHER) == (NOT_SECRETS_EITHER, 0)
+
+
+def test_a_kept_submission_stays_json_and_a_note_that_starts_with_a_bracket_is_text():
+    secret = SECRETS["github"]
+    line = json.dumps({"message": {"content": f"key {secret}\npassword: plainword"}})
+    kept, n = redact_submitted(f"{line}\n{line}\n")
+    assert [json.loads(x)["message"]["content"] for x in kept.splitlines()] == [
+        "key [REDACTED]\npassword: [REDACTED]"
+    ] * 2
+    assert n == 4
+    note = f"[Home](index.md) | the key is {secret}\n"
+    assert redact_submitted(note) == (note.replace(secret, "[REDACTED]"), 1)
