@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from compiler.redact import redact
-from kb_ai.errors import NotFoundError, UsageError
+from compiler.redact import redact_name, redact_submitted
+from kb_ai.errors import NotFoundError, SourceError, UsageError
 from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, one_line
 from wiki.lock import KbLock
 
@@ -78,6 +78,22 @@ def release_owner(kb: KnowledgeBase, owner: str, lock: KbLock) -> None:
     lock.release()
 
 
+def kept_copy(content: bytes, filename: str) -> bytes:
+    """What the inbox keeps of a submission until it is compiled (and, failed, for Retry):
+    text redacted, as UTF-8 (a transcript's JSON string by string, so it stays JSON); a
+    document (PDF, slides, ...) as it came, its text redacted once it is converted."""
+    from compiler.documents import format_of
+    from compiler.sources import decode_text
+
+    if format_of(filename):
+        return content
+    try:
+        text = decode_text(content, filename or "the submission")
+    except SourceError:
+        return content  # not text: the worker refuses it, saying why
+    return redact_submitted(text)[0].encode("utf-8")
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -120,14 +136,16 @@ class TaskQueue:
             raise UsageError(
                 "The document is empty", hint="paste some text or choose a non-empty file"
             )
-        checksum = hashlib.sha256(content).hexdigest()
+        checksum = hashlib.sha256(content).hexdigest()  # of what was sent: duplicates
+        origin = redact_name(origin) if origin is not None else None
+        stored = kept_copy(content, filename)
         if origin is not None:
             waiting = self.conn.execute(
                 "SELECT id FROM tasks WHERE origin = ? AND state = 'queued' ORDER BY created_at DESC LIMIT 1",
                 (origin,),
             ).fetchone()
             if waiting is not None:
-                atomic_write_bytes(self.spool_path(waiting[0]), content)
+                atomic_write_bytes(self.spool_path(waiting[0]), stored)
                 with self.conn:
                     self.conn.execute(
                         "UPDATE tasks SET checksum = ?, size = ?, updated_at = ? WHERE id = ?",
@@ -143,9 +161,9 @@ class TaskQueue:
                 return self.retry(task["id"]), True
             return task, False
         task_id = uuid.uuid4().hex[:16]
-        atomic_write_bytes(self.spool_path(task_id), content)
+        atomic_write_bytes(self.spool_path(task_id), stored)
         now = _stamp(_now())
-        clean_title = one_line(redact(title)[0])[:200]
+        clean_title = one_line(redact_name(title))[:200]
         with self.conn:
             self.conn.execute(
                 "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin)"
@@ -153,7 +171,7 @@ class TaskQueue:
                 (
                     task_id,
                     clean_title,
-                    one_line(redact(filename)[0])[:200],
+                    one_line(redact_name(filename))[:200],
                     kind,
                     checksum,
                     len(content),

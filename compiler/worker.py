@@ -20,7 +20,7 @@ from compiler.documents.submitted import submitted_sources
 from compiler.queue import TaskQueue, hold_owner, release_owner
 from compiler.run import Compiler
 from compiler.sessions import increment, key_of_origin
-from compiler.sources import Source, source_from_text
+from compiler.sources import Source, decode_text, source_from_text
 from kb_ai.errors import KbAiError
 from kb_ai.hooks import spool
 from kb_ai.hooks.run import STARTING, announce_worker, withdraw_worker
@@ -187,7 +187,7 @@ class Worker:
                     if part is not None and part.source is None:
                         queue.finish(task["id"], result={"skipped": part.reason})
                         continue
-                    text = data.decode("utf-8")
+                    text = decode_text(data, task["filename"] or task_origin(task))
                     src = (
                         part.source
                         if part is not None
@@ -204,12 +204,6 @@ class Worker:
                             else self.settings.max_source_bytes,
                         )
                     )
-                except UnicodeDecodeError as exc:
-                    queue.finish(
-                        task["id"],
-                        error=f"not valid UTF-8 (byte {exc.start}): convert it to UTF-8 text first",
-                    )
-                    continue
                 except KbAiError as exc:
                     queue.finish(task["id"], error=str(exc))
                     continue

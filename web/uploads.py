@@ -20,11 +20,12 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from compiler.documents import fetch_policy, fetch_url, format_of, is_url
+from compiler.redact import redact_name
 from compiler.sources import KIND_BY_EXTENSION, decode_text, guess_title
 from kb_ai.errors import SourceError, UsageError
 from kb_ai.settings import Settings
 from web.errors import TooLargeError, UnsupportedError
-from web.multipart import CappedParser, FileLimit, file_limit, parse_capped
+from web.multipart import CappedParser, FileLimit, check_name, file_limit, parse_capped
 from web.services import Limits
 
 KINDS = ("note", "document", "transcript")
@@ -44,7 +45,7 @@ def display_name(name: str | None) -> str:
     """A file name fit to show: no directories, no control characters, at most 200 chars."""
     base = PurePosixPath((name or "").replace("\\", "/")).name
     clean = "".join(ch for ch in base if unicodedata.category(ch)[0] != "C").strip()
-    return clean[:200] or "upload"
+    return redact_name(clean)[:200] or "upload"  # redacted whole, then cut
 
 
 async def read_submission(
@@ -179,6 +180,7 @@ async def _from_form(
         for upload in files:
             name = display_name(upload.filename)
             try:
+                check_name(upload.filename or "")
                 accepted.append(await _from_file(upload, name, parser.limit_passed(upload)))
             except (SourceError, UsageError) as exc:
                 rejected.append({"filename": name, "error": str(exc),
