@@ -227,10 +227,3 @@ class Quoter:
 
 def _cite(s: Sentence) -> str:
     return f" [{s.title}]({s.path})"
-
-
-def compose(picks: Sequence[Sentence]) -> list[str]:
-    """The answer in pieces (their concatenation is the answer): the sentences verbatim,
-    in the order picked, with a [Title](path) citation after each run from one page."""
-    quoter = Quoter()
-    return [piece for s in picks for piece in quoter.add(s)] + quoter.end()
