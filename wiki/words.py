@@ -38,6 +38,7 @@ __all__ = [
     "CJK_RUN",
     "CJK_STOP_BIGRAMS",
     "STOP_WORDS",
+    "WORD",
     "QueryTerm",
     "fold",
     "index_text",
@@ -53,7 +54,8 @@ CJK_CLASS = (
     "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
 CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
-_WORD = re.compile(r"[^\W_]+")
+# A word: a run of letters and digits (the underscore splits, as in the index).
+WORD = re.compile(r"[^\W_]+")
 
 # Letters Unicode does not decompose into a base letter and an accent.
 _FOLD = str.maketrans(
@@ -114,7 +116,7 @@ _TOKEN = re.compile(rf"[{CJK_CLASS}]+|\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]
 
 def words(text: str) -> list[str]:
     """The runs of letters and digits of ``text``, as they are written (no folding)."""
-    return _WORD.findall(text)
+    return WORD.findall(text)
 
 
 def tokens(text: str) -> list[str]:
@@ -173,7 +175,7 @@ def _glued(text: str) -> list[str]:
         if CJK_RUN.search(core):
             extra += [m.group(1) + m.group(2) for m in _LATIN_THEN_CJK.finditer(core)]
             continue
-        for word in _WORD.findall(core):
+        for word in WORD.findall(core):
             if not (word.isalpha() or word.isdigit()):
                 extra += _LETTERS_DIGITS.findall(word)
     return extra
@@ -207,7 +209,7 @@ def query_terms(question: str) -> list[QueryTerm]:
     words: list[str] = []
     position = 0
     for match in CJK_RUN.finditer(text):
-        words += _WORD.findall(text[position : match.start()])
+        words += WORD.findall(text[position : match.start()])
         run = match.group()
         bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
         for bigram in bigrams:
@@ -219,7 +221,7 @@ def query_terms(question: str) -> list[QueryTerm]:
             if char not in _CJK_STOP_CHARS:
                 add(QueryTerm(char, unless=tuple(bigrams[max(i - 1, 0) : i + 1])))
         position = match.end()
-    words += _WORD.findall(text[position:])
+    words += WORD.findall(text[position:])
     glued = [g for g in _glued(text) if g not in STOP_WORDS and (len(g) > 1 or g.isdigit())]
     kept = [w for w in words if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
     if not (kept or glued or terms):
