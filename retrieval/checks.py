@@ -220,33 +220,6 @@ class AnswerCheck:
             if all(c.path != have.path for have in self.citations):
                 self.citations.append(c)
 
-    def add_sources(self, paths: list[str]) -> str:
-        """Cite the pages a model named as its sources (apart from the text) that contain
-        the key terms of some sentence kept; the others become findings. Returns the
-        links to show after the sentences."""
-        kept_text = [_plain(p) for p in self.parts if _WORDY.search(_plain(p))]
-        out: list[Citation] = []
-        for path in dict.fromkeys(paths):
-            page = self.by_path.get(path)
-            if page is None:
-                continue
-            if any(self.supports(path, s, alone=False) for s in kept_text):
-                out.append(Citation(page.title, path))
-            else:
-                self.findings.append(
-                    Finding(
-                        "citation",
-                        "source removed: the page does not contain what the answer says",
-                        path=path,
-                    )
-                )
-        if not out or not self.kept or self.citations:
-            return ""
-        self._cite(out)
-        shown = " " + " ".join(f"[{c.title}]({c.path})" for c in out)
-        self.parts.append(shown)
-        return shown
-
     def finish(self) -> str:
         """End the answer: returns what to show after the sentences already shown (a
         plain word on what was left out, or the whole answer when nothing is left)."""

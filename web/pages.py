@@ -21,7 +21,7 @@ from web.originals import original
 from web.render import render_markdown
 from web.services import services
 from web.templating import render
-from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
+from web.uploads import page_form, read_submission
 
 # The Submit page's list of the document types kb-ai reads, and its file picker's filter.
 TYPES = {"lines": supported_types(), "accept": ",".join(sorted(DOCUMENT_EXTENSIONS))}
@@ -97,9 +97,9 @@ async def status(request: Request) -> Response:
 async def task_action(request: Request) -> Response:
     svc = services(request)
     task_id, action = request.path_params["task_id"], request.path_params["action"]
+    await page_form(request)
     if action not in ("retry", "delete"):
         raise NotFoundError(f"No action {action!r}")
-    csrf.check_form(request, await limit_body(request, JSON_MAX_BYTES).form())
 
     def act() -> None:
         with svc.db() as conn:
@@ -137,8 +137,7 @@ async def chat(request: Request) -> Response:
 async def session_action(request: Request) -> Response:
     svc = services(request)
     sid, action = request.path_params["session_id"], request.path_params["action"]
-    form = await limit_body(request, JSON_MAX_BYTES).form()
-    csrf.check_form(request, form)
+    form = await page_form(request)
     title = form.get("title")
 
     def act() -> None:

@@ -5,7 +5,8 @@ The Delete button posts to ``/remove/raw/<slug>.md`` (a state-changing request, 
 guard's same-origin and token rules apply): what the source said leaves the wiki as with
 `kb-ai rm`, in one commit. The Health page lists what `kb-ai lint` finds. The Review
 page shows each run waiting on a review branch with its diff, and approves or rejects it
-(POSTs, under the same rules).
+(POSTs, under the same rules). Each of these forms carries the page's CSRF field, checked
+before anything is done.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from kb_ai.errors import NotFoundError
 from web.render import diff_lines
 from web.services import services
 from web.templating import render
+from web.uploads import page_form
 from wiki.repair import lint_and_fix
 
 
 async def remove(request: Request) -> Response:
+    await page_form(request)
     svc = services(request)
     rel = request.path_params["path"].strip().lstrip("/")
     if not rel.startswith("raw/") or not rel.endswith(".md"):
@@ -73,6 +76,7 @@ async def reviews(request: Request) -> Response:
 
 
 async def review_action(request: Request) -> Response:
+    await page_form(request)
     svc = services(request)
     run, action = request.path_params["run"], request.path_params["action"]
     waiting = ""

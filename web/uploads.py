@@ -24,6 +24,7 @@ from compiler.redact import redact_name
 from compiler.sources import KIND_BY_EXTENSION, decode_text, guess_title
 from kb_ai.errors import SourceError, UsageError
 from kb_ai.settings import Settings
+from web import csrf
 from web.errors import TooLargeError, UnsupportedError
 from web.multipart import CappedParser, FileLimit, check_name, file_limit, parse_capped
 from web.services import Limits
@@ -94,6 +95,15 @@ def limit_body(
         return message
 
     return Request(request.scope, receive)
+
+
+async def page_form(request: Request) -> FormData:
+    """The fields of a small page form (a button, a title), once its CSRF field is
+    checked (403 without it): what every state-changing page route reads first, before
+    it looks at anything else."""
+    form = await limit_body(request, JSON_MAX_BYTES).form()
+    csrf.check_form(request, form)
+    return form
 
 
 async def json_object(request: Request, *, example: str = "") -> dict[str, Any]:

@@ -162,8 +162,13 @@ def _version() -> str:
 def run_stdio(
     kb_dir: str | None = None, settings_overrides: Mapping[str, Any] | None = None
 ) -> None:
-    """Serve over stdin/stdout until the client closes them (what `kb-ai mcp` runs)."""
-    build_server(kb_dir, settings_overrides).run("stdio")
+    """Serve over stdin/stdout until the client closes them (what `kb-ai mcp` runs); a
+    line that is not a JSON-RPC message gets a JSON-RPC error (kb_ai/cli/mcp_wire.py)."""
+    import anyio
+
+    from kb_ai.cli.mcp_wire import serve_stdio
+
+    anyio.run(serve_stdio, build_server(kb_dir, settings_overrides))
 
 
 class McpHttpApp:

@@ -21,12 +21,13 @@ from kb_ai.cli import main
 from kb_ai.hooks import spool
 from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, run_hook, shell_hook_usable
 from kb_ai.settings import load_settings
+from tests.conftest import shared_data, skip_without_shared_data
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from wiki import KnowledgeBase, all_sources, open_state
 from wiki.lock import KbLock
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "transcripts"
+DATA = shared_data("transcripts")
 
 
 def rollout_line(kind, payload, t="2026-03-01T10:00:00.000Z"):
@@ -281,7 +282,7 @@ def test_the_same_session_through_the_hook_and_compile_is_one_source(tmp_path, s
 
     sessions = [p for p in claude_sessions() if not parse(p.read_bytes(), p.name).is_empty()]
     if not sessions:
-        pytest.skip("../shared/data/transcripts/claude_code is not present")
+        skip_without_shared_data(DATA / "claude_code")
     path = sessions[0]
     session_id = parse(path.read_bytes(), path.name).session_id
     kb = KnowledgeBase.init(tmp_path / "kb")
@@ -313,8 +314,7 @@ def test_the_same_session_through_the_hook_and_compile_is_one_source(tmp_path, s
 
 def test_a_session_with_nothing_to_learn_is_skipped_not_failed(tmp_path, server):
     path = DATA / "claude_code" / "9b92ce83-1981-4cdc-9f5d-7f66c4b10389.jsonl"
-    if not path.is_file():
-        pytest.skip("../shared/data/transcripts/claude_code is not present")
+    skip_without_shared_data(path)
     kb = KnowledgeBase.init(tmp_path / "kb")
     env = {"KB_AI_MODEL": "openai/fake-model", "KB_AI_API_BASE": server.base_url}
     for _ in range(2):

@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from retrieval import Asker, ask
-from retrieval.extractive import NOT_COVERED, PartialPicks, compose, number_sentences
+from retrieval.extractive import NOT_COVERED, PartialPicks, Quoter, number_sentences
 from retrieval.pages import Page
 from tests.fakes.fake_llm import FakeLLM
 from tests.retrieval.test_ask import ENOUGH, make_wiki
@@ -227,8 +227,10 @@ def test_sentences_are_numbered_across_pages_and_composed_in_the_order_picked():
         ("s4", "k | v"), ("s5", "x | 1"), ("s6", "Four."),
     ]  # fmt: skip
     b4, a1 = numbered[5].sentences[0], numbered[0].sentences[0]
-    assert "".join(compose([b4, a1])) == "Four. [B](wiki/b.md) One. [A](wiki/a.md)"
-    assert compose([]) == [NOT_COVERED]
+    quoter = Quoter()
+    pieces = [*quoter.add(b4), *quoter.add(a1), *quoter.end()]
+    assert "".join(pieces) == "Four. [B](wiki/b.md) One. [A](wiki/a.md)"
+    assert Quoter().end() == [NOT_COVERED]
 
 
 def test_a_sentence_wrapped_over_lines_is_offered_and_quoted_whole():
