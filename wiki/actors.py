@@ -71,8 +71,10 @@ class Actor:
     def cli_user(cls, root: str | Path | None = None) -> Actor:
         """The person at the terminal: git's user.name and user.email where they are
         configured (for the repository at ``root``, else globally), else the login name."""
-        name = _git_config("user.name", root) or _login_name()
-        return cls("cli", name, _git_config("user.email", root))
+        config = _git_user(root)
+        email = config.get("user.email")
+        usable = email if email and " " not in email else None  # git writes no such author
+        return cls("cli", config.get("user.name") or _login_name(), usable)
 
     @classmethod
     def worker(cls) -> Actor:
@@ -85,16 +87,27 @@ class Actor:
         return cls("agent", name)
 
 
-def _git_config(key: str, root: str | Path | None) -> str | None:
+def _git_user(root: str | Path | None) -> dict[str, str]:
+    """git's effective user.name and user.email (one git process: the last of each wins,
+    as git reads its files from system to repository)."""
     cwd = Path(root) if root is not None and Path(root).is_dir() else None
     try:
         proc = subprocess.run(
-            ["git", "config", key], cwd=cwd, capture_output=True, text=True, check=False
+            ["git", "config", "--get-regexp", r"^user\.(name|email)$"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
         )
     except FileNotFoundError:  # no git: wiki/git.py says so at the first commit
-        return None
-    value = " ".join(proc.stdout.split()).replace("<", "").replace(">", "")
-    return value if proc.returncode == 0 and value else None
+        return {}
+    found = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        value = " ".join(value.replace("<", " ").replace(">", " ").split())
+        if value:
+            found[key.lower()] = value
+    return found
 
 
 def _login_name() -> str:

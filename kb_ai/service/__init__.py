@@ -13,6 +13,7 @@ It stands above compiler/ and retrieval/, below the edges; nothing under it impo
 in modules of their own, imported where they are used, so `kb-ai ask` does not load the
 compiler:
 
+    kb_ai.service.asking      ask_events, ask
     kb_ai.service.compiling   compile_paths, compiler, worker, remove, prune
     kb_ai.service.submitting  submit (Document)
     kb_ai.service.reviewing   reviews, review, diff, approve, reject

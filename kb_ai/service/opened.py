@@ -36,10 +36,6 @@ class OpenKb:
         """The same knowledge base for another actor (a web request's person)."""
         return replace(self, kb=self.kb.acting_as(actor), actor=actor)
 
-    def with_settings(self, **changes: Any) -> OpenKb:
-        """The same knowledge base with some settings changed (a command's --model)."""
-        return replace(self, settings=replace(self.settings, **changes))
-
     def open_llm(self) -> LLM:
         """A model client for this knowledge base, logging its calls to its state.db.
         Raises ConfigError when no model is configured."""

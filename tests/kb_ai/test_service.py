@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from kb_ai.cli import main
 from kb_ai.errors import UsageError
 from kb_ai.service import Actor, open_kb
+from kb_ai.service.asking import ask, ask_events
+from retrieval import Delta, Done, Status
 from tests.fakes import kb_responder
 from tests.fakes.fake_llm import FakeLLM
 from wiki import git
@@ -76,6 +78,36 @@ def test_commits_made_through_an_opened_kb_name_its_actor(kb, settings, tmp_path
     removed = asyncio.run(compiling.remove(bot, [str(notes / "backups.md")], reason="gone"))
     assert removed.commit
     assert last_commit(kb) == "claude-code||kb-ai|kb-ai@localhost"
+
+
+def test_ask_gives_typed_events_and_the_answer_itself(kb, settings, tmp_path):
+    okb = open_kb(settings=settings, llm_factory=lambda s, **k: FakeLLM(respond))
+    from kb_ai.service import compiling
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "backups.md").write_text(NOTE, encoding="utf-8")
+    asyncio.run(compiling.compile_paths(okb, [notes]))
+
+    async def events():
+        return [e async for e in ask_events(okb, "How long are nightly backups kept?")]
+
+    seen = asyncio.run(events())
+    assert isinstance(seen[0], Status) and isinstance(seen[-1], Done)
+    answer = seen[-1].answer
+    assert "".join(e.text for e in seen if isinstance(e, Delta)) == answer.answer
+    assert [c.path for c in answer.citations] == ["wiki/concept/nightly-backups.md"]
+    again = asyncio.run(ask(okb, "How long are nightly backups kept?"))
+    assert again.answer == answer.answer and again.citations == answer.citations
+
+
+@pytest.mark.parametrize("question", ["", "   \n ", None, 42])
+def test_a_question_that_is_no_question_is_refused_before_a_model_is_opened(kb, settings, question):
+    opened = []
+    okb = open_kb(settings=settings, llm_factory=lambda s, **k: opened.append(1))
+    with pytest.raises(UsageError, match="The question is empty"):
+        asyncio.run(ask(okb, question))
+    assert opened == []
 
 
 def test_an_actor_must_be_one_git_can_write():
