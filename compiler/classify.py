@@ -21,6 +21,7 @@ from kb_ai.errors import LLMOutputError
 from kb_ai.llm import LLM
 from kb_ai.prompts import PromptLibrary
 from wiki import CatalogEntry, format_entry, normalise_article_path, slugify
+from wiki.words import STOP_WORDS, words
 
 DEFAULT_CATEGORIES = ("concept", "decision", "howto", "reference", "pitfall", "convention")
 CATEGORY_HELP = {
@@ -32,47 +33,9 @@ CATEGORY_HELP = {
     "convention": "a rule or habit the team follows",
 }
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "has",
-        "have",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "were",
-        "will",
-        "with",
-        "we",
-        "our",
-        "you",
-        "not",
-        "no",
-    ]
-)
-
 
 def terms(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1]
+    return [w for w in words(text.lower()) if w not in STOP_WORDS and len(w) > 1]
 
 
 class CatalogRanker:
@@ -269,7 +232,7 @@ def matching_entry(title: str, ranker: CatalogRanker) -> CatalogEntry | None:
 
 def _title_words(title: str) -> set[str]:
     """The words of a title that tell subjects apart (digits too: "Topic 1" is not "Topic 2")."""
-    return {w for w in _WORD.findall(title.lower()) if w not in _STOP}
+    return {w for w in words(title.lower()) if w not in STOP_WORDS}
 
 
 _DECISION_WORDS = re.compile(

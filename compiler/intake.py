@@ -60,8 +60,8 @@ def pending_files(
     pending: list[Pending] = []
     for cand in candidates:
         try:
-            if is_url(cand.origin):
-                fetched = fetch_url(cand.origin, fetch_policy(settings))
+            if cand.url:
+                fetched = fetch_url(cand.url, fetch_policy(settings))
                 cand = Candidate(Path(fetched.filename), cand.origin)
                 checksum, data = hashlib.sha256(fetched.data).hexdigest(), fetched.data
             else:

@@ -19,14 +19,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from wiki.words import CJK_RUN, STOP_WORDS
+from wiki.words import CJK_RUN, STOP_WORDS, WORD, words
 
 __all__ = ["LinkTargets", "link_mentions"]
 
 MAX_LINKS = 20  # per article: a page of links reads worse than a page of text
 _MAX_WORDS = 8  # the longest title, in words, that is looked for
 _MAX_CJK = 12  # the longest CJK title, in characters
-_WORD = re.compile(r"[^\W_]+")
 _JOINER = re.compile(r"[ \t\-]+")
 # What is never rewritten: code spans, links of either kind, bare URLs, HTML tags.
 _PROTECTED = re.compile(
@@ -99,7 +98,7 @@ def _link_line(line: str, targets: LinkTargets, linked: set[str], limit: int) ->
 
 def _link_text(text: str, targets: LinkTargets, linked: set[str], limit: int) -> str:
     spans: list[tuple[int, int, str]] = []  # (start, end, link target), in order
-    words = list(_WORD.finditer(text))
+    words = list(WORD.finditer(text))
     i = 0
     while i < len(words):
         found = None
@@ -145,7 +144,7 @@ def _cjk_hit(word: re.Match[str], targets: LinkTargets, linked: set[str]):
 
 
 def _key(title: str) -> str:
-    return " ".join(_WORD.findall(title.casefold()))
+    return " ".join(words(title.casefold()))
 
 
 def _linkable(key: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from wiki.words import fold, query_terms
+from wiki.words import fold, query_terms, words
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,6 @@ class Material:
 
 
 _ITEM = re.compile(r"^(?:- |\s+\d+\. )")
-_WORDS = re.compile(r"\w+")
 
 
 @dataclass
@@ -107,9 +106,9 @@ def _blocks(source: int, text: str) -> list[_Block]:
 def _score(lines: list[str], terms: list[tuple[str, bool]]) -> float:
     """How many of the subject's terms ``lines`` contain (a prefix term: a word starting
     with it)."""
-    words = set(_WORDS.findall(fold(" ".join(lines)).casefold()))
+    found = set(words(fold(" ".join(lines)).casefold()))
     hits = 0
     for text, prefix in terms:
-        if text in words or (prefix and any(w.startswith(text) for w in words)):
+        if text in found or (prefix and any(w.startswith(text) for w in found)):
             hits += 1
     return float(hits)

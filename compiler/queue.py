@@ -26,9 +26,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from compiler.redact import redact
-from kb_ai.errors import NotFoundError, StorageError, UsageError, file_storage_error
+from compiler.redact import redact_name, redact_submitted
+from kb_ai.errors import NotFoundError, SourceError, StorageError, UsageError, file_storage_error
 from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, atomic_write_text, one_line
+from wiki.actors import Actor
 from wiki.lock import KbLock
 from wiki.state import note_rebuilt, state_loss
 
@@ -40,6 +41,8 @@ MIGRATIONS = (
     "CREATE INDEX tasks_state ON tasks(state, created_at)",
     "CREATE INDEX tasks_checksum ON tasks(checksum)",
     "ALTER TABLE tasks ADD COLUMN origin TEXT",
+    # who submitted it (wiki/actors.py, as JSON): the author of the commit compiling it
+    "ALTER TABLE tasks ADD COLUMN actor TEXT",
 )
 STATES = ("queued", "running", "done", "failed")
 COLUMNS = (
@@ -59,7 +62,13 @@ COLUMNS = (
     "created_at",
     "updated_at",
     "origin",
+    "actor",
 )
+
+
+def task_actor(task: dict[str, Any]) -> Actor | None:
+    """Who submitted ``task`` (None: recorded before actors were, or by no one)."""
+    return Actor.of(task["actor"]) if task.get("actor") else None
 
 
 def owner_lock_path(kb: KnowledgeBase, owner: str) -> Path:
@@ -81,6 +90,22 @@ def release_owner(kb: KnowledgeBase, owner: str, lock: KbLock) -> None:
     """Remove and release ``owner``'s lock file (the worker is stopping)."""
     owner_lock_path(kb, owner).unlink(missing_ok=True)
     lock.release()
+
+
+def kept_copy(content: bytes, filename: str) -> bytes:
+    """What the inbox keeps of a submission until it is compiled (and, failed, for Retry):
+    text redacted, as UTF-8 (a transcript's JSON string by string, so it stays JSON); a
+    document (PDF, slides, ...) as it came, its text redacted once it is converted."""
+    from compiler.documents import format_of
+    from compiler.sources import decode_text
+
+    if format_of(filename):
+        return content
+    try:
+        text = decode_text(content, filename or "the submission")
+    except SourceError:
+        return content  # not text: the worker refuses it, saying why
+    return redact_submitted(text)[0].encode("utf-8")
 
 
 def _now() -> datetime:
@@ -149,17 +174,19 @@ class TaskQueue:
         now = _stamp(_now())
         self.conn.execute(
             "INSERT INTO tasks (id, title, filename, kind, checksum, size, state,"
-            " created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+            " created_at, updated_at, origin, actor)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
             (
                 task_id,
                 str(meta.get("title") or f"recovered upload {task_id}"),
                 str(meta.get("filename") or ""),
                 str(meta.get("kind") or "note"),
-                hashlib.sha256(content).hexdigest(),
-                len(content),
+                str(meta.get("checksum") or hashlib.sha256(content).hexdigest()),
+                int(meta.get("size") or len(content)),
                 str(meta.get("created_at") or now),
                 now,
                 meta.get("origin"),
+                meta.get("actor"),
             ),
         )
 
@@ -171,25 +198,29 @@ class TaskQueue:
         filename: str = "",
         kind: str = "note",
         origin: str | None = None,
+        actor: Actor | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Queue a document. Returns (task, created); created is False for a duplicate of a
         task that is queued, running or done (a failed one is queued again).
 
         ``origin`` names a document that changes over time (an agent session captured at
         every turn): a newer version replaces a still-queued older one, and compiles as a
-        revision of the same source."""
+        revision of the same source. ``actor``: who submitted it, the author of the
+        commit that compiles it (see :func:`task_actor`)."""
         if not content.strip():
             raise UsageError(
                 "The document is empty", hint="paste some text or choose a non-empty file"
             )
-        checksum = hashlib.sha256(content).hexdigest()
+        checksum = hashlib.sha256(content).hexdigest()  # of what was sent: duplicates
+        origin = redact_name(origin) if origin is not None else None
+        stored = kept_copy(content, filename)
         if origin is not None:
             waiting = self.conn.execute(
                 "SELECT id FROM tasks WHERE origin = ? AND state = 'queued' ORDER BY created_at DESC LIMIT 1",
                 (origin,),
             ).fetchone()
             if waiting is not None:
-                atomic_write_bytes(self.spool_path(waiting[0]), content)
+                atomic_write_bytes(self.spool_path(waiting[0]), stored)
                 with self.conn:
                     self.conn.execute(
                         "UPDATE tasks SET checksum = ?, size = ?, updated_at = ? WHERE id = ?",
@@ -206,14 +237,16 @@ class TaskQueue:
             return task, False
         task_id = uuid.uuid4().hex[:16]
         now = _stamp(_now())
-        clean_title = one_line(redact(title)[0])[:200]
-        clean_filename = one_line(redact(filename)[0])[:200]
+        clean_title = one_line(redact_name(title))[:200]
+        clean_filename = one_line(redact_name(filename))[:200]
+        who = json.dumps(actor.as_dict()) if actor is not None else None
         about = {"title": clean_title, "filename": clean_filename, "kind": kind}
+        about |= {"origin": origin, "actor": who, "checksum": checksum, "size": len(content)}
         try:
-            atomic_write_bytes(self.spool_path(task_id), content)
+            atomic_write_bytes(self.spool_path(task_id), stored)
             atomic_write_text(
                 self._about_path(task_id),
-                json.dumps({**about, "origin": origin, "created_at": now}, ensure_ascii=False),
+                json.dumps({**about, "created_at": now}, ensure_ascii=False),
             )
         except OSError as exc:  # a full disk, a read-only folder: nothing was queued
             self._drop_copy(task_id)
@@ -221,8 +254,8 @@ class TaskQueue:
         try:
             with self.conn:
                 self.conn.execute(
-                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin)"
-                    " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin, actor)"
+                    " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
                     (
                         task_id,
                         clean_title,
@@ -233,6 +266,7 @@ class TaskQueue:
                         now,
                         now,
                         origin,
+                        who,
                     ),
                 )
         except StorageError:  # not queued: no copy left behind for a rebuild to find
@@ -419,4 +453,5 @@ class TaskQueue:
     def _row(row: sqlite3.Row | tuple) -> dict[str, Any]:
         task = dict(zip(COLUMNS, tuple(row), strict=True))
         task["result"] = json.loads(task["result"]) if task["result"] else None
+        task["actor"] = json.loads(task["actor"]) if task["actor"] else None
         return task

@@ -22,6 +22,7 @@ redacting twice counts nothing new.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
@@ -53,7 +54,9 @@ _TOKEN_SHAPES = [
     r"glpat-[A-Za-z0-9_\-]{20}",  # GitLab
     r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWT
 ]
-_TOKENS = re.compile(r"(?<![A-Za-z0-9_\-])(?:" + "|".join(_TOKEN_SHAPES) + r")(?![A-Za-z0-9_\-])")
+# Standing alone means no letter or digit either side: a separator ("-", "_", ".", "/")
+# may touch it, as in a file name ("creds-ghp_....md") or an identifier.
+_TOKENS = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(_TOKEN_SHAPES) + r")(?![A-Za-z0-9])")
 
 _SLACK_WEBHOOK = re.compile(r"(https://hooks\.slack\.com/services/)[A-Za-z0-9/]+")
 
@@ -62,7 +65,10 @@ _AUTH_HEADER = re.compile(
     r"([A-Za-z0-9._~+/=\-]{8,})",
     re.I,
 )
-_BEARER = re.compile(r"(\bBearer\s+)([A-Za-z0-9._~+/\-]{20,}=*)")
+# "Bearer <token>" in a header or in prose ("use bearer token tok_9f..."), any case
+_BEARER = re.compile(
+    r"(\bbearer\s+(?:token\s+)?(?:[:=]\s*)?[\"'`]?)([A-Za-z0-9._~+/\-]{12,}=*)", re.I
+)
 
 # scheme://user:password@host (the password may not hold '/', '@' or whitespace)
 _URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.\-]*://[^\s:/@\[\]]+:)([^\s/@]+)(@)", re.I)
@@ -70,7 +76,10 @@ _URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.\-]*://[^\s:/@\[\]]+:)([^\s/@]+)(@
 _SECRET_NAME = (
     r"[A-Za-z0-9_.\-]*?(?:password|passwd|passphrase|pwd|secret|api[_\-]?key|apikey|"
     r"access[_\-]?key|private[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|"
-    r"client[_\-]?secret|token|credentials?)"
+    r"client[_\-]?secret|secret[_\-]?key(?:[_\-]?base)?|account[_\-]?key|"
+    r"shared[_\-]?access[_\-]?key|token|credentials?|"
+    # "pass" as a name of its own or its last part: DB_PASS, smtp.pass, &pass= (not bypass)
+    r"(?<![A-Za-z0-9])pass(?![A-Za-z0-9]))"
 )
 # name = "literal" / name: 'literal' / "name": "literal"
 _ASSIGN_QUOTED = re.compile(
@@ -97,13 +106,18 @@ _CURL_USER = re.compile(
 # An AWS secret access key: 40 characters of base64, recognised by its shape and by its
 # neighbourhood (an access key id or the word AWS near it; alone it is any base64).
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_AWS_CONTEXT = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|(?<![a-z])aws", re.I)
-_AWS_NEAR = 200  # characters either side
+_AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")
+_AWS_WORD = re.compile(r"(?<![a-z])aws", re.I)
+_AWS_NEAR = 200  # characters either side of the word AWS (a key id: anywhere in the text)
 # A password stated in prose: "the password is X", "the password for the db was `X`"
 _PROSE_PASSWORD = re.compile(
     r"(\b(?:password|passphrase|passwd|pwd)\b[^.\n\"'`]{0,40}?\s(?:is|was|=)\s+(?:now\s+)?"
     r"([\"'`]?))([^\s\"'`]{4,200}?)(\2)(?=[.,;:!?)]*(?:\s|$))",
     re.I,
+)
+# .netrc: "machine host login user password X", on one line or several
+_NETRC = re.compile(
+    r"(\bmachine[ \t]+\S+(?:\s+(?:login|account|port)[ \t]+\S+)*\s+password[ \t]+)([^\s\"'`]+)"
 )
 _FLAG = re.compile(
     r"(--(?:password|passwd|token|api-key|apikey|secret|client-secret)[ =])"
@@ -135,15 +149,18 @@ def redact(text: str) -> tuple[str, int]:
 
     text = sub(_PRIVATE_SPAN, lambda m: PRIVATE, text)
     text = sub(_PEM, lambda m: REDACTED, text)
-    text = sub(_AWS_SECRET, _aws_secret, text)  # before the key ids it looks for go
+    # before the key ids it looks for go; a key id anywhere in the text is context enough
+    key_id = _AWS_KEY_ID.search(text) is not None
+    text = sub(_AWS_SECRET, lambda m: _aws_secret(m, key_id), text)
     text = sub(_TOKENS, _token, text)
     text = sub(_SLACK_WEBHOOK, lambda m: m.group(1) + REDACTED, text)
     text = sub(_AUTH_HEADER, _keep_prefix, text)
-    text = sub(_BEARER, _keep_prefix, text)
+    text = sub(_BEARER, _bearer, text)
     text = sub(_URL_PASSWORD, _url_password, text)
     text = sub(_ASSIGN_QUOTED, _quoted, text)
     text = sub(_ASSIGN_ANNOTATED, _quoted, text)
     text = sub(_ASSIGN_BARE, _bare, text)
+    text = sub(_NETRC, _keep_prefix, text)
     text = sub(_FLAG, _keep_prefix, text)
     text = sub(_CURL_USER, _keep_prefix, text)
     text = sub(_PROSE_PASSWORD, _prose, text)
@@ -161,6 +178,16 @@ def _keep_prefix(m: re.Match[str]) -> str:
     if _PLACEHOLDER.match(m.group(2)):
         return m.group(0)
     return m.group(1) + REDACTED
+
+
+def _bearer(m: re.Match[str]) -> str:
+    """A bearer credential: 20 characters or more after "Bearer" as a header writes it,
+    else a value with a digit and a letter (prose: "the bearer of this letter")."""
+    value = m.group(2)
+    header = m.group(1).startswith("Bearer") and len(value) >= 20
+    if not header and not (re.search(r"\d", value) and re.search(r"[A-Za-z]", value)):
+        return m.group(0)
+    return _keep_prefix(m)
 
 
 def _url_password(m: re.Match[str]) -> str:
@@ -182,7 +209,8 @@ def _bare(m: re.Match[str]) -> str:
         return m.group(0)
     if re.match(r"\[|[ \t]*=(?!=)", m.string[m.end() :]):
         return m.group(0)  # a type annotation ("TOKEN: Final[str] = ..."), not a value
-    env_style = name.isupper() or name.startswith(("-", "."))
+    query = m.string[m.start() - 1 : m.start()] in ("?", "&", ";")  # a URL's ?pass=...
+    env_style = name.isupper() or name.startswith(("-", ".")) or query
     literal = bool(re.search(r"[0-9!@#%^&*+/=~]", value)) or _mixed_case(value)
     if not (env_style or literal or _config_entry(m)):
         return m.group(0)  # a plain word: "token: the next one", password=password
@@ -210,11 +238,12 @@ def _config_entry(m: re.Match[str]) -> bool:
     )
 
 
-def _aws_secret(m: re.Match[str]) -> str:
+def _aws_secret(m: re.Match[str], key_id: bool) -> str:
     value = m.group(0)
-    shaped = all(re.search(c, value) for c in ("[a-z]", "[A-Z]", "[0-9]"))
+    if not all(re.search(c, value) for c in ("[a-z]", "[A-Z]", "[0-9]")):
+        return value
     near = m.string[max(0, m.start() - _AWS_NEAR) : m.end() + _AWS_NEAR]
-    return REDACTED if shaped and _AWS_CONTEXT.search(near) else value
+    return REDACTED if key_id or _AWS_WORD.search(near) else value
 
 
 def _prose(m: re.Match[str]) -> str:
@@ -225,3 +254,79 @@ def _prose(m: re.Match[str]) -> str:
     if not (quoted or secret_like):
         return m.group(0)  # "the password is stored in the vault"
     return f"{m.group(1)}{REDACTED}{m.group(4)}"
+
+
+def redact_name(name: str) -> str:
+    """A file name, path, URL or title without likely secrets. A path is redacted a part
+    (between "/") at a time, so that the name of a file that held a secret can be found
+    again by redacting the names on disk the same way (compiler.origins); a URL whole."""
+    if "://" in name:
+        return redact(name)[0]
+    return "/".join(redact(part)[0] for part in name.split("/"))
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def redact_json(text: str) -> tuple[str, int]:
+    """JSON (or JSON Lines) text with each string value redacted on its own, so the text
+    stays the JSON it was (a transcript stays readable) and a secret behind an escape
+    (``\\n``, ``\\u0041``) is seen as the text it stands for."""
+    count = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal count
+        literal = m.group(0)
+        if len(literal) < 6:  # "" around 4 characters: shorter than any secret
+            return literal
+        try:
+            value = json.loads(literal)
+        except ValueError:
+            return literal
+        clean, n = redact(value)
+        if not n:
+            return literal
+        count += n
+        return json.dumps(clean, ensure_ascii=False)
+
+    return _JSON_STRING.sub(one, text), count
+
+
+def redact_submitted(text: str) -> tuple[str, int]:
+    """A submission's text redacted as it is kept: a JSON document string by string; of
+    JSON Lines, each line that is JSON string by string and the lines between (a note
+    that merely starts with "[") as text, each run of them whole."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return redact(text)
+    if _is_json(text):
+        return redact_json(text)
+    out: list[str] = []
+    count = 0
+    run: list[str] = []  # lines that are not JSON, redacted together (a PEM block spans lines)
+
+    def flush() -> None:
+        nonlocal count
+        if run:
+            clean, n = redact("\n".join(run))
+            out.append(clean)
+            count += n
+            run.clear()
+
+    for line in text.split("\n"):
+        if line.lstrip()[:1] in ("{", "[") and _is_json(line):
+            flush()
+            clean, n = redact_json(line)
+            out.append(clean)
+            count += n
+        else:
+            run.append(line)
+    flush()
+    return "\n".join(out), count
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

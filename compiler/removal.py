@@ -22,8 +22,10 @@ from typing import Any
 from compiler.classify import Target
 from compiler.documents.citations import base_path
 from compiler.links import LinkTargets, link_mentions
+from compiler.origins import file_of
 from compiler.recompose import stored_source
 from compiler.record import INDEX_FINGERPRINT
+from compiler.redact import redact_name
 from compiler.runs import RunTracker
 from compiler.write import compile_article
 from kb_ai.errors import KbAiError, UsageError
@@ -111,6 +113,7 @@ def _matches(spec: str, origin: str, raw_path: str) -> bool:
     candidates = {spec, str(Path(spec).expanduser().absolute())}
     if not Path(spec).is_absolute():
         candidates.add(str(Path(spec).expanduser().resolve()))
+    candidates |= {redact_name(c) for c in candidates}  # as compiled: secrets redacted
     if origin in candidates or raw_path in candidates or slug == spec:
         return True
     if any(ch in spec for ch in "*?["):
@@ -137,8 +140,8 @@ def missing_under(kb: KnowledgeBase, folder: str | Path) -> list[Removed]:
     gone = []
     for origin, row in sorted(rows.items()):
         path = Path(origin)
-        under = path.is_absolute() and path.is_relative_to(base)
-        if row["raw_path"] and under and not path.exists():
+        under = path.is_absolute() and path.is_relative_to(redact_name(str(base)))
+        if row["raw_path"] and under and file_of(origin) is None:
             gone.append(Removed(origin, row["raw_path"]))
     return gone
 

@@ -5,13 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.redact import redact, redact_name
 from kb_ai.llm import Usage
 
 
 @dataclass
 class Failure:
+    """A source that did not compile, and why. Both are redacted as they are made: a file
+    name or an error quoting one ("creds-ghp_....md: the file is empty") reaches the
+    compile output, state.db, log.md and the Status page."""
+
     source: str
     error: str
+
+    def __post_init__(self) -> None:
+        self.source, self.error = redact_name(self.source), redact(self.error)[0]
 
     def as_dict(self) -> dict[str, str]:
         return {"source": self.source, "error": self.error}

@@ -25,7 +25,8 @@ from compiler.documents import (
     supported_summary,
     wanted_in_folder,
 )
-from compiler.redact import redact
+from compiler.origins import origin_of
+from compiler.redact import redact, redact_name
 from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
 from compiler.transcripts.chunks import pack_turns
 from kb_ai.errors import DocumentError, SourceError, UsageError
@@ -78,6 +79,12 @@ class Source:
     original: bytes = b""  # a converted document's own bytes, kept beside it in raw/
     original_suffix: str = ""  # its extension (".pdf")
 
+    def __post_init__(self) -> None:
+        # however it was made, a source is known by names without secrets (its text is
+        # redacted by what reads it, which counts what it removed)
+        object.__setattr__(self, "origin", redact_name(self.origin))
+        object.__setattr__(self, "title", redact_name(self.title))
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -86,6 +93,7 @@ class Candidate:
     path: Path
     origin: str
     member: str = ""  # a file inside the archive at ``path`` (compiler/documents)
+    url: str = ""  # the page to fetch, as given (``origin`` is it redacted)
 
 
 def discover(
@@ -102,7 +110,9 @@ def discover(
     problems: list[tuple[str, str]] = []
     for raw in paths:
         if is_url(str(raw)):  # fetched when the run hashes its sources (compiler/intake)
-            found.setdefault(str(raw), Candidate(Path("url"), str(raw)))
+            found.setdefault(
+                redact_name(str(raw)), Candidate(Path("url"), redact_name(str(raw)), url=str(raw))
+            )
             continue
         p = Path(raw).expanduser()
         if not p.exists():
@@ -116,13 +126,13 @@ def discover(
                     (str(raw), f"{raw}: nothing to compile here (looked for {exts}, ...)")
                 )
             for f in files:
-                origin = str(f.resolve())
+                origin = origin_of(f)
                 if f.suffix.lower() == ".zip":
                     _add_archive(f, found, problems, archive_limits or ArchiveLimits())
                 else:
                     found.setdefault(origin, Candidate(f, origin))
         elif p.is_file():
-            origin = str(p.resolve())
+            origin = origin_of(p)
             if p.suffix.lower() == ".zip":
                 _add_archive(p, found, problems, archive_limits or ArchiveLimits())
             else:
@@ -138,7 +148,7 @@ def _add_archive(
     """Each member of a zip archive worth compiling, as a candidate of its own."""
     try:
         for member in archive_members(path, limits, TEXT_EXTENSIONS):
-            origin = f"{path.resolve()}#{member}"
+            origin = origin_of(path, member)
             found.setdefault(origin, Candidate(path, origin, member))
     except SourceError as exc:
         problems.append((str(path), str(exc)))
@@ -264,10 +274,13 @@ def _utf16(data: bytes) -> str | None:
 
 
 def guess_title(text: str, fallback: str) -> str:
-    m = _HEADING.search(text[:4000])
+    """A title for ``text``: its first heading or short first line, else ``fallback`` (a
+    file name). Redacted before it is cleaned: "ghp_..." loses no "_" to hide in."""
+    text, fallback = redact(text[:4000])[0], redact_name(fallback)
+    m = _HEADING.search(text)
     if m:
         return _clean_title(m.group(2))
-    m = _RST_TITLE.search(text[:4000])
+    m = _RST_TITLE.search(text)
     if m:
         return _clean_title(m.group(2))
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -333,7 +346,7 @@ def read_source(
         checksum, data = file_checksum(
             candidate.path, max_bytes, max_transcript_bytes=max_transcript_bytes
         )
-    name = candidate.member or str(candidate.path)
+    name = redact_name(candidate.member or str(candidate.path))  # in errors and titles too
     if format_of(name):  # a document: converted (compiler/documents)
         return source_from_document(
             candidate.origin, name, data, chunk_chars=chunk_chars, options=convert,
@@ -345,8 +358,8 @@ def read_source(
     text, kind, title, found = _as_transcript(
         text, name, kind, file_date=None if candidate.member else _file_day(candidate.path)
     )
-    title = title or guess_title(text, Path(name).stem)
     text, redacted = redact(text)
+    title = title or guess_title(text, Path(name).stem)
     return Source(
         origin=candidate.origin,
         title=redact(title)[0],
@@ -447,18 +460,18 @@ def source_from_text(
     A transcript handed over this way (an agent hook's session file) is recognised and
     normalised like a file's; the text is redacted either way.
     """
+    origin, title = redact_name(origin), redact_name(title.strip())[:120]
     data = text.encode("utf-8")
     if len(data) > max_bytes:
         raise SourceError(
             f"{origin}: {len(data):,} bytes is over the {max_bytes:,}-byte limit",
             hint="split it, or raise max_source_bytes in kb-ai.toml",
         )
-    clean = decode_text(data, origin)
     if not origin:
         raise UsageError("a source needs a name")
+    clean = decode_text(data, origin)
     clean, kind, found_title, found = _as_transcript(clean, origin, kind)
     clean, redacted = redact(clean)
-    title = title.strip()[:120]
     if found_title and (not title or Path(title).suffix.lower() in _FILE_SUFFIXES):
         title = found_title  # a transcript's first request says more than its file name
     title = title or guess_title(clean, origin)

@@ -8,6 +8,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from compiler.origins import file_of
 from compiler.run import extraction_version
 from kb_ai.llm import usage_totals
 from kb_ai.settings import Settings
@@ -31,10 +32,10 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
     for origin, row in sorted(rows.items()):
         if row["status"] != "ok":
             failed.append({"source": origin, "error": row["error"] or "unknown error"})
-        path = Path(origin)
+        path = file_of(origin) or Path(origin)  # a redacted name: its file found again
         archive = Path(origin.split("#", 1)[0])
         if "#" in origin and archive.suffix.lower() == ".zip":  # a member: its archive
-            if not archive.is_file():  # (a member's change shows when the zip is compiled)
+            if file_of(str(archive)) is None:  # (its change shows when the zip is compiled)
                 missing.append(origin)
         elif path.is_absolute():
             if not path.is_file():

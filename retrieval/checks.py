@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
 from retrieval.pages import Citation, Page, validate_citations
@@ -59,10 +58,6 @@ class Finding:
 
     def as_dict(self) -> dict[str, str]:
         return {"check": self.check, "detail": self.detail, "claim": self.claim, "path": self.path}
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> Finding:
-        return cls(data["check"], data["detail"], data.get("claim", ""), data.get("path", ""))
 
 
 def _plain(text: str) -> str:
@@ -219,33 +214,6 @@ class AnswerCheck:
         for c in cited:
             if all(c.path != have.path for have in self.citations):
                 self.citations.append(c)
-
-    def add_sources(self, paths: list[str]) -> str:
-        """Cite the pages a model named as its sources (apart from the text) that contain
-        the key terms of some sentence kept; the others become findings. Returns the
-        links to show after the sentences."""
-        kept_text = [_plain(p) for p in self.parts if _WORDY.search(_plain(p))]
-        out: list[Citation] = []
-        for path in dict.fromkeys(paths):
-            page = self.by_path.get(path)
-            if page is None:
-                continue
-            if any(self.supports(path, s, alone=False) for s in kept_text):
-                out.append(Citation(page.title, path))
-            else:
-                self.findings.append(
-                    Finding(
-                        "citation",
-                        "source removed: the page does not contain what the answer says",
-                        path=path,
-                    )
-                )
-        if not out or not self.kept or self.citations:
-            return ""
-        self._cite(out)
-        shown = " " + " ".join(f"[{c.title}]({c.path})" for c in out)
-        self.parts.append(shown)
-        return shown
 
     def finish(self) -> str:
         """End the answer: returns what to show after the sentences already shown (a

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from retrieval.pages import Page
-from wiki.words import fold, query_terms
+from wiki.words import fold, query_terms, words
 
 MAX_PICKS = 4
 MAX_SENTENCES = 160  # read from the pages, before the question filters them
@@ -33,7 +33,6 @@ _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
-_WORD = re.compile(r"\w+")
 # A pick reply as a grammar writes it: ids are read as they stream in only while the text
 # so far is this head and a list of plain strings.
 _PICKS_HEAD = re.compile(r'\s*\{\s*"sentences"\s*:\s*\[')
@@ -90,10 +89,10 @@ def number_sentences(
 
 def _hits(text: str, terms: Sequence) -> set[str]:
     """The question's words the sentence has (a stem prefix counts for its word)."""
-    words = set(_WORD.findall(fold(text).casefold()))
+    found = set(words(fold(text).casefold()))
     hit = set()
     for t in terms:
-        if (t.text in words) if not t.prefix else any(w.startswith(t.text) for w in words):
+        if (t.text in found) if not t.prefix else any(w.startswith(t.text) for w in found):
             hit.add(t.widens or t.text)
     return hit
 
@@ -227,10 +226,3 @@ class Quoter:
 
 def _cite(s: Sentence) -> str:
     return f" [{s.title}]({s.path})"
-
-
-def compose(picks: Sequence[Sentence]) -> list[str]:
-    """The answer in pieces (their concatenation is the answer): the sentences verbatim,
-    in the order picked, with a [Title](path) citation after each run from one page."""
-    quoter = Quoter()
-    return [piece for s in picks for piece in quoter.add(s)] + quoter.end()

@@ -16,16 +16,14 @@ characters, printable text only, and only linked pages that were offered.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wiki.words import index_text, query_terms
+from wiki.words import index_text, query_terms, words
 
 __all__ = ["FollowUp", "Hop", "follow_schema", "pages_hold_every_term", "parse_follow_up"]
 
-_WORD = re.compile(r"[^\W_]+")
 MAX_TERMS = 3
 MAX_TERM_CHARS = 80
 
@@ -109,7 +107,7 @@ def pages_hold_every_term(question: str, texts: Iterable[str]) -> bool:
     """Whether every meaningful word of ``question`` is in ``texts`` (cut as the search
     cuts them; a word also counts when a page has a form of it: move, moved; deploys,
     deployment)."""
-    words = set(_WORD.findall(" ".join(index_text(t) for t in texts).casefold()))
+    found = set(words(" ".join(index_text(t) for t in texts).casefold()))
     wanted = [
         t.text
         for t in query_terms(question)
@@ -118,9 +116,9 @@ def pages_hold_every_term(question: str, texts: Iterable[str]) -> bool:
     if not wanted:
         return False
     for term in wanted:
-        if term in words:
+        if term in found:
             continue
         stem = term[: max(3, len(term) - 2)]
-        if not any(w.startswith(stem) for w in words):
+        if not any(w.startswith(stem) for w in found):
             return False
     return True

@@ -1,14 +1,14 @@
 """Meaningful terms: the words of a text that say what it is about.
 
 A question and a page share a subject when they share a meaningful term. Stop words
-and question words ("what", "how", "多少") do not count; words are compared by a crude
+and question words ("what", "how", "多少": wiki.words.STOP_WORDS, the one list) do not count; words are compared by a crude
 stem (plural, -ing, -ed and a final -e dropped, then at most 7 letters kept: "cache",
 "caches", "caching" and "cached" meet); numbers count by value ("1,000" and "1000",
 "02" and "2" meet). Chinese, Japanese and Korean have
 no spaces, so their runs are cut into overlapping character bigrams ("高铁线路" -> 高铁,
 铁线, 线路), as the search index does; bigrams of question words and those holding
-hiragana (particles, endings) are dropped. Text is folded as the search folds it
-(wiki.words.fold: NFKC, ø -> o, traditional Chinese to simplified).
+hiragana (particles, endings) are dropped. Text is folded and cut as the search folds
+it (wiki.words.tokens: NFKC, ø -> o, traditional Chinese to simplified).
 
 Used twice in answering: before any model call, to abstain when no candidate page shares
 a term with the question; after the answer, to check that a cited page contains the key
@@ -20,43 +20,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from wiki.words import fold
+from wiki.words import CJK_RUN, CJK_STOP_BIGRAMS, STOP_WORDS, tokens
 
-_CJK_CLASS = (
-    "\u1100-\u11ff\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
-)
-_TOKEN = re.compile(rf"[{_CJK_CLASS}]+|\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
-_CJK = re.compile(rf"[{_CJK_CLASS}]")
 _KANA = re.compile(r"[\u3040-\u309f]")
-
-_STOP_TEXT = """
-    a about above after again against all also am an and any anything are as at be because
-    been before being below between both but by can could did do does doing done down
-    during each either else ever every few for from further get gets got had has have
-    having he her here hers herself him himself his how however i if in into is it its
-    itself just know let like me more most much must my myself no nor not now of off on
-    once one only or other our ours ourselves out over own please really same say says
-    she should so some such tell than thank thanks that the their theirs them themselves
-    then there these they thing things this those through to too under until up us use
-    used using very want was way we well were what whats when where whether which while
-    who whom whose why will with would yes yet you your yours yourself yourselves
-    explain describe give show find list mean means meant happen happened
-    wiki page pages question answer
-"""
-STOP_WORDS = frozenset(_STOP_TEXT.split())
-
-# Question and function words of Chinese and Japanese, as the bigrams they cut into.
-_CJK_STOP_TEXT = """
-    什么 多少 哪些 哪个 哪里 哪位 为什 为何 怎么 怎样 如何 是否 请问 是什 的是 是哪 有多
-    多长 多大 多久 多远 多高 几个 是多 有没 没有 我们 你们 他们 这个 那个 一个 是一 可以
-    ですか ますか なんで 何で どこ どの だれ いつ なぜ どう
-"""
-_CJK_STOP = frozenset(
-    bigram
-    for word in _CJK_STOP_TEXT.split()
-    for bigram in ([word] if len(word) == 2 else [word[i : i + 2] for i in range(len(word) - 1)])
-)
 
 _SUFFIXES = ("ments", "ment", "ies", "ing", "es", "ed", "s")
 _STEM_CHARS = 7
@@ -98,7 +64,7 @@ def _cjk_terms(run: str) -> list[str]:
     out = []
     for i in range(len(run) - 1):
         pair = run[i : i + 2]
-        if pair in _CJK_STOP or _KANA.search(pair):  # kana: particles and endings
+        if pair in CJK_STOP_BIGRAMS or _KANA.search(pair):  # kana: particles and endings
             continue
         out.append(pair)
     return out
@@ -107,8 +73,8 @@ def _cjk_terms(run: str) -> list[str]:
 def terms(text: str) -> set[str]:
     """The meaningful terms of ``text``: stems of content words, numbers, CJK bigrams."""
     found: set[str] = set()
-    for token in _TOKEN.findall(fold(text)):
-        if _CJK.match(token):
+    for token in tokens(text):
+        if CJK_RUN.match(token):
             found.update(_cjk_terms(token))
         elif token[0].isdigit():
             value = number_value(token)

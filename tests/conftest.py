@@ -1,11 +1,63 @@
+"""What every test shares: a clean environment, the stand-in model, a fresh knowledge
+base, and the shared test data (``../shared/data`` beside the repository, never copied
+into it): a test that reads it asks for it with ``shared_data`` and is skipped, with the
+folder named, on a clone that does not have it."""
+
+import os
+from pathlib import Path
+
 import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# CI has the shared data: there a missing folder fails the tests that need it instead of
+# skipping them, so a moved folder cannot quietly turn them off (.ci/run sets it).
+REQUIRE_SHARED_DATA = os.environ.get("KB_AI_TESTS_REQUIRE_SHARED_DATA") == "1"
+
+
+def shared_data(*parts: str) -> Path:
+    """``../shared/data/<parts>``, where the tests' real documents, transcripts and data
+    sets live (it may be absent: see ``needs_shared_data``)."""
+    return SHARED_DATA.joinpath(*parts)
+
+
+def absent_reason(path: Path) -> str:
+    """The skip reason of a test whose shared data ``path`` is not on this machine."""
+    return (
+        f"{path} is not here: the shared test data (../shared/data beside the "
+        "repository) is not on this machine"
+    )
+
+
+def needs_shared_data(*parts: str) -> pytest.MarkDecorator:
+    """Mark a test (or ``pytestmark`` a module) that reads ``../shared/data/<parts>``:
+    skipped with the folder named when it is absent."""
+    path = shared_data(*parts)
+    skip = not path.exists() and not REQUIRE_SHARED_DATA
+    return pytest.mark.skipif(skip, reason=absent_reason(path))
+
+
+def skip_without_shared_data(path: Path) -> None:
+    """Inside a test: skip it, naming ``path``, when that shared data is absent (fail it
+    where the shared data is required)."""
+    if path.exists():
+        return
+    if REQUIRE_SHARED_DATA:
+        pytest.fail(f"{path} is missing and the shared test data is required here")
+    pytest.skip(absent_reason(path))
+
+
+def shared_files(folder: Path, pattern: str = "*") -> list[Path]:
+    """The files of a shared-data folder matching ``pattern``, sorted; none when it is
+    absent (a parameter list built from them at import then stays empty, and the tests
+    it parametrizes are marked with ``needs_shared_data``)."""
+    if not folder.is_dir() and REQUIRE_SHARED_DATA:
+        raise FileNotFoundError(f"{folder}: the shared test data is required here")
+    return sorted(p for p in folder.glob(pattern) if p.is_file()) if folder.is_dir() else []
 
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch, tmp_path_factory):
     """Tests never see the developer's kb-ai settings, model keys or git identity."""
-    import os
-
     for name in list(os.environ):
         if name.startswith(("KB_AI_", "OPENAI_", "ANTHROPIC_", "GEMINI_", "OLLAMA_")):
             monkeypatch.delenv(name, raising=False)

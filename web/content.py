@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import closing
 from dataclasses import asdict
 from typing import Any
 
@@ -21,13 +22,14 @@ from wiki import (
     file_history,
     list_articles,
     load_catalog,
+    open_state,
     read_article,
     read_articles,
     read_raw,
     recent_runs,
     show_diff,
 )
-from wiki.state import pid_alive
+from wiki.state import pid_alive, state_loss
 
 PUBLIC_TASK_FIELDS = (
     "id", "title", "filename", "kind", "checksum", "size", "state", "stage", "error",
@@ -39,6 +41,14 @@ _SHA = re.compile(r"^[0-9a-f]{4,40}$")
 def public_task(task: dict[str, Any]) -> dict[str, Any]:
     """A task as clients see it (which server holds its lease is not their business)."""
     return {k: task[k] for k in PUBLIC_TASK_FIELDS}
+
+
+def queue_now(kb: KnowledgeBase) -> dict[str, Any]:
+    """The queue as Status shows it now: the newest 200 tasks, counts, recent runs."""
+    with closing(open_state(kb)) as conn:
+        snap = queue_snapshot(TaskQueue(kb, conn))
+        snap["state_lost"] = state_loss(conn)  # state.db was made again: Status says so
+        return snap
 
 
 def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Every page carries a CSRF token: a secret of the knowledge base (``.kb-ai/web-cs
 made on first use, so pages left open survive a server restart), which another site's
 page cannot read. The forms send it as the hidden field ``csrf``; web/static/kb.js sends
 it as the ``X-KB-AI-CSRF`` header. Which requests must show it is decided in
-web/auth.py; the page forms check their field here, after parsing the form.
+web/auth.py; the page forms check their field here (through web/uploads.py ``page_form``,
+which every state-changing page route reads first), after parsing the form.
 """
 
 from __future__ import annotations

@@ -15,6 +15,30 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from compiler.documents import format_of
 from kb_ai.errors import UsageError
 
+MAX_NAME_CHARS = 255  # what file systems hold; a longer name is refused, saying so
+# The parser refuses a part's header line over 4,224 bytes as "Invalid multipart data";
+# past this many bytes the Content-Disposition line (the file name) is said to be why.
+_LONG_HEADER = 4_096
+_DISPOSITION = b"content-disposition:"
+
+
+def check_name(filename: str) -> None:
+    """Refuse a file name longer than MAX_NAME_CHARS, by its length and the limit."""
+    if len(filename) > MAX_NAME_CHARS:
+        raise UsageError(
+            f"A file name is {len(filename):,} characters long, over the "
+            f"{MAX_NAME_CHARS}-character limit for a file name",
+            hint="rename the file and upload it again",
+        )
+
+
+def _long_name_error() -> UsageError:
+    return UsageError(
+        f"A file name in the upload is over {_LONG_HEADER:,} bytes long; the limit for a "
+        f"file name is {MAX_NAME_CHARS} characters",
+        hint="rename the file and upload it again",
+    )
+
 
 @dataclass(frozen=True)
 class FileLimit:
@@ -47,8 +71,13 @@ class CappedParser(MultiPartParser):
         max_part_size: int,
     ) -> None:
         super().__init__(
-            headers, stream, max_files=max_files, max_fields=max_fields, max_part_size=max_part_size
+            headers,
+            self._watch(stream),
+            max_files=max_files,
+            max_fields=max_fields,
+            max_part_size=max_part_size,
         )
+        self.long_name = False  # a Content-Disposition line too long for the parser
         self.limit_of = limit_of
         self.oversize: dict[int, FileLimit] = {}  # id(UploadFile) -> its limit
         self._seen: dict[int, int] = {}  # id(UploadFile) -> bytes received
@@ -69,6 +98,24 @@ class CappedParser(MultiPartParser):
             return
         super().on_part_data(data, start, end)
 
+    async def _watch(self, stream: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
+        """``stream``, noting a Content-Disposition line over _LONG_HEADER bytes (the
+        parser then fails, without saying why)."""
+        tail = b""
+        async for chunk in stream:
+            if not self.long_name:
+                lines = (tail + chunk).split(b"\n")
+                tail = lines.pop()  # a line the next chunk goes on with
+                n = min(len(tail), len(_DISPOSITION))
+                if tail[:n].lower() != _DISPOSITION[:n]:
+                    tail = b""  # not a Content-Disposition line: no need to follow it
+                tail = tail[: _LONG_HEADER + 1]
+                self.long_name = any(
+                    len(line) > _LONG_HEADER and line[: len(_DISPOSITION)].lower() == _DISPOSITION
+                    for line in (*lines, tail)
+                )
+            yield chunk
+
     def limit_passed(self, upload: UploadFile) -> FileLimit | None:
         return self.oversize.get(id(upload))
 
@@ -78,4 +125,6 @@ async def parse_capped(parser: CappedParser) -> FormData:
     try:
         return await parser.parse()
     except MultiPartException as exc:
+        if parser.long_name:
+            raise _long_name_error() from exc
         raise UsageError(f"Cannot read the upload: {exc.message}") from exc

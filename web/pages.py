@@ -21,8 +21,7 @@ from web.originals import original
 from web.render import render_markdown
 from web.services import services
 from web.templating import render
-from web.uploads import JSON_MAX_BYTES, limit_body, read_submission
-from wiki.state import state_loss
+from web.uploads import page_form, read_submission
 
 # The Submit page's list of the document types kb-ai reads, and its file picker's filter.
 TYPES = {"lines": supported_types(), "accept": ",".join(sorted(DOCUMENT_EXTENSIONS))}
@@ -69,7 +68,9 @@ async def submit(request: Request) -> Response:
         accepted, rejected = await read_submission(
             request, svc.limits, check_form=lambda form: csrf.check_form(request, form)
         )
-        tasks = await svc.run(queue_submissions, svc, accepted) if accepted else []
+        tasks = (
+            await svc.run(queue_submissions, svc, svc.acting(request), accepted) if accepted else []
+        )
     except KbAiError as exc:
         return render(
             request, "submit.html", status_for(exc), types=TYPES, limits=svc.limits,
@@ -83,16 +84,9 @@ async def submit(request: Request) -> Response:
 
 async def status(request: Request) -> Response:
     svc = services(request)
-
-    def snapshot() -> dict:
-        with svc.db() as conn:
-            snap = content.queue_snapshot(TaskQueue(svc.kb, conn))
-            snap["state_lost"] = state_loss(conn)  # state.db was made again: say so
-            return snap
-
     q = request.query_params
     return render(
-        request, "status.html", snap=await svc.run(snapshot), nav="status",
+        request, "status.html", snap=await svc.run(content.queue_now, svc.kb), nav="status",
         queued=q.get("queued"), rejected=q.get("rejected"),
     )  # fmt: skip
 
@@ -100,9 +94,9 @@ async def status(request: Request) -> Response:
 async def task_action(request: Request) -> Response:
     svc = services(request)
     task_id, action = request.path_params["task_id"], request.path_params["action"]
+    await page_form(request)
     if action not in ("retry", "delete"):
         raise NotFoundError(f"No action {action!r}")
-    csrf.check_form(request, await limit_body(request, JSON_MAX_BYTES).form())
 
     def act() -> None:
         with svc.db() as conn:
@@ -140,8 +134,7 @@ async def chat(request: Request) -> Response:
 async def session_action(request: Request) -> Response:
     svc = services(request)
     sid, action = request.path_params["session_id"], request.path_params["action"]
-    form = await limit_body(request, JSON_MAX_BYTES).form()
-    csrf.check_form(request, form)
+    form = await page_form(request)
     title = form.get("title")
 
     def act() -> None:

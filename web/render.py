@@ -12,7 +12,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from html import escape
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -22,6 +22,7 @@ from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.tasklists import tasklists_plugin
 
 from wiki import CatalogEntry, normalise_article_path, slugify
+from wiki.linkcheck import kb_path
 
 _EXTERNAL = re.compile(r"^(?:https?:|mailto:)", re.I)
 
@@ -93,15 +94,10 @@ class _Renderer(RendererHTML):
 
 def _local_href(href: str, base: str) -> str:
     """A link inside the KB as the server serves it; anything else as it was."""
+    path = kb_path(href, base)
+    if path is None or path.startswith(".."):
+        return href
     parts = urlsplit(href)
-    if parts.scheme or parts.netloc or not parts.path:
-        return href
-    path = unquote(parts.path)
-    if not path.startswith(("wiki/", "raw/", "/")):
-        path = posixpath.normpath(posixpath.join(posixpath.dirname(base), path))
-    path = path.lstrip("/")
-    if path.startswith("..") or not path.endswith(".md"):
-        return href
     frag = f"#{parts.fragment}" if parts.fragment else ""
     if path.startswith("wiki/"):
         return article_url(path) + frag

@@ -5,7 +5,8 @@ The Delete button posts to ``/remove/raw/<slug>.md`` (a state-changing request, 
 guard's same-origin and token rules apply): what the source said leaves the wiki as with
 `kb-ai rm`, in one commit. The Health page lists what `kb-ai lint` finds. The Review
 page shows each run waiting on a review branch with its diff, and approves or rejects it
-(POSTs, under the same rules).
+(POSTs, under the same rules). Each of these forms carries the page's CSRF field, checked
+before anything is done.
 """
 
 from __future__ import annotations
@@ -16,29 +17,21 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from compiler.removal import find_sources, remove_sources
-from compiler.review import approve_review, list_reviews, reject_review, review_diff
 from kb_ai.errors import NotFoundError
+from kb_ai.service import compiling, linting, reviewing
 from web.render import diff_lines
 from web.services import services
 from web.templating import render
-from wiki.repair import lint_and_fix
+from web.uploads import page_form
 
 
 async def remove(request: Request) -> Response:
+    await page_form(request)
     svc = services(request)
     rel = request.path_params["path"].strip().lstrip("/")
     if not rel.startswith("raw/") or not rel.endswith(".md"):
         raise NotFoundError(f"no source {rel}")
-    found = await svc.run(find_sources, svc.kb, [rel])
-    result = await remove_sources(
-        svc.kb,
-        svc.settings,
-        found,
-        reason="deleted in the web UI",
-        llm_factory=svc.llm_factory,
-        started_by="web",
-    )
+    result = await compiling.remove(svc.acting(request), [rel], reason="deleted in the web UI")
     gone = len(result.deleted)
     return RedirectResponse(
         f"/health?removed={quote(rel)}&deleted={gone}&rewritten={len(result.rewritten)}",
@@ -48,7 +41,7 @@ async def remove(request: Request) -> Response:
 
 async def health(request: Request) -> Response:
     svc = services(request)
-    report = await svc.run(lint_and_fix, svc.kb)
+    report = await svc.run(linting.lint, svc.acting(request))
     q = request.query_params
     return render(
         request, "health.html", report=report, nav="health",
@@ -58,11 +51,12 @@ async def health(request: Request) -> Response:
 
 async def reviews(request: Request) -> Response:
     svc = services(request)
+    okb = svc.acting(request)
 
     def load() -> list[dict]:
         return [
-            r.as_dict() | {"lines": diff_lines(review_diff(svc.kb, r.run))}
-            for r in list_reviews(svc.kb)
+            r.as_dict() | {"lines": diff_lines(reviewing.diff(okb, r.run))}
+            for r in reviewing.reviews(okb)
         ]
 
     q = request.query_params
@@ -73,13 +67,14 @@ async def reviews(request: Request) -> Response:
 
 
 async def review_action(request: Request) -> Response:
+    await page_form(request)
     svc = services(request)
     run, action = request.path_params["run"], request.path_params["action"]
-    waiting = ""
+    okb, waiting = svc.acting(request), ""
     if action == "approve":
-        await svc.run(approve_review, svc.kb, run)
+        await svc.run(reviewing.approve, okb, run)
     elif action == "reject":
-        rejection = await svc.run(reject_review, svc.kb, run)
+        rejection = await svc.run(reviewing.reject, okb, run)
         waiting = f"&waiting={len(rejection.tasks)}"  # submissions left to retry on Status
     else:
         raise NotFoundError(f"No action {action!r}")

@@ -20,11 +20,13 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from compiler.documents import fetch_policy, fetch_url, format_of, is_url
+from compiler.redact import redact_name
 from compiler.sources import KIND_BY_EXTENSION, decode_text, guess_title
 from kb_ai.errors import SourceError, UsageError
 from kb_ai.settings import Settings
+from web import csrf
 from web.errors import TooLargeError, UnsupportedError
-from web.multipart import CappedParser, FileLimit, file_limit, parse_capped
+from web.multipart import CappedParser, FileLimit, check_name, file_limit, parse_capped
 from web.services import Limits
 
 KINDS = ("note", "document", "transcript")
@@ -44,7 +46,7 @@ def display_name(name: str | None) -> str:
     """A file name fit to show: no directories, no control characters, at most 200 chars."""
     base = PurePosixPath((name or "").replace("\\", "/")).name
     clean = "".join(ch for ch in base if unicodedata.category(ch)[0] != "C").strip()
-    return clean[:200] or "upload"
+    return redact_name(clean)[:200] or "upload"  # redacted whole, then cut
 
 
 async def read_submission(
@@ -93,6 +95,15 @@ def limit_body(
         return message
 
     return Request(request.scope, receive)
+
+
+async def page_form(request: Request) -> FormData:
+    """The fields of a small page form (a button, a title), once its CSRF field is
+    checked (403 without it): what every state-changing page route reads first, before
+    it looks at anything else."""
+    form = await limit_body(request, JSON_MAX_BYTES).form()
+    csrf.check_form(request, form)
+    return form
 
 
 async def json_object(request: Request, *, example: str = "") -> dict[str, Any]:
@@ -179,6 +190,7 @@ async def _from_form(
         for upload in files:
             name = display_name(upload.filename)
             try:
+                check_name(upload.filename or "")
                 accepted.append(await _from_file(upload, name, parser.limit_passed(upload)))
             except (SourceError, UsageError) as exc:
                 rejected.append({"filename": name, "error": str(exc),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from wiki.search import SearchIndex
+from wiki.words import words
 
 __all__ = ["names_in", "search_with_feedback"]
 
@@ -44,21 +45,20 @@ _OPENERS_TEXT = """
     While During From By For As With Its Their There
 """
 _OPENERS = frozenset(_OPENERS_TEXT.split())
-_WORD = re.compile(r"\w+")
 
 
 def names_in(text: str, question: str) -> list[str]:
     """The proper names written in ``text`` (runs of capitalised words, "of"/"van"/...
     inside them), in order, without repeats and without those the question already has."""
-    asked = {w.casefold() for w in _WORD.findall(question)}
+    asked = {w.casefold() for w in words(question)}
     found: list[str] = []
     for match in _NAME.finditer(text):
-        words = match.group().strip(" .").split()
-        while words and words[0] in _OPENERS:
-            words = words[1:]
-        if not words or all(w.strip(".").casefold() in asked for w in words):
+        parts = match.group().strip(" .").split()
+        while parts and parts[0] in _OPENERS:
+            parts = parts[1:]
+        if not parts or all(w.strip(".").casefold() in asked for w in parts):
             continue
-        name = " ".join(words)
+        name = " ".join(parts)
         if name not in found:
             found.append(name)
     return found

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 from wiki.catalog import normalise_article_path
 from wiki.slugs import slugify
 
-__all__ = ["Link", "LinkResolver", "body_links", "unlink"]
+__all__ = ["Link", "LinkResolver", "body_links", "kb_path", "unlink"]
 
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]{1,300})\]\]")
 _MDLINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(([^)\s]+)(?:\s+\"[^\"\n]*\")?\)")
@@ -74,7 +74,7 @@ def body_links(body: str, base: str) -> list[Link]:
             target = target.split("#", 1)[0].strip()
             links.append(Link("wikilink", m.group(), target, (label or target).strip()))
         for m in _MDLINK.finditer(line):
-            path = _kb_path(m.group(2), base)
+            path = kb_path(m.group(2), base)
             if path is not None:
                 links.append(Link("link", m.group(), path, m.group(1)))
     return links
@@ -92,7 +92,7 @@ def unlink(body: str, dead: Callable[[Link], bool], base: str) -> tuple[str, int
                 link = Link(kind, m.group(), target.split("#", 1)[0].strip(), "")
                 text = (label or target).strip()
             else:
-                path = _kb_path(m.group(2), base)
+                path = kb_path(m.group(2), base)
                 if path is None:
                     return m.group()
                 link, text = Link(kind, m.group(), path, m.group(1)), m.group(1)
@@ -135,7 +135,7 @@ def prose_lines(body: str) -> Iterable[str]:
             yield line
 
 
-def _kb_path(href: str, base: str) -> str | None:
+def kb_path(href: str, base: str) -> str | None:
     """The KB-relative ``.md`` path ``href`` leads to, or None for anything else."""
     parts = urlsplit(href)
     if parts.scheme or parts.netloc or not parts.path:

@@ -172,10 +172,6 @@ class SearchIndex:
             indexed = [path for (path,) in self._conn.execute("SELECT path FROM search_docs")]
             self.remove(path for path in indexed if path not in wanted)
 
-    def stale_paths(self, docs: Iterable[SearchDoc]) -> list[str]:
-        """The paths where the index differs from ``docs``: missing, changed or extra."""
-        return self.stale_hashes({doc.path: content_hash(doc) for doc in docs})
-
     def stale_hashes(self, wanted: dict[str, str]) -> list[str]:
         """The paths where the index differs from ``wanted`` (path -> :func:`content_hash`)."""
         known = dict(self._conn.execute("SELECT path, hash FROM search_docs"))

@@ -18,7 +18,12 @@ What it cannot do, and what this module adds before text reaches it, on both sid
   OpenCC library is installed (it is a dependency; without it the folding is skipped).
 
 ``index_text`` is what goes into an index column; ``query_terms`` what a question
-searches for. This module imports nothing of kb-ai.
+searches for. It is also the one home of the words every part shares: ``STOP_WORDS``
+and ``CJK_STOP_BIGRAMS`` (words that say nothing of a subject: the search, the catalog
+ranking of classify, link detection and the answer checks of retrieval/terms.py all
+drop the same ones), and the tokenizers ``words`` (runs of letters and digits) and
+``tokens`` (numbers and words as the answer checks count them). This module imports
+nothing of kb-ai.
 """
 
 from __future__ import annotations
@@ -28,16 +33,29 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["CJK_RUN", "QueryTerm", "fold", "index_text", "query_terms"]
+__all__ = [
+    "CJK_CLASS",
+    "CJK_RUN",
+    "CJK_STOP_BIGRAMS",
+    "STOP_WORDS",
+    "WORD",
+    "QueryTerm",
+    "fold",
+    "index_text",
+    "query_terms",
+    "tokens",
+    "words",
+]
 
 # Hiragana, katakana (not the middle dot), CJK ideographs and their extensions,
 # compatibility ideographs, Hangul syllables and jamo.
-_CJK_CLASS = (
+CJK_CLASS = (
     "\u1100-\u11ff\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
-CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_WORD = re.compile(r"[^\W_]+")
+CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+# A word: a run of letters and digits (the underscore splits, as in the index).
+WORD = re.compile(r"[^\W_]+")
 
 # Letters Unicode does not decompose into a base letter and an accent.
 _FOLD = str.maketrans(
@@ -52,23 +70,36 @@ _FOLD = str.maketrans(
 # in a word (C++, C#, AT&T, f(x)) are.
 _SENTENCE_MARKS = ".,;:!?\"'“”‘’。，；：！？、"
 _SYMBOL_NAMES = {"+": "plus", "#": "sharp", "&": "and"}
-_LATIN_THEN_CJK = re.compile(f"(?<![^\\W_])([^\\W_{_CJK_CLASS}]+)([{_CJK_CLASS}])")
+_LATIN_THEN_CJK = re.compile(f"(?<![^\\W_])([^\\W_{CJK_CLASS}]+)([{CJK_CLASS}])")
 _LETTERS_DIGITS = re.compile(r"[^\W\d_]+|\d+")
 
+# The words that say nothing of a subject: function words, and the words of a question
+# or a request ("explain", "list", "wiki", "page"). One list for every part of kb-ai.
 _STOP_WORDS_TEXT = """
-    a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing down during each
-    few for from further had has have having he her here hers herself him himself his how
-    i if in into is it its itself just me more most my myself no nor not now of off on
-    once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom whose why will
-    with would you your yours yourself yourselves
+    a about above after again against all also am an and any anything are as at be because
+    been before being below between both but by can could did do does doing done down
+    during each either else ever every few for from further get gets got had has have
+    having he her here hers herself him himself his how however i if in into is it its
+    itself just know let like me more most much must my myself no nor not now of off on
+    once one only or other our ours ourselves out over own please really same say says
+    she should so some such tell than thank thanks that the their theirs them themselves
+    then there these they thing things this those through to too under until up us use
+    used using very want was way we well were what whats when where whether which while
+    who whom whose why will with would yes yet you your yours yourself yourselves
+    explain describe give find list mean means meant happen happened
+    wiki page pages question answer
 """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-# Question words of Chinese, as bigrams, and characters too common to search alone.
-_CJK_STOP_TEXT = "什么 多少 哪些 哪个 哪里 哪位 为什 怎么 怎样 如何 是否 请问 是什 的是 是哪"
-_CJK_STOP_BIGRAMS = frozenset(_CJK_STOP_TEXT.split())
+# Question and function words of Chinese and Japanese, as the bigrams they cut into.
+_CJK_STOP_TEXT = """
+    什么 多少 哪些 哪个 哪里 哪位 为什 为何 怎么 怎样 如何 是否 请问 是什 的是 是哪 有多
+    多长 多大 多久 多远 多高 几个 是多 有没 没有 我们 你们 他们 这个 那个 一个 是一 可以
+    ですか ますか なんで 何で どこ どの だれ いつ なぜ どう
+"""
+CJK_STOP_BIGRAMS = frozenset(
+    word[i : i + 2] for word in _CJK_STOP_TEXT.split() for i in range(max(len(word) - 1, 1))
+)
+# Characters too common to search alone.
 _CJK_STOP_CHARS = frozenset("的是了在有和与及或也都就而之其这那个么什哪谁吗呢吧啊为以于被把从到对")
 # Crude suffixes tried, longest first, to reach the other forms of a word by prefix.
 _SUFFIXES = (
@@ -76,6 +107,22 @@ _SUFFIXES = (
     "es", "ed", "ly", "s",
 )  # fmt: skip
 _MIN_PREFIX = 5
+
+
+# Tokens as the answer checks count them: CJK runs, numbers with their separators
+# (1,000.50), words with an apostrophe inside (don't, team's).
+_TOKEN = re.compile(rf"[{CJK_CLASS}]+|\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
+
+
+def words(text: str) -> list[str]:
+    """The runs of letters and digits of ``text``, as they are written (no folding)."""
+    return WORD.findall(text)
+
+
+def tokens(text: str) -> list[str]:
+    """``text`` folded and cut into CJK runs, numbers (1,000.50 whole) and words (an
+    apostrophe inside one keeps it whole)."""
+    return _TOKEN.findall(fold(text))
 
 
 @dataclass(frozen=True)
@@ -128,7 +175,7 @@ def _glued(text: str) -> list[str]:
         if CJK_RUN.search(core):
             extra += [m.group(1) + m.group(2) for m in _LATIN_THEN_CJK.finditer(core)]
             continue
-        for word in _WORD.findall(core):
+        for word in WORD.findall(core):
             if not (word.isalpha() or word.isdigit()):
                 extra += _LETTERS_DIGITS.findall(word)
     return extra
@@ -162,11 +209,11 @@ def query_terms(question: str) -> list[QueryTerm]:
     words: list[str] = []
     position = 0
     for match in CJK_RUN.finditer(text):
-        words += _WORD.findall(text[position : match.start()])
+        words += WORD.findall(text[position : match.start()])
         run = match.group()
         bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
         for bigram in bigrams:
-            if bigram not in _CJK_STOP_BIGRAMS:
+            if bigram not in CJK_STOP_BIGRAMS:
                 add(QueryTerm(bigram))
         if not bigrams:
             add(QueryTerm(run, prefix=True))
@@ -174,7 +221,7 @@ def query_terms(question: str) -> list[QueryTerm]:
             if char not in _CJK_STOP_CHARS:
                 add(QueryTerm(char, unless=tuple(bigrams[max(i - 1, 0) : i + 1])))
         position = match.end()
-    words += _WORD.findall(text[position:])
+    words += WORD.findall(text[position:])
     glued = [g for g in _glued(text) if g not in STOP_WORDS and (len(g) > 1 or g.isdigit())]
     kept = [w for w in words if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
     if not (kept or glued or terms):

@@ -7,7 +7,9 @@ secret (issue 12, item 6).
 Every file under ../shared/data that decodes as text (decision records, transcripts,
 Chinese Wikipedia passages, the text documents: HTML, CSV, notebooks, RSS, ...) is
 redacted whole, as it is, and each span redaction changed is printed with its line, so a
-person can judge each: the data is public material with no live credential in it.
+person can judge each: the data is public material with no live credential in it. So are
+the names of every file (as origins and titles are redacted), and every text as the web
+inbox keeps it (JSON string by string, issue 24).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import difflib
 from collections import Counter
 from pathlib import Path
 
-from compiler.redact import redact
+from compiler.redact import redact, redact_name, redact_submitted
 from compiler.sources import decode_text
 from kb_ai.errors import SourceError
 
@@ -70,6 +72,13 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"   {line}")
     chars = sum(len(t) for _, t in files)
     print(f"{len(files)} text files, {chars:,} characters: {total} redaction(s)")
+    paths = [p for p in args.data.rglob("*")]
+    renamed = [p for p in paths if redact_name(str(p)) != str(p)]
+    for path in renamed:
+        print(f"== name {path} -> {redact_name(str(path))}")
+    print(f"{len(paths)} file and folder names: {len(renamed)} redacted")
+    kept = sum(redact_submitted(text)[1] for _, text in files)
+    print(f"{len(files)} texts as the inbox keeps them: {kept} redaction(s)")
     for folder, n in sorted(per_folder.items()):
         print(f"  {folder}: {n}")
 

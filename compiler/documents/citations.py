@@ -23,10 +23,6 @@ def cited(text: str) -> dict[str, set[int]]:
     return out
 
 
-def cited_pages(text: str) -> set[int]:
-    return cited(text).get("pages", set())
-
-
 def page_ranges(pages: Iterable[int]) -> str:
     """3,4,5,9 -> "3-5,9"."""
     out: list[str] = []

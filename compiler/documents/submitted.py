@@ -11,6 +11,7 @@ from compiler.documents.archive import ArchiveLimits, list_members, read_member
 from compiler.documents.convert import ConvertOptions, convert_options
 from compiler.documents.fetch import is_url
 from compiler.documents.formats import DOCUMENT_EXTENSIONS, format_of, supported_summary
+from compiler.redact import redact, redact_name
 from kb_ai.errors import DocumentError, SourceError
 
 if TYPE_CHECKING:
@@ -60,14 +61,15 @@ def submitted_sources(
     left_out: list[tuple[str, str]] = []
     # every file the archive holds is either compiled or said to be left out, and why
     for member in list_members(data, filename, limits, lambda _member: True):
+        shown = redact_name(member)  # the name it is known by: in its origin and reports
         if not _wanted(member):
-            left_out.append((member, _unread_reason(member)))
+            left_out.append((shown, redact(_unread_reason(member))[0]))
             continue
         try:
-            sources.append(_member_source(f"{origin}#{member}", member, data, filename, limits,
+            sources.append(_member_source(f"{origin}#{shown}", member, data, filename, limits,
                                           options, settings, converter))  # fmt: skip
         except SourceError as exc:
-            left_out.append((member, str(exc)))
+            left_out.append((shown, redact(str(exc))[0]))
     if not sources:
         named = "; ".join(error for _, error in left_out[:MAX_NAMED])
         more = f" (and {len(left_out) - MAX_NAMED} more)" if len(left_out) > MAX_NAMED else ""
@@ -103,16 +105,13 @@ def _member_source(
     settings: Settings,
     converter: ConvertProcess | None,
 ) -> Source:
-    from compiler.sources import source_from_document, source_from_text
+    from compiler.sources import decode_text, source_from_document, source_from_text
 
     data = read_member(archive, filename, member, limits)
     if format_of(member):
         return source_from_document(origin, member, data, chunk_chars=settings.chunk_chars,
                                     options=options, converter=converter)  # fmt: skip
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"{member}: not valid UTF-8") from exc
+    text = decode_text(data, member)  # UTF-8 or UTF-16, as a file given to the CLI
     return source_from_text(origin, PurePosixPath(member).stem, text, kind="document",
                             chunk_chars=settings.chunk_chars,
                             max_bytes=settings.max_source_bytes)  # fmt: skip

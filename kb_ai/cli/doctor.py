@@ -9,18 +9,8 @@ import click
 
 from kb_ai.cli import EXIT_FAILED, Context, main, pass_context, translate_errors
 from kb_ai.errors import LLMError
+from kb_ai.llm.probe import probe
 from kb_ai.llm.types import Completion
-
-CHECK_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
-CHECK_MESSAGES = [
-    {"role": "system", "content": "You answer questions about arithmetic in JSON."},
-    {"role": "user", "content": "Is 2 + 2 equal to 4? Answer yes or no."},
-]
 
 
 @main.command()
@@ -62,13 +52,7 @@ def doctor(ctx: Context, model: str | None, no_call: bool) -> None:
 
     async def check() -> Completion:
         async with llm:
-            return await llm.complete(
-                CHECK_MESSAGES,
-                stage="doctor",
-                schema=CHECK_SCHEMA,
-                schema_name="check",
-                max_tokens=32,
-            )
+            return await probe(llm)
 
     try:
         completion = asyncio.run(check())

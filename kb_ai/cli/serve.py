@@ -69,6 +69,7 @@ def mcp_mount(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], An
 
     try:
         from kb_ai.cli.mcp_server import http_app
+        from kb_ai.cli.mcp_wire import CheckedPosts
     except ImportError:
         return [], []
     overrides = {
@@ -79,4 +80,5 @@ def mcp_mount(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], An
     # No host= here: the guard already checks Host when there is no token, and with a
     # token a server behind a reverse proxy must answer /mcp like every other page.
     mcp = http_app(str(settings.kb_dir), overrides)
-    return [Route("/mcp", mcp)], [mcp.lifespan]
+    # a malformed body gets its JSON-RPC error, with the request's id (kb_ai/cli/mcp_wire.py)
+    return [Route("/mcp", CheckedPosts(mcp))], [mcp.lifespan]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-MODES = ("json_schema", "json_object", "prompt")
 LOCAL_SCHEMA_PROVIDERS = ("ollama", "ollama_chat")
 # Models run in process by llama.cpp: the schema becomes a grammar (json_object + schema).
 IN_PROCESS_PROVIDERS = ("local",)

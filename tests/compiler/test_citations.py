@@ -1,6 +1,6 @@
 """Page citations in article sources."""
 
-from compiler.documents.citations import cited_pages, page_ranges, with_pages
+from compiler.documents.citations import cited, page_ranges, with_pages
 
 
 def test_pages_cited_in_the_body_are_named_in_the_sources_entry():
@@ -15,7 +15,7 @@ def test_pages_cited_in_the_body_are_named_in_the_sources_entry():
 def test_no_cited_page_leaves_the_plain_path_and_ranges_compress():
     assert with_pages(["raw/a.md"], {"raw/a.md": "- x (p. 2)"}, "no tags here") == ["raw/a.md"]
     assert page_ranges([5, 1, 2, 3, 9, 10]) == "1-3,5,9-10"
-    assert cited_pages("a (p. 7) b (pp. 2-3)") == {2, 3, 7}
+    assert cited("a (p. 7) b (pp. 2-3)") == {"pages": {2, 3, 7}}
 
 
 def test_slides_are_cited_like_pages():

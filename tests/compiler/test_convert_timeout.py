@@ -12,10 +12,11 @@ import pytest
 from compiler import Compiler
 from compiler.documents import ConvertProcess, isolation
 from kb_ai.errors import DocumentError
+from tests.conftest import needs_shared_data, shared_data
 from tests.fakes.stand_in_converters import misbehaving_convert
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+DATA = shared_data("documents")
+pytestmark = needs_shared_data("documents")
 INVOICE = DATA / "REPAIR-2022-INV-001_multipage.pdf"
 
 

@@ -2,15 +2,13 @@
 pages it spans, and links to the subject articles it fed."""
 
 import asyncio
-from pathlib import Path
-
-import pytest
 
 from compiler import Compiler
 from compiler.documents.sections import outline_sections
+from tests.conftest import needs_shared_data, shared_data
 from wiki import read_article
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
+DATA = shared_data("documents")
 
 
 def test_each_section_spans_the_pages_up_to_the_next_of_its_level():
@@ -30,7 +28,7 @@ def test_each_section_spans_the_pages_up_to_the_next_of_its_level():
     ]
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+@needs_shared_data("documents")
 def test_the_thesis_gets_an_outline_article_linking_what_it_fed(kb, settings, fake_llm):
     compiler = Compiler(kb, settings, llm_factory=lambda s, **k: fake_llm)
     paths = [str(DATA / "GeoTopo-komprimiert.pdf"), str(DATA / "pdflatex-outline.pdf")]
@@ -53,7 +51,7 @@ def test_the_thesis_gets_an_outline_article_linking_what_it_fed(kb, settings, fa
         assert f"[[{path}|" in article.body
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+@needs_shared_data("documents")
 def test_an_article_citing_pages_is_found_by_lint_and_removal(kb, settings, fake_llm, tmp_path):
     """A sources entry that names pages ("raw/x.md#pages=1-3") is still that source: lint
     found it missing, and removing the document left its article behind."""

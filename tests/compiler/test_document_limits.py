@@ -14,9 +14,10 @@ import pytest
 from compiler import Compiler
 from compiler.documents import convert_document
 from kb_ai.errors import DocumentError
+from tests.conftest import needs_shared_data, shared_data
 from wiki import read_raw
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
+DATA = shared_data("documents")
 NOTE = "# Backups\n\nWe back up the database every night at 02:00 to the object store.\n"
 
 
@@ -138,6 +139,7 @@ def test_an_eml_message_reads_headers_and_body():
     assert "plan.pdf" in doc.text
 
 
+@needs_shared_data("documents")
 def test_a_truncated_pdf_is_refused_as_corrupt():
     data = (DATA / "REPAIR-2022-INV-001_multipage.pdf").read_bytes()
     with pytest.raises(DocumentError) as info:
@@ -145,7 +147,7 @@ def test_a_truncated_pdf_is_refused_as_corrupt():
     assert info.value.cause == "corrupt" and "corrupt or truncated" in str(info.value)
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+@needs_shared_data("documents")
 def test_conversion_never_touches_the_network(monkeypatch):
     """No converter calls a service or downloads a model: every socket use fails here."""
 
@@ -167,7 +169,7 @@ def test_conversion_never_touches_the_network(monkeypatch):
     assert converted >= 18
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+@needs_shared_data("documents")
 def test_damaged_files_of_every_type_are_refused_as_documents_and_print_nothing(capfd):
     """Truncated and bit-flipped copies of each test file: converted, or refused with a
     DocumentError; never another exception (which would end the run), never a word on
@@ -193,7 +195,7 @@ def test_damaged_files_of_every_type_are_refused_as_documents_and_print_nothing(
     assert capfd.readouterr().out == ""
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+@needs_shared_data("documents")
 def test_a_document_is_held_to_max_document_bytes_and_its_text_to_max_source_bytes(
     kb, settings, fake_llm, tmp_path
 ):

@@ -8,15 +8,15 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from compiler import Compiler
 from kb_ai.cli import main
+from tests.conftest import needs_shared_data, shared_data, shared_files
 from wiki import list_articles, read_article, read_raw
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+DATA = shared_data("documents")
+pytestmark = needs_shared_data("documents")
 
 # file -> what its refusal must say
 BAD = {
@@ -24,11 +24,11 @@ BAD = {
     "MEDRPT-2024-PAT-3847_medical_report_scan.pdf": "no text layer",
     "random.bin": "does not know this file type",
 }
-GOOD = sorted(
+GOOD = [
     p.name
-    for p in DATA.iterdir()
+    for p in shared_files(DATA)
     if p.name not in BAD and not p.name.endswith(".txt") and p.suffix != ".zip"
-)
+]
 
 
 def run_compile(kb, settings, llm, *paths):

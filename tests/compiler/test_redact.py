@@ -1,8 +1,10 @@
 """Redaction: secrets and <private> spans never reach raw/ or a model; ordinary text does."""
 
+import json
+
 import pytest
 
-from compiler.redact import redact
+from compiler.redact import redact, redact_submitted
 from compiler.sources import Candidate, read_source, source_from_text
 
 # Shaped like the real thing, valid for nobody.
@@ -202,3 +204,102 @@ password: <your password here>
 
 def test_prose_about_passwords_and_hashes_near_aws_are_left_alone():
     assert redact(NOT_SECRETS) == (NOT_SECRETS, 0)
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_a_key_is_redacted_between_separators_as_in_a_file_name(kind):
+    """Issue 24, finding 2: "creds-ghp_....md" kept its token (no match after - or _)."""
+    secret = SECRETS[kind]
+    for text in (
+        f"creds-{secret}.md",
+        f"backup_{secret}_old.txt",
+        f"keys/{secret}-2",
+        f"x.{secret}",
+    ):
+        clean, n = redact(text)
+        assert secret not in clean and n == 1, (text, clean)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "gone"),
+    [
+        ("https://intranet.example.com/login?user=ops&pass=Tr4mpoline", "&pass=", "Tr4mpoline"),
+        ("https://example.com/a?pass=plainword", "?pass=", "plainword"),
+        ("then use bearer tok_9f8e7d6c5b4a3210 for the API", "use bearer ", "9f8e7d6c5b4a"),
+        ("send it a Bearer token: z9y8x7w6v5u4t3s2", "Bearer token: ", "z9y8x7w6v5u4"),
+        ("machine ftp.example.com login deploy password s3cretPass", "password ", "s3cretPass"),
+        (
+            "machine ftp.example.com\n  login deploy\n  password plainword\n",
+            "login deploy",
+            "plainword",
+        ),
+        (
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFy+/MTIz==;"
+            "EndpointSuffix=core.windows.net",
+            "AccountKey=",
+            "Zm9vYmFy",
+        ),
+        (
+            "Endpoint=sb://x.servicebus.windows.net/;SharedAccessKey=Ab12+Cd34=",
+            "SharedAccessKey",
+            "Ab12",
+        ),
+        (
+            "SECRET_KEY = 'django-insecure-8f#k2l!x9z@q1w3e5r7t'",
+            "SECRET_KEY = '",
+            "django-insecure",
+        ),
+        ("SECRET_KEY_BASE=9a8b7c6d5e4f3a2b1c0d", "SECRET_KEY_BASE=", "9a8b7c6d5e4f"),
+        ("DB_PASS=hunter", "DB_PASS=", "hunter"),
+        ("smtp.pass: Xk29dLw0", "smtp.pass: ", "Xk29dLw0"),
+    ],
+    ids=[
+        "url-pass",
+        "url-pass-plain",
+        "bearer-prose",
+        "bearer-token-colon",
+        "netrc-one-line",
+        "netrc-lines",
+        "azure-account-key",
+        "azure-shared-access-key",
+        "django-secret-key",
+        "rails-secret-key-base",
+        "db-pass",
+        "dotted-pass",
+    ],
+)
+def test_forms_the_second_outside_test_found_are_redacted(text, kept, gone):
+    clean, n = redact(text)
+    assert kept in clean and gone not in clean and n == 1, clean
+
+
+def test_an_aws_secret_goes_however_far_from_its_key_id():
+    text = (
+        f"key id AKIAZ7Q4X9T2B6M1P3LW\n\n{'The robot copies dumps nightly. ' * 20}\n{AWS_SECRET}\n"
+    )
+    clean, n = redact(text)
+    assert AWS_SECRET not in clean and n == 2
+
+
+NOT_SECRETS_EITHER = """\
+The bearer of this letter may pass. We bypass the cache: compass: north.
+first_pass = 3 and pass: on
+The machine room has no password policy yet.
+ShadowPass = "render"
+"""
+
+
+def test_words_near_the_new_forms_are_left_alone():
+    assert redact(NOT_SECRETS_EITHER) == (NOT_SECRETS_EITHER, 0)
+
+
+def test_a_kept_submission_stays_json_and_a_note_that_starts_with_a_bracket_is_text():
+    secret = SECRETS["github"]
+    line = json.dumps({"message": {"content": f"key {secret}\npassword: plainword"}})
+    kept, n = redact_submitted(f"{line}\n{line}\n")
+    assert [json.loads(x)["message"]["content"] for x in kept.splitlines()] == [
+        "key [REDACTED]\npassword: [REDACTED]"
+    ] * 2
+    assert n == 4
+    note = f"[Home](index.md) | the key is {secret}\n"
+    assert redact_submitted(note) == (note.replace(secret, "[REDACTED]"), 1)

@@ -16,17 +16,17 @@ from compiler.sources import Candidate, discover, file_checksum, read_source
 from compiler.transcripts import HEAD_BYTES, detect, parse
 from kb_ai.errors import SourceError
 from tests.compiler.conftest import responder_handler
+from tests.conftest import needs_shared_data, shared_data, skip_without_shared_data
 from tests.fakes.fake_llm import FakeLLM
 from wiki import read_article
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "transcripts"
-MISSING = f"real transcripts not found at {DATA} (the shared test data is not on this machine)"
+DATA = shared_data("transcripts")
 
 
 def real(kind: str, pattern: str) -> list:
     files = sorted((DATA / kind).glob(pattern)) if (DATA / kind).is_dir() else []
     if not files:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=MISSING))]
+        return [pytest.param(None, marks=needs_shared_data("transcripts"))]
     return [pytest.param(f, id=f.name[-40:]) for f in files]
 
 
@@ -152,14 +152,14 @@ def test_assistant_lines_sharing_a_message_id_stay_one_turn():
             ), (path.name, msg_id)
             checked += 1
     if not checked:
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     assert checked > 20
 
 
 def test_a_failed_command_keeps_its_error_and_the_request_it_answered():
     path = DATA / "claude_code" / "9dd861b1-71f8-41ee-bb93-7d3724bcb337.jsonl"
     if not path.is_file():
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     text = parse(path.read_bytes(), path.name).to_text()
     assert text.startswith("# install the wifiman in this repo app center is not working\n")
     assert "→ Bash: sudo dpkg -i /home/kenth56/Downloads/wifiman-desktop-1.1.3-amd64.deb" in text
@@ -172,7 +172,7 @@ def test_a_failed_command_keeps_its_error_and_the_request_it_answered():
 def test_a_compacted_session_keeps_a_short_note_of_what_came_before():
     path = DATA / "claude_code" / "0a725fb5-6378-432a-9e84-9f3f49d4043d.jsonl"
     if not path.is_file():
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     summary = next(r for r in records(path) if r.get("isCompactSummary"))["message"]["content"]
     text = parse(path.read_bytes(), path.name).to_text()
     assert text.count("**Earlier in this session:**") == 1
@@ -185,7 +185,7 @@ def test_a_compacted_session_keeps_a_short_note_of_what_came_before():
 def test_a_session_of_local_commands_only_is_not_a_source(tmp_path):
     path = DATA / "claude_code" / "9b92ce83-1981-4cdc-9f5d-7f66c4b10389.jsonl"
     if not path.is_file():
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     tr = parse(path.read_bytes(), path.name)
     assert tr.is_empty() and tr.title == "Claude Code session 9b92ce83"
     with pytest.raises(SourceError, match="no conversation"):
@@ -510,7 +510,7 @@ def test_a_real_session_compiles_to_an_article_and_no_secret_is_stored_or_sent(
 ):
     path = DATA / "claude_code" / "9dd861b1-71f8-41ee-bb93-7d3724bcb337.jsonl"
     if not path.is_file():
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     recs = records(path)
     last = recs[-1]
     extra = [
@@ -650,7 +650,7 @@ def test_an_export_with_no_date_of_its_own_is_dated_by_its_file(tmp_path):
 def test_a_real_capture_is_dated_by_a_time_stamp_printed_in_it_else_by_its_file():
     dated, undated = TERMINAL / "day-005.md", TERMINAL / "day-003.md"
     if not dated.is_file() or not undated.is_file():
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     # day-005 runs `git log --since="2024-04-17"` (a date in a command), then `gh run
     # list` prints the CI runs it started that day: 2025-05-25T08:02:05Z
     src = read_source(Candidate(dated, str(dated)), max_bytes=10**7, chunk_chars=10_000)
@@ -664,7 +664,7 @@ def test_a_real_capture_is_dated_by_a_time_stamp_printed_in_it_else_by_its_file(
 def test_real_terminal_captures_parse_into_their_requests_and_tool_calls(name):
     path = TERMINAL / name
     if not path.is_file():
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     text = path.read_text(encoding="utf-8")
     assert detect(text, name) == "claude-code-terminal"
     tr = parse(text, name)
@@ -682,7 +682,7 @@ def test_real_terminal_captures_parse_into_their_requests_and_tool_calls(name):
 def test_a_gemini_cli_capture_is_not_taken_for_claude_code():
     path = TERMINAL / "day-014.md"
     if not path.is_file():
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     assert detect(path.read_text(encoding="utf-8"), path.name) != "claude-code-terminal"
 
 
@@ -705,7 +705,7 @@ def test_a_long_session_needs_about_size_over_budget_chunks_of_whole_turns(budge
 
     sessions = long_sessions()
     if not sessions:
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     for name, text in sessions:
         chunks = pack_turns(text, budget)
         assert all(len(c) <= budget for c in chunks), name
@@ -731,7 +731,7 @@ def test_real_claude_code_files_hold_one_session_each_and_a_summary_links_no_par
 
     paths = sorted((DATA / "claude_code").glob("*.jsonl"))
     if not paths:
-        pytest.skip(MISSING)
+        skip_without_shared_data(DATA)
     owners: dict[str, str] = {}
     for path in paths:
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

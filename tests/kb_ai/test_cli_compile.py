@@ -6,17 +6,17 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kb_ai.cli import main
+from tests.conftest import needs_shared_data, shared_data
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from wiki import git, list_articles
 
-ADR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "adr_govuk"
+ADR = shared_data("adr_govuk")
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def note(tmp_path, name, text):
     return d / name
 
 
-@pytest.mark.skipif(not ADR.is_dir(), reason="../shared/data/adr_govuk is not present")
+@needs_shared_data("adr_govuk")
 def test_compiles_the_real_decision_records_and_a_rerun_costs_nothing(kb, model_env):
     result = run(kb, "compile", str(ADR), "--json")
     assert result.exit_code == 0, result.output

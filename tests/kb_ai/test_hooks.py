@@ -6,7 +6,6 @@ import subprocess
 import sys
 import time
 from contextlib import closing
-from pathlib import Path
 
 import pytest
 
@@ -16,11 +15,10 @@ from kb_ai.cli.agent_hooks.prompt import prompt_hint
 from kb_ai.hooks.locate import find_kb
 from kb_ai.hooks.run import run_hook
 from kb_ai.hooks.snapshot import build_snapshot
+from tests.conftest import needs_shared_data, shared_data
 from wiki import Article, KnowledgeBase, build_catalog, open_state, write_article, write_indexes
 
-TRANSCRIPTS = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "data" / "transcripts" / "claude_code"
-)
+TRANSCRIPTS = shared_data("transcripts", "claude_code")
 
 
 def make_kb(root, articles=()):
@@ -238,7 +236,7 @@ def test_prompt_hint_is_one_line_with_a_count_and_no_wiki_text(tmp_path):
     )
 
 
-@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="../shared/data/transcripts is not present")
+@needs_shared_data("transcripts", "claude_code")
 def test_a_finished_session_is_compiled_in_the_background(tmp_path, fake_model):
     kb = make_kb(tmp_path / "kb")
     from compiler.sources import source_from_text

@@ -21,12 +21,13 @@ from kb_ai.cli import main
 from kb_ai.hooks import spool
 from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK, run_hook, shell_hook_usable
 from kb_ai.settings import load_settings
+from tests.conftest import shared_data, skip_without_shared_data
 from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from wiki import KnowledgeBase, all_sources, open_state
 from wiki.lock import KbLock
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "transcripts"
+DATA = shared_data("transcripts")
 
 
 def rollout_line(kind, payload, t="2026-03-01T10:00:00.000Z"):
@@ -148,6 +149,19 @@ def test_a_growing_codex_session_compiles_only_each_new_turn(tmp_path, server):
     # a part covers the turns it added: a request and its answer each time
     assert set(parts) == {f"session:codex:sess-grow#{2 * n - 2}-{2 * n}" for n in range(1, 6)}
     assert all(t["state"] == "done" for t in tasks_of(kb))
+
+
+def test_a_captured_session_is_committed_with_its_agent_as_author(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    rollout = tmp_path / "rollout-2026-03-01-who.jsonl"
+    with worker_running(kb):
+        codex_session(rollout, "sess-who", 1)
+        run_hook("session-end", end_event(kb, rollout, "sess-who", "Stop"), agent="codex")
+        drain(kb, settings_for(kb, server))
+    last = subprocess.run(
+        ["git", "log", "-1", "--format=%an|%ae|%cn"], cwd=kb.root, capture_output=True, text=True
+    )
+    assert last.stdout.strip() == "codex||kb-ai"
 
 
 def test_an_active_session_waits_for_the_quiet_period_and_its_end_does_not(tmp_path, server):
@@ -281,7 +295,7 @@ def test_the_same_session_through_the_hook_and_compile_is_one_source(tmp_path, s
 
     sessions = [p for p in claude_sessions() if not parse(p.read_bytes(), p.name).is_empty()]
     if not sessions:
-        pytest.skip("../shared/data/transcripts/claude_code is not present")
+        skip_without_shared_data(DATA / "claude_code")
     path = sessions[0]
     session_id = parse(path.read_bytes(), path.name).session_id
     kb = KnowledgeBase.init(tmp_path / "kb")
@@ -313,8 +327,7 @@ def test_the_same_session_through_the_hook_and_compile_is_one_source(tmp_path, s
 
 def test_a_session_with_nothing_to_learn_is_skipped_not_failed(tmp_path, server):
     path = DATA / "claude_code" / "9b92ce83-1981-4cdc-9f5d-7f66c4b10389.jsonl"
-    if not path.is_file():
-        pytest.skip("../shared/data/transcripts/claude_code is not present")
+    skip_without_shared_data(path)
     kb = KnowledgeBase.init(tmp_path / "kb")
     env = {"KB_AI_MODEL": "openai/fake-model", "KB_AI_API_BASE": server.base_url}
     for _ in range(2):

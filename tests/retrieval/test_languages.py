@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from kb_ai.cli import main
 from retrieval import NOT_COVERED, ask
+from tests.conftest import shared_data, skip_without_shared_data
 from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.kb_responder import schema_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
@@ -19,7 +20,7 @@ from tests.retrieval.test_ask import BACKUP, DNS, make_wiki
 from wiki import KnowledgeBase
 
 ROOT = Path(__file__).resolve().parents[2]
-CMRC = ROOT.parent / "shared" / "data" / "cmrc2018" / "cmrc2018_trial.json"
+CMRC = shared_data("cmrc2018", "cmrc2018_trial.json")
 
 # What the stand-in model knows of Chinese: the words of the question it can translate.
 GLOSSARY = {"bubble fighter": "泡泡战士", "developed": "开发", "published": "发行"}
@@ -27,6 +28,7 @@ GLOSSARY = {"bubble fighter": "泡泡战士", "developed": "开发", "published"
 
 def chinese_wiki(kb, n=60):
     """The first ``n`` passages of CMRC 2018 (Chinese Wikipedia), one article each."""
+    skip_without_shared_data(CMRC)
     data = json.loads(CMRC.read_text(encoding="utf-8"))["data"]
     articles = []
     for i, item in enumerate(data[:n]):

@@ -2,18 +2,18 @@
 a URL pasted there both compile; the article's source shows its pages and the original."""
 
 import re
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import needs_shared_data, shared_data
 from tests.fakes.kb_responder import respond
 from tests.web.conftest import BROWSER, html_site, serving
 from wiki import KnowledgeBase
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
+DATA = shared_data("documents")
 pytestmark = [
     *BROWSER,
-    pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present"),
+    needs_shared_data("documents"),
 ]
 expect = pytest.importorskip("playwright.sync_api").expect
 PAGE = (

@@ -6,16 +6,15 @@ import asyncio
 import dataclasses
 import io
 import os
-from pathlib import Path
 
-import pytest
 from starlette.datastructures import Headers
 
+from tests.conftest import needs_shared_data, shared_data
 from tests.web.conftest import make_client, wait_for
 from web.multipart import CappedParser, file_limit
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+DATA = shared_data("documents")
+pytestmark = needs_shared_data("documents")
 MB = 1_000_000
 
 

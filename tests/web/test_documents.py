@@ -4,14 +4,14 @@ which refuses addresses on its own network unless kb-ai.toml allows them."""
 
 import dataclasses
 import re
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import needs_shared_data, shared_data
 from tests.web.conftest import html_site, make_client, wait_for
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "documents"
-pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data/documents not present")
+DATA = shared_data("documents")
+pytestmark = needs_shared_data("documents")
 PAGE = (
     b"<html><head><title>On-call handbook</title></head><body><nav>Home | Jobs</nav><main>"
     b"<h1>On-call handbook</h1><p>The on-call engineer answers pages within fifteen minutes "

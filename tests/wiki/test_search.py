@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import wiki.search as search_module
+from tests.conftest import shared_data, skip_without_shared_data
 from wiki.search import SearchDoc, SearchHit, SearchIndex
 
-CMRC = Path(__file__).resolve().parents[3] / "shared" / "data" / "cmrc2018"
-CMRC_TRIAL = CMRC / "cmrc2018_trial.json"
+CMRC_TRIAL = shared_data("cmrc2018", "cmrc2018_trial.json")
 
 FILLER_TEXT = """
     meeting notes agenda budget review quarterly roadmap hiring vendor contract invoice
@@ -173,8 +173,7 @@ def test_hits_carry_scores_best_first(index: SearchIndex) -> None:
 
 
 def load_cmrc() -> list[dict]:
-    if not CMRC_TRIAL.is_file():
-        pytest.skip(f"CMRC 2018 data not found at {CMRC_TRIAL} (it lives outside the repository)")
+    skip_without_shared_data(CMRC_TRIAL)
     return json.loads(CMRC_TRIAL.read_text(encoding="utf-8"))["data"]
 
 

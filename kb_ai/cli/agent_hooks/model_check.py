@@ -16,35 +16,15 @@ from pathlib import Path
 from kb_ai.errors import KbAiError, LLMError
 from kb_ai.settings import Settings, load_settings
 
-CHECK_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
-CHECK_MESSAGES = [
-    {"role": "system", "content": "You answer questions about arithmetic in JSON."},
-    {"role": "user", "content": "Is 2 + 2 equal to 4? Answer yes or no."},
-]
-
-
 CHECK_SECONDS = 30.0  # install waits no longer than this for the model's answer
 
 
 async def _ask(settings: Settings) -> None:
     from kb_ai.llm import open_llm
+    from kb_ai.llm.probe import probe
 
     async with open_llm(dataclasses.replace(settings, max_retries=0)) as llm:
-        await asyncio.wait_for(
-            llm.complete(
-                CHECK_MESSAGES,
-                stage="doctor",
-                schema=CHECK_SCHEMA,
-                schema_name="check",
-                max_tokens=32,
-            ),
-            CHECK_SECONDS,
-        )
+        await asyncio.wait_for(probe(llm), CHECK_SECONDS)
 
 
 def check_model(kb: Path, *, call: bool = True) -> tuple[bool, list[str]]:
