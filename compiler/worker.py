@@ -21,7 +21,7 @@ from compiler.queue import TaskQueue, hold_owner, release_owner, task_actor
 from compiler.run import Compiler
 from compiler.sessions import increment, key_of_origin
 from compiler.sources import Source, decode_text, source_from_text
-from kb_ai.errors import KbAiError
+from kb_ai.errors import KbAiError, StorageError
 from kb_ai.hooks import spool
 from kb_ai.hooks.run import STARTING, announce_worker, withdraw_worker
 from kb_ai.llm import LLM, open_llm
@@ -242,6 +242,8 @@ class Worker:
             compiler.interrupt()
         try:
             result = await compiler.compile_sources(sources)
+        except StorageError:  # not the batch's fault: the pool hands its tasks back
+            raise
         except KbAiError as exc:  # e.g. no model configured: every task of the batch says why
             with closing(open_state(self.kb)) as conn:
                 queue = TaskQueue(self.kb, conn)

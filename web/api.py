@@ -25,18 +25,7 @@ def ok(status: int = 200, **data: Any) -> JSONResponse:
     return JSONResponse({"ok": True, **data}, status_code=status)
 
 
-# -- health and the queue -------------------------------------------------------------------
-
-
-async def healthz(request: Request) -> JSONResponse:
-    svc = services(request)
-
-    def check() -> dict[str, Any]:
-        with svc.db() as conn:
-            counts = TaskQueue(svc.kb, conn).counts()
-        return {"queue": counts, "workers": svc.pool.size if svc.pool else 0}
-
-    return ok(**await svc.run(check))
+# -- the queue (/healthz is in web/health.py) -------------------------------------------
 
 
 def queue_submissions(svc: Services, okb: OpenKb, items: list[Submission]) -> list[dict[str, Any]]:
@@ -177,7 +166,6 @@ async def session(request: Request) -> JSONResponse:
 
 def routes() -> list[Route]:
     return [
-        Route("/healthz", healthz),
         Route("/api/submit", submit, methods=["POST"]),
         Route("/api/tasks", tasks),
         Route("/api/tasks/events", task_stream),

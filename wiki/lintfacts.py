@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb_ai.errors import KbAiError
+from kb_ai.errors import KbAiError, StorageError, storage_cause
 from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
 from wiki._frontmatter import load_document
 from wiki.articles import article_from
@@ -316,7 +316,7 @@ def _save(conn: sqlite3.Connection, rows: list[tuple[str, str, str]], gone: set[
         with conn:
             conn.executemany("INSERT OR REPLACE INTO lint_facts VALUES (?, ?, ?)", rows)
             conn.executemany("DELETE FROM lint_facts WHERE path = ?", [(p,) for p in gone])
-    except sqlite3.OperationalError as exc:
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+    except (StorageError, sqlite3.OperationalError) as exc:
+        cause = exc.cause if isinstance(exc, StorageError) else storage_cause(exc)
+        if cause != "busy":
             raise

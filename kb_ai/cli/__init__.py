@@ -289,6 +289,14 @@ def status(ctx: Context, as_json: bool) -> None:
         click.echo(json.dumps(report, ensure_ascii=False))
         return
     click.echo(f"Knowledge base {kb.root}")
+    lost = report["state_lost"]
+    if lost:
+        rebuilt = ", ".join(f"{n} {what}" for what, n in (lost.get("rebuilt") or {}).items())
+        click.echo(
+            f"  state.db  missing, made again at {lost['at']}"
+            + (f"; rebuilt {rebuilt} from the knowledge base" if rebuilt else "")
+            + f"; lost: {lost.get('lost')}"
+        )
     click.echo(f"  articles  {report['articles']}")
     s = report["sources"]
     click.echo(f"  sources   {s['total']} ({s['ok']} compiled, {s['failed']} failed)")

@@ -17,6 +17,7 @@ from kb_ai.errors import (
     NotFoundError,
     PathEscapeError,
     SourceError,
+    StorageError,
     UsageError,
 )
 
@@ -30,6 +31,7 @@ STATUS_BY_TYPE: StatusTable = (
     (SourceError, 400),
     (NotFoundError, 404),
     (LLMError, 502),
+    (StorageError, 503),  # the server is up, its state database is not
 )
 
 
