@@ -38,6 +38,8 @@ MIGRATIONS = (
     "ALTER TABLE tasks ADD COLUMN origin TEXT",
     # who submitted it (wiki/actors.py, as JSON): the author of the commit compiling it
     "ALTER TABLE tasks ADD COLUMN actor TEXT",
+    # the id of the source a person said the document revises (compiler/identity.py)
+    "ALTER TABLE tasks ADD COLUMN revises TEXT",
 )
 STATES = ("queued", "running", "done", "failed")
 COLUMNS = (
@@ -58,6 +60,7 @@ COLUMNS = (
     "updated_at",
     "origin",
     "actor",
+    "revises",
 )
 
 
@@ -135,6 +138,7 @@ class TaskQueue:
         kind: str = "note",
         origin: str | None = None,
         actor: Actor | None = None,
+        revises: str = "",
     ) -> tuple[dict[str, Any], bool]:
         """Queue a document. Returns (task, created); created is False for a duplicate of a
         task that is queued, running or done (a failed one is queued again).
@@ -142,7 +146,9 @@ class TaskQueue:
         ``origin`` names a document that changes over time (an agent session captured at
         every turn): a newer version replaces a still-queued older one, and compiles as a
         revision of the same source. ``actor``: who submitted it, the author of the
-        commit that compiles it (see :func:`task_actor`)."""
+        commit that compiles it (see :func:`task_actor`). ``revises``: the id of the
+        source a person said it revises; such a document is queued even when its content
+        was compiled before."""
         if not content.strip():
             raise UsageError(
                 "The document is empty", hint="paste some text or choose a non-empty file"
@@ -166,7 +172,7 @@ class TaskQueue:
         existing = self.conn.execute(
             "SELECT * FROM tasks WHERE checksum = ? ORDER BY created_at DESC LIMIT 1", (checksum,)
         ).fetchone()
-        if existing is not None:
+        if existing is not None and not revises:
             task = self._row(existing)
             if task["state"] == "failed":
                 return self.retry(task["id"]), True
@@ -177,8 +183,9 @@ class TaskQueue:
         clean_title = one_line(redact_name(title))[:200]
         with self.conn:
             self.conn.execute(
-                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin, actor)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at,"
+                " updated_at, origin, actor, revises)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
                 (
                     task_id,
                     clean_title,
@@ -190,6 +197,7 @@ class TaskQueue:
                     now,
                     origin,
                     json.dumps(actor.as_dict()) if actor is not None else None,
+                    revises.strip() or None,
                 ),
             )
         return self.get(task_id), True

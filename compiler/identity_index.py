@@ -1,0 +1,258 @@
+"""The wiki's sources as identity looks them up: a signature of each raw source in
+state.db (its title, the file name it came under, a sketch of its shingles), kept in
+step with raw/ (a source missing from it is read once, one gone from raw/ is dropped).
+
+Finding the candidates of a document costs a few indexed queries whatever the number of
+sources; only the few whose sketch shares hashes with the document's are read, for an
+exact similarity (see compiler/identity.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from compiler.identity import (
+    MAYBE_TEXT,
+    Ambiguous,
+    Document,
+    Known,
+    Match,
+    body_text,
+    find_revised,
+    jaccard,
+    name_of_origin,
+    normal_name,
+    shingle_hashes,
+    sketch,
+    source_id,
+    unknown_source,
+)
+from compiler.renames import renamed_from
+from compiler.sources import Source
+from kb_ai.errors import KbAiError
+from wiki import KnowledgeBase, apply_migrations, is_slug, list_raw, read_raw, source_articles
+
+MIGRATIONS = (
+    "CREATE TABLE source_identity (raw_path TEXT PRIMARY KEY, title TEXT NOT NULL,"
+    " title_key TEXT NOT NULL, name TEXT NOT NULL, shingles INTEGER NOT NULL)",
+    "CREATE INDEX source_identity_name ON source_identity(name, title_key)",
+    "CREATE TABLE source_sketch (hash INTEGER NOT NULL, raw_path TEXT NOT NULL)",
+    "CREATE INDEX source_sketch_hash ON source_sketch(hash)",
+    "CREATE INDEX source_sketch_raw ON source_sketch(raw_path)",
+)
+#: Candidates read for an exact similarity, at most (the sketch ranks them).
+MAX_CANDIDATES = 5
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """What came with a document besides its text: the file name it was sent under
+    (an upload's), and the source the sender said it revises."""
+
+    name: str = ""
+    revises: str = ""
+
+
+def check_source_id(kb: KnowledgeBase, said: str) -> str:
+    """The id of the source ``said`` names (raises UnknownSourceError when none)."""
+    ident = source_id(said)
+    if not is_slug(ident) or not kb.resolve(f"raw/{ident}.md", under="raw").is_file():
+        raise unknown_source(said)
+    return ident
+
+
+def title_key(title: str) -> str:
+    return " ".join(title.lower().split())
+
+
+class SourceIndex:
+    """:class:`compiler.identity.KnownSources` over state.db, for one run: what a run
+    adds is seen by the sources it reads after."""
+
+    def __init__(self, kb: KnowledgeBase, conn: sqlite3.Connection, known: dict[str, Any]):
+        self.kb = kb
+        self.conn = conn
+        apply_migrations(conn, "identity", MIGRATIONS)
+        # raw path -> the state row compiled into it last (an origin per way it came)
+        self.rows: dict[str, Any] = {}
+        self.origins: dict[str, str] = {}
+        for origin, row in known.items():
+            raw = row["raw_path"]
+            if not raw:
+                continue
+            self.origins[origin] = raw
+            if raw not in self.rows or (row["updated_at"] or "") > (
+                self.rows[raw]["updated_at"] or ""
+            ):
+                self.rows[raw] = row
+        self._shingles: dict[str, frozenset[int]] = {}
+        self._fresh: set[str] = set()  # raw paths of this run, perhaps not written yet
+        self._sync()
+
+    # -- KnownSources ----------------------------------------------------------------
+
+    def by_id(self, ident: str) -> Known | None:
+        raw = f"raw/{ident}.md"
+        if not is_slug(ident) or not self._on_disk(raw):
+            return None
+        return self._known(raw)
+
+    def by_origin(self, origins: Sequence[str]) -> Known | None:
+        for origin in origins:
+            raw = self.origins.get(origin)
+            if raw is not None and self._on_disk(raw):
+                return self._known(raw)
+        return None
+
+    def named(self, name: str, title: str) -> list[Known]:
+        rows = self.conn.execute(
+            "SELECT raw_path, title, name FROM source_identity WHERE name = ? AND title_key = ?"
+            " ORDER BY raw_path",
+            (normal_name(name), title_key(title)),
+        )
+        return [Known(r[0], r[1], r[2]) for r in rows if self._on_disk(r[0])]
+
+    def similar(self, shingles: frozenset[int]) -> list[tuple[Known, float]]:
+        mine = sketch(shingles)
+        if not mine:
+            return []
+        least = max(1, min(6, len(mine) // 8))
+        marks = ",".join("?" * len(mine))
+        rows = self.conn.execute(
+            f"SELECT raw_path, COUNT(*) AS n FROM source_sketch WHERE hash IN ({marks})"
+            " GROUP BY raw_path HAVING n >= ? ORDER BY n DESC, raw_path LIMIT ?",
+            (*mine, least, MAX_CANDIDATES),
+        ).fetchall()
+        scored = [
+            (self._known(r[0]), self.similarity(Known(r[0], ""), shingles))
+            for r in rows
+            if self._on_disk(r[0])
+        ]
+        return sorted(scored, key=lambda item: (-item[1], item[0].raw_path))
+
+    def similarity(self, known: Known, shingles: frozenset[int]) -> float:
+        theirs = self._shingles_of(known.raw_path)
+        return 0.0 if theirs is None else jaccard(shingles, theirs)
+
+    # -- a run's use -------------------------------------------------------------------
+
+    def identify(self, src: Source, arrival: Arrival | None = None) -> Match | Ambiguous | None:
+        """The source ``src`` revises (see compiler.identity.find_revised)."""
+        arrival = arrival or Arrival()
+        document = Document(
+            origin=src.origin,
+            title=src.title,
+            text=src.text,
+            name=arrival.name or name_of_origin(src.origin),
+            revises=arrival.revises,
+            renamed_from=tuple(self._renamed(src.origin)),
+        )
+        return find_revised(document, self)
+
+    def articles_of(self, raw_path: str) -> list[str]:
+        """The articles the source in ``raw_path`` fed when it was compiled last."""
+        row = self.rows.get(raw_path)
+        return source_articles(row) if row is not None else []
+
+    def remember(self, raw_path: str, src: Source, name: str = "") -> None:
+        """``src`` is the source in ``raw_path`` now: later documents are compared with it."""
+        shingles = shingle_hashes(body_text(src.text))
+        self._shingles[raw_path] = shingles
+        self._fresh.add(raw_path)
+        self.origins[src.origin] = raw_path
+        with self.conn:
+            self._store(raw_path, src.title, name or name_of_origin(src.origin), shingles)
+
+    # -- upkeep ----------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """The index in step with raw/: sources it lacks are read and added, those gone
+        from raw/ forgotten (a state.db from before, a source removed)."""
+        indexed = {r[0] for r in self.conn.execute("SELECT raw_path FROM source_identity")}
+        on_disk = set(list_raw(self.kb))
+        missing, gone = sorted(on_disk - indexed), sorted(indexed - on_disk)
+        if not missing and not gone:
+            return
+        with self.conn:
+            for raw in gone:
+                self._forget(raw)
+            for raw in missing:
+                try:
+                    stored = read_raw(self.kb, raw)
+                except (KbAiError, OSError, UnicodeDecodeError):
+                    continue  # a damaged raw copy is lint's to report, not a match
+                shingles = shingle_hashes(body_text(stored.text))
+                self._store(raw, stored.title, name_of_origin(stored.origin), shingles)
+
+    def _store(self, raw: str, title: str, name: str, shingles: frozenset[int]) -> None:
+        self._forget(raw)
+        self.conn.execute(
+            "INSERT INTO source_identity (raw_path, title, title_key, name, shingles)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (raw, title, title_key(title), normal_name(name), len(shingles)),
+        )
+        self.conn.executemany(
+            "INSERT INTO source_sketch (hash, raw_path) VALUES (?, ?)",
+            [(h, raw) for h in sketch(shingles)],
+        )
+
+    def _forget(self, raw: str) -> None:
+        self.conn.execute("DELETE FROM source_identity WHERE raw_path = ?", (raw,))
+        self.conn.execute("DELETE FROM source_sketch WHERE raw_path = ?", (raw,))
+
+    def _known(self, raw: str) -> Known:
+        row = self.conn.execute(
+            "SELECT title, name FROM source_identity WHERE raw_path = ?", (raw,)
+        ).fetchone()
+        return Known(raw, row[0], row[1]) if row else Known(raw, Path(raw).stem)
+
+    def _on_disk(self, raw: str) -> bool:
+        return raw in self._fresh or self.kb.resolve(raw, under="raw").is_file()
+
+    def _shingles_of(self, raw: str) -> frozenset[int] | None:
+        if raw not in self._shingles:
+            try:
+                self._shingles[raw] = shingle_hashes(body_text(read_raw(self.kb, raw).text))
+            except (KbAiError, OSError, UnicodeDecodeError):
+                return None
+        return self._shingles[raw]
+
+    def _renamed(self, origin: str) -> Iterable[str]:
+        """The paths git says the file ``origin`` had, when some source came from its
+        repository (no git process otherwise)."""
+        if not origin.startswith("/") or "#" in origin:
+            return ()
+        return renamed_from(Path(origin), self.origins)
+
+
+def pairs_alike(
+    kb: KnowledgeBase, conn: sqlite3.Connection, known: dict[str, Any]
+) -> list[tuple[Known, Known, float, str]]:
+    """Sources that look like revisions of each other: (a, b, similarity, why), for lint."""
+    index = SourceIndex(kb, conn, known)
+    seen: set[tuple[str, str]] = set()
+    out: list[tuple[Known, Known, float, str]] = []
+    for (raw,) in conn.execute("SELECT raw_path FROM source_identity ORDER BY raw_path"):
+        shingles = index._shingles_of(raw)
+        if shingles is None:
+            continue
+        me = index._known(raw)
+        found = [(k, s, "text alike") for k, s in index.similar(shingles) if k.raw_path != raw]
+        if me.name:
+            found += [
+                (k, index.similarity(k, shingles), "same file name and title")
+                for k in index.named(me.name, me.title)
+                if k.raw_path != raw
+            ]
+        for other, score, why in found:
+            key = tuple(sorted((raw, other.raw_path)))
+            if key in seen or (why == "text alike" and score < MAYBE_TEXT):
+                continue
+            seen.add(key)  # type: ignore[arg-type]
+            a, b = (me, other) if raw < other.raw_path else (other, me)
+            out.append((a, b, score, why))
+    return out
