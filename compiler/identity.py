@@ -12,7 +12,8 @@ document is known as a revision, strongest first:
 3. its file name and its title (first heading) are those of exactly one source, and
    its text is not unrelated to that source's;
 4. its text is nearly the same as exactly one source's: Jaccard similarity over word
-   shingles, exact, of the few sources a small sketch puts forward.
+   shingles, exact, of the few sources a small sketch puts forward (the next best must
+   be below the threshold, and well behind).
 
 Two sources that could match, or a similarity in between, make a new source, and the
 run names the source it may revise (:class:`Ambiguous`). Pure: every lookup goes
@@ -22,9 +23,9 @@ one in state.db).
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -42,12 +43,17 @@ SKETCH_SIZE = 64
 SAME_TEXT = 0.7
 #: Between this and SAME_TEXT: perhaps a revision; a new source the run names.
 MAYBE_TEXT = 0.3
+#: Near text matches the best source when the next is below SAME_TEXT by this much.
+LEAD = 0.15
 #: A file name and title match counts unless the texts are less alike than this.
 NAME_FLOOR = 0.2
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _KB_ID = re.compile(r"^kb-id[ \t]*:[ \t]*['\"]?([^'\"\n#]*?)['\"]?[ \t]*(?:#.*)?$", re.M)
 _WORD = re.compile(r"[^\W_]+")
+# Odd 64-bit multipliers: a shingle's hash depends on its words and their order.
+_MIX_A, _MIX_B, _MIX_C = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+_MASK, _HALF, _SIGN = (1 << 64) - 1, 1 << 63, 1 << 64
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,7 @@ def find_revised(document: Document, known: KnownSources) -> Match | Ambiguous |
             return Match(named[0], "file name and title", score)
     similar = known.similar(shingles)
     close = [(k, s) for k, s in similar if s >= MAYBE_TEXT]
-    if close and close[0][1] >= SAME_TEXT and (len(close) == 1 or close[1][1] < MAYBE_TEXT):
+    if close and close[0][1] >= SAME_TEXT and (len(close) == 1 or _clear_lead(close)):
         return Match(close[0][0], "text", close[0][1])
     if len(named) > 1:
         scored = sorted(((k, known.similarity(k, shingles)) for k in named), key=_best_first)
@@ -228,18 +234,20 @@ def _split_cjk(word: str) -> Iterable[str]:
 
 def shingle_hashes(text: str) -> frozenset[int]:
     """The hashes of ``text``'s shingles (SHINGLE_WORDS words each; a shorter text is
-    one shingle), as signed 64-bit integers (what SQLite stores)."""
+    one shingle), as signed 64-bit integers (what SQLite stores). Each word is hashed
+    once (CRC-32, stable across processes), a shingle's hash mixed from its words'."""
     ws = words(text)
     if not ws:
         return frozenset()
-    n = SHINGLE_WORDS
-    grams = (" ".join(ws[i : i + n]) for i in range(max(1, len(ws) - n + 1)))
-    return frozenset(_hash(g) for g in grams)
-
-
-def _hash(shingle: str) -> int:
-    digest = hashlib.blake2b(shingle.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    cache: dict[str, int] = {}
+    hs = [cache.get(w) or cache.setdefault(w, zlib.crc32(w.encode("utf-8")) + 1) for w in ws]
+    while len(hs) < SHINGLE_WORDS:
+        hs.append(0)
+    out = set()
+    for a, b, c in zip(hs, hs[1:], hs[2:], strict=False):
+        h = (a * _MIX_A + b * _MIX_B + c * _MIX_C) & _MASK
+        out.add(h - _SIGN if h >= _HALF else h)
+    return frozenset(out)
 
 
 def sketch(shingles: frozenset[int]) -> list[int]:
@@ -254,6 +262,13 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
         return 1.0
     shared = len(a & b)
     return shared / (len(a) + len(b) - shared)
+
+
+def _clear_lead(close: list[tuple[Known, float]]) -> bool:
+    """Whether the best source is clearly the one: the next could not match, and is
+    well behind (a document like two others is named, not merged)."""
+    best, second = close[0][1], close[1][1]
+    return second < SAME_TEXT and best - second >= LEAD
 
 
 def _best_first(item: tuple[Known, float]) -> tuple[float, str]:

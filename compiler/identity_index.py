@@ -120,7 +120,9 @@ class SourceIndex:
         mine = sketch(shingles)
         if not mine:
             return []
-        least = max(1, min(6, len(mine) // 8))
+        # Two texts at MAYBE_TEXT share about 2J/(1+J) of their sketches (a short text's
+        # sketch is all of it, and shares at least J): fewer shared is no candidate.
+        least = max(1, int(len(mine) * MAYBE_TEXT / 2))
         marks = ",".join("?" * len(mine))
         rows = self.conn.execute(
             f"SELECT raw_path, COUNT(*) AS n FROM source_sketch WHERE hash IN ({marks})"
@@ -186,6 +188,7 @@ class SourceIndex:
                 except (KbAiError, OSError, UnicodeDecodeError):
                     continue  # a damaged raw copy is lint's to report, not a match
                 shingles = shingle_hashes(body_text(stored.text))
+                self._shingles[raw] = shingles
                 self._store(raw, stored.title, name_of_origin(stored.origin), shingles)
 
     def _store(self, raw: str, title: str, name: str, shingles: frozenset[int]) -> None:
@@ -211,14 +214,20 @@ class SourceIndex:
         return Known(raw, row[0], row[1]) if row else Known(raw, Path(raw).stem)
 
     def _on_disk(self, raw: str) -> bool:
-        return raw in self._fresh or self.kb.resolve(raw, under="raw").is_file()
+        return raw in self._fresh or self._file(raw).is_file()
+
+    def _file(self, raw: str) -> Path:
+        """raw/<slug>.md on disk (``raw`` is a raw path the index or state.db holds)."""
+        slug = raw.removeprefix("raw/").removesuffix(".md")
+        return self.kb.raw_dir / f"{slug if is_slug(slug) else '.invalid'}.md"
 
     def _shingles_of(self, raw: str) -> frozenset[int] | None:
         if raw not in self._shingles:
-            try:
-                self._shingles[raw] = shingle_hashes(body_text(read_raw(self.kb, raw).text))
-            except (KbAiError, OSError, UnicodeDecodeError):
+            try:  # the raw copy without its provenance: the document's text as it came
+                text = body_text(self._file(raw).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
                 return None
+            self._shingles[raw] = shingle_hashes(body_text(text))
         return self._shingles[raw]
 
     def _renamed(self, origin: str) -> Iterable[str]:

@@ -163,3 +163,11 @@ def test_a_pdf_titled_untitled_is_named_from_its_file_name(kb, fake_model, tmp_p
     assert done.exit_code == 0, done.output
     assert list_raw(kb) == ["raw/movie-theater-booking-2024.md"]
     assert read_raw(kb, "raw/movie-theater-booking-2024.md").title == "Movie theater booking 2024"
+
+
+def test_near_text_with_a_second_source_well_behind_matches_the_first():
+    rollback = DEPLOY.split("Rolling back:")[1]
+    known = Sources(deploy=("a.md", "A", DEPLOY), rollback=("r.md", "R", "Rolling back:" + rollback))
+    found = find_revised(doc(DEPLOY.replace("15 min", "25 min"), name="b.md", title="B"), known)
+    assert isinstance(found, Match) and found.source.id == "deploy"
+    assert MAYBE_TEXT <= known.similarity(known.known["rollback"], shingle_hashes(DEPLOY))
