@@ -101,6 +101,8 @@ class CompileResult:
     review: str | None = None  # the branch the run waits on for approval (review mode)
     revisions: list[Revision] = field(default_factory=list)  # documents known as revisions
     maybe_revisions: list[MaybeRevision] = field(default_factory=list)  # new, perhaps not
+    # raw copies a revision said to be of another source replaced: (old, the one now)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -120,4 +122,5 @@ class CompileResult:
             "review": self.review,
             "revisions": [r.as_dict() for r in self.revisions],
             "maybe_revisions": [m.as_dict() for m in self.maybe_revisions],
+            "superseded": [{"raw_path": old, "by": new} for old, new in self.superseded],
         }

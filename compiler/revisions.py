@@ -3,7 +3,7 @@ raw/ slug here, the slug of the source it revises when compiler/identity.py find
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,9 @@ from compiler.result import CompileResult, MaybeRevision, Revision
 from compiler.sources import Source
 from compiler.work import Work, allocate_work
 from kb_ai.errors import UsageError
+from kb_ai.llm import LLM
+from kb_ai.settings import Settings
+from wiki import KnowledgeBase
 
 
 def allocate_source(
@@ -44,6 +47,13 @@ def allocate_source(
     if isinstance(found, Match):
         revises = (found.source.raw_path, index.articles_of(found.source.raw_path))
     w = allocate_work(src, known, taken, revises)
+    old = row["raw_path"] if row is not None else None
+    if (
+        old
+        and old != w.raw_path
+        and not any(r["raw_path"] == old for o, r in known.items() if o != src.origin)
+    ):  # said to revise another source: its own copy from before goes after the run
+        result.superseded.append((old, w.raw_path))
     in_run.add(w.raw_path)
     index.remember(w.raw_path, src, arrival.name if arrival else "")
     if isinstance(found, Match):
@@ -104,3 +114,26 @@ def keep_articles(w: Work, targets: list[Target], by_path: dict[str, Any]) -> li
         return targets
     kept = Target(old, entry.title, entry.type, exists=True)
     return [kept if t is new[0] else t for t in targets]
+
+
+async def retire_superseded(
+    kb: KnowledgeBase,
+    settings: Settings,
+    result: CompileResult,
+    llm_factory: Callable[..., LLM],
+    started_by: str,
+) -> None:
+    """Remove the raw copies the run's revisions replaced (a document first compiled as
+    a new source, then said to revise another): their articles lose them, in a commit
+    of its own after the run's."""
+    from compiler.removal import Removed, remove_sources
+
+    if not result.superseded or not result.commit or settings.review:
+        return
+    # (the origin is a label: the file compiled into it now feeds the source it revises)
+    gone = [Removed(f"its document, now {new}", old) for old, new in result.superseded]
+    removal = await remove_sources(
+        kb, settings, gone, reason="a revision of another source replaced it",
+        llm_factory=llm_factory, started_by=started_by,
+    )  # fmt: skip
+    result.commit = removal.commit or result.commit

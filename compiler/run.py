@@ -38,7 +38,13 @@ from compiler.record import (
 from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review
-from compiler.revisions import allocate_source, keep_articles, pending_told, said_revises
+from compiler.revisions import (
+    allocate_source,
+    keep_articles,
+    pending_told,
+    retire_superseded,
+    said_revises,
+)
 from compiler.runs import RunTracker
 from compiler.source_article import name_source, own_source, source_article, source_targets
 from compiler.sources import Source
@@ -190,6 +196,7 @@ class Compiler:
                 await self._close_llm()
             if self._llm is not None:
                 result.usage = self._llm.usage
+        await retire_superseded(self.kb, self.settings, result, self.llm_factory, self.started_by)
         result.interrupted = self.interrupted
         result.duration_s = time.monotonic() - started
         if tracker.run_id is not None:

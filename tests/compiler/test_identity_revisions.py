@@ -173,3 +173,20 @@ def test_one_name_and_title_with_unrelated_text_is_not_a_revision(kb, fake_model
     assert not summary["revisions"] and len(list_raw(kb)) == 2
     (maybe,) = summary["maybe_revisions"]
     assert "file name and title, but other text" in maybe["reason"]
+
+
+def test_saying_so_afterwards_folds_the_new_source_into_the_one_it_revises(
+    kb, fake_model, tmp_path
+):
+    compile_cli(kb, write(tmp_path / "a" / "deploy-howto.md", DEPLOY))
+    notes = write(
+        tmp_path / "b" / "deploy-notes.md", "# Deploy notes\n\nWatch errors 55 minutes.\n"
+    )
+    compile_cli(kb, notes)
+    assert len(list_raw(kb)) == 2  # a new source, as nothing said otherwise
+    summary = compile_json(kb, "--revises", "how-to-deploy-the-invoice-service", notes)
+    assert summary["superseded"] == [{"raw_path": "raw/deploy-notes.md", "by": RAW}]
+    assert list_raw(kb) == [RAW]  # its own copy from before went, in a commit of its own
+    bodies = " ".join(read_article(kb, p).body for p in list_articles(kb))
+    assert "55 minutes" in bodies and "15 minutes" not in bodies
+    assert all(read_article(kb, p).sources == [RAW] for p in list_articles(kb))
