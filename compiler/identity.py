@@ -10,7 +10,8 @@ document is known as a revision, strongest first:
    ``raw/<id>.md``). An id that names no source is an error, never a guess;
 2. git says the file was moved or renamed from a file compiled before;
 3. its file name and its title (first heading) are those of exactly one source, and
-   its text is not unrelated to that source's;
+   its text is not unrelated to that source's; or its file name is one source's alone
+   and its text is more like that source's than any other (in between, at least);
 4. its text is nearly the same as exactly one source's: Jaccard similarity over word
    shingles, exact, of the few sources a small sketch puts forward (the next best must
    be below the threshold, and well behind).
@@ -110,7 +111,7 @@ class KnownSources(Protocol):
 
     def by_origin(self, origins: Sequence[str]) -> Known | None: ...
 
-    def named(self, name: str, title: str) -> list[Known]: ...
+    def named(self, name: str) -> list[Known]: ...
 
     def similar(self, shingles: frozenset[int]) -> list[tuple[Known, float]]: ...
 
@@ -135,7 +136,8 @@ def find_revised(document: Document, known: KnownSources) -> Match | Ambiguous |
         if found is not None:
             return Match(found, "git rename")
     shingles = shingle_hashes(body_text(document.text))
-    named = known.named(document_name(document), document.title) if document.name else []
+    same_name = known.named(document_name(document)) if document.name else []
+    named = [k for k in same_name if title_key(k.title) == title_key(document.title)]
     if len(named) == 1:
         score = known.similarity(named[0], shingles)
         if score >= NAME_FLOOR:
@@ -144,6 +146,9 @@ def find_revised(document: Document, known: KnownSources) -> Match | Ambiguous |
     close = [(k, s) for k, s in similar if s >= MAYBE_TEXT]
     if close and close[0][1] >= SAME_TEXT and (len(close) == 1 or _clear_lead(close)):
         return Match(close[0][0], "text", close[0][1])
+    alone = len(same_name) == 1 and close and close[0][0] == same_name[0]
+    if alone and (len(close) == 1 or _clear_lead(close, floor=MAYBE_TEXT)):
+        return Match(same_name[0], "file name and text", close[0][1])
     if len(named) > 1:
         scored = sorted(((k, known.similarity(k, shingles)) for k in named), key=_best_first)
         return Ambiguous(scored, "more than one source has this file name and title")
@@ -264,11 +269,16 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
     return shared / (len(a) + len(b) - shared)
 
 
-def _clear_lead(close: list[tuple[Known, float]]) -> bool:
-    """Whether the best source is clearly the one: the next could not match, and is
+def _clear_lead(close: list[tuple[Known, float]], floor: float = SAME_TEXT) -> bool:
+    """Whether the best source is clearly the one: the next is below ``floor``, and
     well behind (a document like two others is named, not merged)."""
     best, second = close[0][1], close[1][1]
-    return second < SAME_TEXT and best - second >= LEAD
+    return second < floor and best - second >= LEAD
+
+
+def title_key(title: str) -> str:
+    """A title as identity compares it: case and spacing aside."""
+    return " ".join(title.lower().split())
 
 
 def _best_first(item: tuple[Known, float]) -> tuple[float, str]:

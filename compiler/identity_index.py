@@ -29,6 +29,7 @@ from compiler.identity import (
     shingle_hashes,
     sketch,
     source_id,
+    title_key,
     unknown_source,
 )
 from compiler.renames import renamed_from
@@ -63,10 +64,6 @@ def check_source_id(kb: KnowledgeBase, said: str) -> str:
     if not is_slug(ident) or not kb.resolve(f"raw/{ident}.md", under="raw").is_file():
         raise unknown_source(said)
     return ident
-
-
-def title_key(title: str) -> str:
-    return " ".join(title.lower().split())
 
 
 class SourceIndex:
@@ -108,11 +105,10 @@ class SourceIndex:
                 return self._known(raw)
         return None
 
-    def named(self, name: str, title: str) -> list[Known]:
+    def named(self, name: str) -> list[Known]:
         rows = self.conn.execute(
-            "SELECT raw_path, title, name FROM source_identity WHERE name = ? AND title_key = ?"
-            " ORDER BY raw_path",
-            (normal_name(name), title_key(title)),
+            "SELECT raw_path, title, name FROM source_identity WHERE name = ? ORDER BY raw_path",
+            (normal_name(name),),
         )
         return [Known(r[0], r[1], r[2]) for r in rows if self._on_disk(r[0])]
 
@@ -254,8 +250,8 @@ def pairs_alike(
         if me.name:
             found += [
                 (k, index.similarity(k, shingles), "same file name and title")
-                for k in index.named(me.name, me.title)
-                if k.raw_path != raw
+                for k in index.named(me.name)
+                if k.raw_path != raw and title_key(k.title) == title_key(me.title)
             ]
         for other, score, why in found:
             key = tuple(sorted((raw, other.raw_path)))

@@ -16,7 +16,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from itertools import combinations
 
-from compiler.identity_index import pairs_alike, title_key
+from compiler.identity import title_key
+from compiler.identity_index import pairs_alike
 from compiler.record import INDEX_FINGERPRINT
 from kb_ai.errors import KbAiError, UsageError
 from wiki import (

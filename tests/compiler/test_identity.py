@@ -49,8 +49,8 @@ class Sources:
     def by_origin(self, origins):
         return next((self.known[self.origins[o]] for o in origins if o in self.origins), None)
 
-    def named(self, name, title):
-        return [k for k in self.known.values() if (k.name, k.title) == (name, title)]
+    def named(self, name):
+        return [k for k in self.known.values() if k.name == name]
 
     def similar(self, shingles):
         scored = [(k, self.similarity(k, shingles)) for k in self.known.values()]
@@ -167,7 +167,23 @@ def test_a_pdf_titled_untitled_is_named_from_its_file_name(kb, fake_model, tmp_p
 
 def test_near_text_with_a_second_source_well_behind_matches_the_first():
     rollback = DEPLOY.split("Rolling back:")[1]
-    known = Sources(deploy=("a.md", "A", DEPLOY), rollback=("r.md", "R", "Rolling back:" + rollback))
+    known = Sources(
+        deploy=("a.md", "A", DEPLOY), rollback=("r.md", "R", "Rolling back:" + rollback)
+    )
     found = find_revised(doc(DEPLOY.replace("15 min", "25 min"), name="b.md", title="B"), known)
     assert isinstance(found, Match) and found.source.id == "deploy"
-    assert MAYBE_TEXT <= known.similarity(known.known["rollback"], shingle_hashes(DEPLOY))
+    assert known.similarity(known.known["rollback"], shingle_hashes(DEPLOY)) >= MAYBE_TEXT
+
+
+def test_one_file_name_and_text_in_between_is_a_revision_of_that_source():
+    known = Sources(
+        deploy=("deploy-howto.md", "How to deploy", DEPLOY),
+        other=("other.md", "Other", "# Other\n\nThe queue runs RabbitMQ with 4 workers.\n"),
+    )
+    half = "# Shipping it\n\n" + DEPLOY.split("Rolling back:")[0] + "Roll forward, always.\n"
+    score = jaccard(shingle_hashes(half), shingle_hashes(DEPLOY))
+    assert MAYBE_TEXT <= score < SAME_TEXT
+    found = find_revised(doc(half, title="Shipping it"), known)
+    assert isinstance(found, Match) and found.way == "file name and text"
+    elsewhere = find_revised(doc(half, name="shipping.md", title="Shipping it"), known)
+    assert isinstance(elsewhere, Ambiguous)  # the same text under another name: named
