@@ -217,8 +217,11 @@ def name_of_origin(origin: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words of ``text``, lower-cased; each CJK character counts as a word."""
+    found = _WORD.findall(text.lower())
+    if CJK_RUN.search(text) is None:
+        return found
     out: list[str] = []
-    for word in _WORD.findall(text.lower()):
+    for word in found:
         if CJK_RUN.search(word):
             out.extend(_split_cjk(word))
         else:
