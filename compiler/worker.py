@@ -64,6 +64,21 @@ def arrivals_of(tasks: list[dict[str, Any]], by_origin: dict[str, list[str]]) ->
     return out
 
 
+def identity_notes(result: Any, origins: list[str]) -> list[str]:
+    """What the run found of these sources' identity, in words for Status."""
+    mine = set(origins)
+    notes = [f"revised {r.raw_path} ({r.way})" for r in result.revisions if r.origin in mine]
+    for m in result.maybe_revisions:
+        if m.origin in mine:
+            raw, score = m.candidates[0]
+            ident = raw.removeprefix("raw/").removesuffix(".md")
+            notes.append(
+                f"compiled as a new source, {m.raw_path}; it may revise {raw} (similarity "
+                f"{score:.2f}): if it does, submit it again with This revises: {ident}"
+            )
+    return notes
+
+
 class Worker:
     """Compiles queued tasks until stopped. One per server; batches make runs efficient."""
 
@@ -285,6 +300,8 @@ class Worker:
                     if task_id in archives
                 ]
                 outcome = {**summary, "failed": members} if members else summary
+                if notes := identity_notes(result, mine):
+                    outcome = {**outcome, "identity": notes}
                 if len(bad) < len(mine):  # something of it compiled: done, saying what did not
                     queue.finish(task_id, result=outcome)
                     continue

@@ -100,3 +100,22 @@ def test_an_upload_field_naming_no_source_is_refused_before_anything_is_queued(
         )
         assert api.status_code == 400 and "names no source" in api.json()["error"]
         assert client.get("/api/tasks").json()["tasks"] == []
+
+
+def test_status_says_which_source_an_upload_may_revise(kb, fake_model, tmp_path):
+    compile_folder(kb, tmp_path / "notes", DEPLOY)
+    half = DEPLOY.split("Rolling back:")[0] + (
+        "Rolling forward is the rule here: a fix goes out as a new release through the same "
+        "workflow, reviewed like any other change, and the on-call engineer writes a short "
+        "note in the incident channel saying which release fixed what and why.\n"
+    )
+    with web_client(kb) as client:
+        sent = upload(client, "deploy-notes.md", half)
+        assert sent.status_code == 303, sent.text
+        task = wait_for(client, client.get("/api/tasks").json()["tasks"][0]["id"])
+        assert task["state"] == "done", task["error"]
+        (note,) = task["result"]["identity"]
+        assert f"it may revise {RAW}" in note
+        assert "This revises: how-to-deploy-the-invoice-service" in note
+        assert "it may revise" in client.get("/status").text
+    assert len(list_raw(kb)) == 2
