@@ -88,7 +88,7 @@ class SourceIndex:
                 self.rows[raw] = row
         self._shingles: dict[str, frozenset[int]] = {}
         self._fresh: set[str] = set()  # raw paths of this run, perhaps not written yet
-        self._sync()
+        self._synced = False  # with raw/: at the first question (a run of known files asks none)
 
     # -- KnownSources ----------------------------------------------------------------
 
@@ -141,6 +141,7 @@ class SourceIndex:
     def identify(self, src: Source, arrival: Arrival | None = None) -> Match | Ambiguous | None:
         """The source ``src`` revises (see compiler.identity.find_revised)."""
         arrival = arrival or Arrival()
+        self.sync()
         document = Document(
             origin=src.origin,
             title=src.title,
@@ -167,12 +168,15 @@ class SourceIndex:
 
     # -- upkeep ----------------------------------------------------------------------
 
-    def _sync(self) -> None:
+    def sync(self) -> None:
         """The index in step with raw/: sources it lacks are read and added, those gone
-        from raw/ forgotten (a state.db from before, a source removed)."""
+        from raw/ forgotten (a state.db from before, a source removed). Once per run."""
+        if self._synced:
+            return
+        self._synced = True
         indexed = {r[0] for r in self.conn.execute("SELECT raw_path FROM source_identity")}
         on_disk = set(list_raw(self.kb))
-        missing, gone = sorted(on_disk - indexed), sorted(indexed - on_disk)
+        missing, gone = sorted(on_disk - indexed), sorted(indexed - on_disk - self._fresh)
         if not missing and not gone:
             return
         with self.conn:
@@ -239,6 +243,7 @@ def pairs_alike(
 ) -> list[tuple[Known, Known, float, str]]:
     """Sources that look like revisions of each other: (a, b, similarity, why), for lint."""
     index = SourceIndex(kb, conn, known)
+    index.sync()
     seen: set[tuple[str, str]] = set()
     out: list[tuple[Known, Known, float, str]] = []
     for (raw,) in conn.execute("SELECT raw_path FROM source_identity ORDER BY raw_path"):

@@ -39,7 +39,7 @@ from bench._common import REPO, load_average, machine
 from bench.identity.threshold import DATA, WAYS, revise
 from compiler import Compiler
 from compiler.identity_index import Arrival, SourceIndex
-from compiler.sources import source_from_text
+from compiler.sources import guess_title, source_from_text
 from kb_ai.settings import load_settings
 from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.kb_responder import respond
@@ -100,7 +100,9 @@ async def revisions_end_to_end(root: Path) -> dict:
             folder_items.append(folder / new_name)
         else:
             origin = f"submitted:{i:016d}"
-            src = source_from_text(origin, "", new_text, chunk_chars=settings.chunk_chars,
+            # titled as the Submit page titles an upload: its heading, else its file name
+            title = guess_title(new_text, Path(new_name).stem)
+            src = source_from_text(origin, title, new_text, chunk_chars=settings.chunk_chars,
                                    max_bytes=settings.max_source_bytes)  # fmt: skip
             uploads.append((src, Arrival(name=new_name)))
     started = time.monotonic()
@@ -150,12 +152,13 @@ def ten_thousand(root: Path, n: int = 10_000) -> dict:
         write_raw(kb, RawSource(slug, slug, f"/notes/{slug}.md", "note", "x", "2026-01-01", text))
     with closing(open_state(kb)) as conn:
         t0 = time.perf_counter()
-        SourceIndex(kb, conn, {})
+        SourceIndex(kb, conn, {}).sync()
         build = time.perf_counter() - t0
         opens = []
         for _ in range(5):
             t0 = time.perf_counter()
             index = SourceIndex(kb, conn, {})
+            index.sync()  # raw/ listed: nothing to add
             opens.append(time.perf_counter() - t0)
         times, outcomes = [], Counter()
         for j in range(200):
