@@ -44,6 +44,10 @@ MIGRATIONS = (
     "CREATE TABLE source_sketch (hash INTEGER NOT NULL, raw_path TEXT NOT NULL)",
     "CREATE INDEX source_sketch_hash ON source_sketch(hash)",
     "CREATE INDEX source_sketch_raw ON source_sketch(raw_path)",
+    # sources that look like revisions of each other, found as each is stored (for lint)
+    "CREATE TABLE source_alike (a TEXT NOT NULL, b TEXT NOT NULL, similarity REAL NOT NULL,"
+    " why TEXT NOT NULL, PRIMARY KEY (a, b))",
+    "CREATE INDEX source_alike_b ON source_alike(b)",
 )
 #: Candidates read for an exact similarity, at most (the sketch ranks them).
 MAX_CANDIDATES = 5
@@ -202,10 +206,42 @@ class SourceIndex:
             "INSERT INTO source_sketch (hash, raw_path) VALUES (?, ?)",
             [(h, raw) for h in sketch(shingles)],
         )
+        self._note_alike(raw, title, normal_name(name), shingles)
+
+    def _note_alike(self, raw: str, title: str, name: str, shingles: frozenset[int]) -> None:
+        """The sources ``raw`` looks like a revision of (text in between or closer, or
+        the same file name and title), kept for lint to list without reading raw/."""
+        found = {k.raw_path: (s, "text alike") for k, s in self.similar(shingles)}
+        if name:
+            for k in self.named(name):
+                if title_key(k.title) == title_key(title):
+                    score = found.get(k.raw_path, (self.similarity(k, shingles), ""))[0]
+                    found[k.raw_path] = (score, "same file name and title")
+        rows = [
+            (*sorted((raw, other)), score, why)
+            for other, (score, why) in found.items()
+            if other != raw and (score >= MAYBE_TEXT or why != "text alike")
+        ]
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO source_alike (a, b, similarity, why) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+
+    def alike(self) -> list[tuple[Known, Known, float, str]]:
+        """Every pair noted alike whose two raw copies are still there, in path order."""
+        rows = self.conn.execute(
+            "SELECT a, b, similarity, why FROM source_alike ORDER BY a, b"
+        ).fetchall()
+        return [
+            (self._known(a), self._known(b), score, why)
+            for a, b, score, why in rows
+            if self._on_disk(a) and self._on_disk(b)
+        ]
 
     def _forget(self, raw: str) -> None:
         self.conn.execute("DELETE FROM source_identity WHERE raw_path = ?", (raw,))
         self.conn.execute("DELETE FROM source_sketch WHERE raw_path = ?", (raw,))
+        self.conn.execute("DELETE FROM source_alike WHERE a = ? OR b = ?", (raw, raw))
 
     def _known(self, raw: str) -> Known:
         row = self.conn.execute(
@@ -241,28 +277,8 @@ class SourceIndex:
 def pairs_alike(
     kb: KnowledgeBase, conn: sqlite3.Connection, known: dict[str, Any]
 ) -> list[tuple[Known, Known, float, str]]:
-    """Sources that look like revisions of each other: (a, b, similarity, why), for lint."""
+    """Sources that look like revisions of each other: (a, b, similarity, why), for lint
+    (found as each source was stored; raw/ is read only for sources the index lacks)."""
     index = SourceIndex(kb, conn, known)
     index.sync()
-    seen: set[tuple[str, str]] = set()
-    out: list[tuple[Known, Known, float, str]] = []
-    for (raw,) in conn.execute("SELECT raw_path FROM source_identity ORDER BY raw_path"):
-        shingles = index._shingles_of(raw)
-        if shingles is None:
-            continue
-        me = index._known(raw)
-        found = [(k, s, "text alike") for k, s in index.similar(shingles) if k.raw_path != raw]
-        if me.name:
-            found += [
-                (k, index.similarity(k, shingles), "same file name and title")
-                for k in index.named(me.name)
-                if k.raw_path != raw and title_key(k.title) == title_key(me.title)
-            ]
-        for other, score, why in found:
-            key = tuple(sorted((raw, other.raw_path)))
-            if key in seen or (why == "text alike" and score < MAYBE_TEXT):
-                continue
-            seen.add(key)  # type: ignore[arg-type]
-            a, b = (me, other) if raw < other.raw_path else (other, me)
-            out.append((a, b, score, why))
-    return out
+    return index.alike()
