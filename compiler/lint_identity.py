@@ -37,8 +37,9 @@ from wiki import (
     write_indexes,
 )
 from wiki.indexing import remove_from_tables
-from wiki.lint import WARNING, Finding
+from wiki.lint import WARNING, Finding, LintReport
 from wiki.lock import KbLock
+from wiki.repair import lint_and_fix
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _DATED = re.compile(r"\b(?:as of|since|until|previously|formerly|no longer)\b", re.I)
@@ -53,6 +54,21 @@ class Merge:
     gone: tuple[str, ...]
     raw_gone: tuple[str, ...]
     raw_kept: str
+
+
+def lint_all(kb: KnowledgeBase, *, fix: bool = False) -> LintReport:
+    """`kb-ai lint` (and the Health page): wiki/'s checks and these; with ``fix``, the
+    duplicates of one source merged first (their own commit), then the mechanical fixes."""
+    merges, merged = merge_revisions(kb) if fix else ([], None)
+    report = lint_and_fix(kb, fix=fix)
+    report.findings += identity_findings(kb)
+    report.fixed += [
+        Finding("duplicate-title", WARNING, path, f"merged into {m.kept}: revisions of one source")
+        for m in merges
+        for path in m.gone
+    ]
+    report.commit = report.commit or merged
+    return report
 
 
 def identity_findings(kb: KnowledgeBase) -> list[Finding]:

@@ -4,10 +4,10 @@ committed by the actor), and on request the model's."""
 from __future__ import annotations
 
 from compiler.lint_deep import deep_lint
-from compiler.lint_identity import identity_findings, merge_revisions
+from compiler.lint_identity import lint_all
 from kb_ai.service.opened import OpenKb
-from wiki.lint import WARNING, Finding
-from wiki.repair import LintReport, lint_and_fix
+from wiki.lint import Finding
+from wiki.repair import LintReport
 
 
 def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
@@ -15,17 +15,7 @@ def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
     commit it (blocking: files, SQLite, git)."""
     if fix:
         okb.note("lint --fix")
-    # one document that became several: merged first (a commit of its own), then listed
-    merges, merged = merge_revisions(okb.kb) if fix else ([], None)
-    report = lint_and_fix(okb.kb, fix=fix)
-    report.findings += identity_findings(okb.kb)
-    report.fixed += [
-        Finding("duplicate-title", WARNING, path, f"merged into {m.kept}: revisions of one source")
-        for m in merges
-        for path in m.gone
-    ]
-    report.commit = report.commit or merged
-    return report
+    return lint_all(okb.kb, fix=fix)  # with what lint finds of one document made several
 
 
 async def deep_findings(okb: OpenKb, *, budget: int = 20) -> list[Finding]:

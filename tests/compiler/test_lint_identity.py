@@ -83,3 +83,11 @@ def test_lint_fix_merges_them_into_the_newest_in_one_commit(three_copies):
     again = run(kb, "compile", "--json", *(kb.root.parent / f for f in ("a", "b", "c")))
     summary = json.loads(again.output.strip().splitlines()[-1])
     assert not summary["created"] and len(list_articles(kb)) == 1
+
+
+def test_the_health_page_lists_them_too(three_copies, settings):
+    from tests.web.conftest import Model, make_client
+
+    with make_client(settings, Model(), start_worker=False) as client:
+        page = client.get("/health").text
+    assert 'data-check="duplicate-title"' in page and 'data-check="revision-alike"' in page
