@@ -41,7 +41,11 @@ def corpora() -> dict[str, list[str]]:
     }
 
 
-def sentences(text: str) -> list[str]:
+def sentences(text: str, *, headings: bool = True) -> list[str]:
+    """The sentences of ``text``; without ``headings`` its heading lines left out (a
+    revision borrows another document's prose, not its title)."""
+    if not headings:
+        text = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
     return [s for s in re.split(r"(?<=[.!?。！？])\s*", text) if s.strip()]
 
 
@@ -56,7 +60,7 @@ def revise(text: str, how: str, other: str, rng: random.Random) -> str:
         return text[: m.start()] + "changed" + text[m.end() :]
     paras = [p for p in text.split("\n\n") if p.strip()]
     if how == "a paragraph added":
-        add = " ".join(sentences(other)[:3])
+        add = " ".join(sentences(other, headings=False)[:3])
         paras.insert(rng.randrange(len(paras) + 1), add)
         return "\n\n".join(paras)
     if how == "a paragraph cut":
@@ -66,7 +70,8 @@ def revise(text: str, how: str, other: str, rng: random.Random) -> str:
         ss = sentences(text)
         return "".join(ss[: max(1, len(ss) - max(1, len(ss) // 6))])
     share = 0.1 if how == "10% of sentences replaced" else 0.25
-    ss, others = sentences(text), sentences(other) or ["Something else entirely."]
+    ss = sentences(text)
+    others = sentences(other, headings=False) or ["Something else entirely."]
     k = max(1, round(len(ss) * share))
     for i in rng.sample(range(len(ss)), min(k, len(ss))):
         ss[i] = rng.choice(others)
