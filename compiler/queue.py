@@ -43,6 +43,8 @@ MIGRATIONS = (
     "ALTER TABLE tasks ADD COLUMN origin TEXT",
     # who submitted it (wiki/actors.py, as JSON): the author of the commit compiling it
     "ALTER TABLE tasks ADD COLUMN actor TEXT",
+    # the id of the source a person said the document revises (compiler/identity.py)
+    "ALTER TABLE tasks ADD COLUMN revises TEXT",
 )
 STATES = ("queued", "running", "done", "failed")
 COLUMNS = (
@@ -63,6 +65,7 @@ COLUMNS = (
     "updated_at",
     "origin",
     "actor",
+    "revises",
 )
 
 
@@ -174,8 +177,8 @@ class TaskQueue:
         now = _stamp(_now())
         self.conn.execute(
             "INSERT INTO tasks (id, title, filename, kind, checksum, size, state,"
-            " created_at, updated_at, origin, actor)"
-            " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+            " created_at, updated_at, origin, actor, revises)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
             (
                 task_id,
                 str(meta.get("title") or f"recovered upload {task_id}"),
@@ -187,6 +190,7 @@ class TaskQueue:
                 now,
                 meta.get("origin"),
                 meta.get("actor"),
+                meta.get("revises"),
             ),
         )
 
@@ -199,6 +203,7 @@ class TaskQueue:
         kind: str = "note",
         origin: str | None = None,
         actor: Actor | None = None,
+        revises: str = "",
     ) -> tuple[dict[str, Any], bool]:
         """Queue a document. Returns (task, created); created is False for a duplicate of a
         task that is queued, running or done (a failed one is queued again).
@@ -206,7 +211,9 @@ class TaskQueue:
         ``origin`` names a document that changes over time (an agent session captured at
         every turn): a newer version replaces a still-queued older one, and compiles as a
         revision of the same source. ``actor``: who submitted it, the author of the
-        commit that compiles it (see :func:`task_actor`)."""
+        commit that compiles it (see :func:`task_actor`). ``revises``: the id of the
+        source a person said it revises; such a document is queued even when its content
+        was compiled before."""
         if not content.strip():
             raise UsageError(
                 "The document is empty", hint="paste some text or choose a non-empty file"
@@ -230,7 +237,7 @@ class TaskQueue:
         existing = self.conn.execute(
             "SELECT * FROM tasks WHERE checksum = ? ORDER BY created_at DESC LIMIT 1", (checksum,)
         ).fetchone()
-        if existing is not None:
+        if existing is not None and not revises:
             task = self._row(existing)
             if task["state"] == "failed":
                 return self.retry(task["id"]), True
@@ -242,6 +249,7 @@ class TaskQueue:
         who = json.dumps(actor.as_dict()) if actor is not None else None
         about = {"title": clean_title, "filename": clean_filename, "kind": kind}
         about |= {"origin": origin, "actor": who, "checksum": checksum, "size": len(content)}
+        about["revises"] = revises.strip() or None
         try:
             atomic_write_bytes(self.spool_path(task_id), stored)
             atomic_write_text(
@@ -254,8 +262,9 @@ class TaskQueue:
         try:
             with self.conn:
                 self.conn.execute(
-                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin, actor)"
-                    " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at,"
+                    " updated_at, origin, actor, revises)"
+                    " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
                     (
                         task_id,
                         clean_title,
@@ -267,6 +276,7 @@ class TaskQueue:
                         now,
                         origin,
                         who,
+                        about["revises"],
                     ),
                 )
         except StorageError:  # not queued: no copy left behind for a rebuild to find

@@ -111,6 +111,12 @@ def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> N
     lines += [f"updated {p}" for p in result.updated]
     lines += [f"deleted {d.path}: {d.cause}" for d in result.deleted]
     lines += [f"failed {f.source}: {f.error}" for f in result.failed]
+    lines += [f"revised {r.raw_path} ({r.way}) from {r.origin}" for r in result.revisions]
+    lines += [
+        f"new source {m.raw_path} may revise {m.candidates[0][0]} "
+        f"(similarity {m.candidates[0][1]:.2f}: {m.reason})"
+        for m in result.maybe_revisions
+    ]
     lines += [f"checked {c}" for c in result.checks]
     if result.redactions:
         lines.append(f"redacted {result.redactions} secret(s) or private span(s) before storing")

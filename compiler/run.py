@@ -23,6 +23,7 @@ from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.document_article import write_document_articles
 from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
+from compiler.identity_index import Arrival, SourceIndex
 from compiler.intake import Pending, pending_paths, still_pending
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import delete_left, needs_rewrite, plan_rewrite
@@ -37,10 +38,17 @@ from compiler.record import (
 from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review
+from compiler.revisions import (
+    allocate_source,
+    keep_articles,
+    pending_told,
+    retire_superseded,
+    said_revises,
+)
 from compiler.runs import RunTracker
 from compiler.source_article import name_source, own_source, source_article, source_targets
 from compiler.sources import Source
-from compiler.work import Plan, Work, allocate_work, plan_articles, taken_slugs
+from compiler.work import Plan, Work, plan_articles, taken_slugs
 from compiler.write import Material, compile_article
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
@@ -112,26 +120,40 @@ class Compiler:
         self._origins: dict[str, str] = {}  # raw path -> the file it was compiled from
         self._catalog_ns = 0
         self._work: dict[str, Work] = {}  # raw path -> its source's work, once all read
+        self._arrivals: dict[str, Arrival] = {}  # origin -> what came with it (identity)
 
     # -- entry points ---------------------------------------------------------------
 
     async def compile_paths(
-        self, paths: Iterable[str | Path], *, force: bool = False
+        self, paths: Iterable[str | Path], *, force: bool = False, revises: str = ""
     ) -> CompileResult:
+        """Compile files, folders and URLs; ``revises``: the id of the source the one
+        document named is a revision of (``kb-ai compile --revises``)."""
         started = time.monotonic()
+        paths = list(paths)
         with convert_process(self.settings) as converter:  # each document: convert_timeout
-            pending, result, known = pending_paths(self.kb, paths, self.settings, force, converter)
+            pending, result, known = pending_paths(
+                self.kb, paths, self.settings, force or bool(revises), converter
+            )
+            if revises:
+                self._arrivals = said_revises(paths, pending, revises)
             return await self._compile(pending, result, started, known, force)
 
     async def compile_sources(
-        self, sources: Sequence[Source], *, force: bool = False
+        self,
+        sources: Sequence[Source],
+        *,
+        force: bool = False,
+        arrivals: dict[str, Arrival] | None = None,
     ) -> CompileResult:
-        """Compile sources handed over directly (the web queue, agent hooks)."""
+        """Compile sources handed over directly (the web queue, agent hooks);
+        ``arrivals``: by origin, the file name each came under and what it revises."""
         started = time.monotonic()
         result = CompileResult(sources=len(sources))
+        self._arrivals = dict(arrivals or {})
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
-        pending = still_pending(sources, known, result, force=force)
+        pending = pending_told(sources, known, result, self._arrivals, force=force)
         return await self._compile(pending, result, started, known, force)
 
     # -- the run ---------------------------------------------------------------------
@@ -174,6 +196,7 @@ class Compiler:
                 await self._close_llm()
             if self._llm is not None:
                 result.usage = self._llm.usage
+        await retire_superseded(self.kb, self.settings, result, self.llm_factory, self.started_by)
         result.interrupted = self.interrupted
         result.duration_s = time.monotonic() - started
         if tracker.run_id is not None:
@@ -240,20 +263,25 @@ class Compiler:
         work: list[Work] = []
         tasks = []
         taken = taken_slugs(known)
-        for item in pending:
-            if self.interrupted:
-                result.failed.append(Failure(item.origin, "interrupted before it was read"))
-                continue
-            try:
-                src = item if isinstance(item, Source) else await run_io(item.read)
-            except KbAiError as exc:
-                result.failed.append(Failure(item.origin, str(exc)))
-                self.progress("advance", name="extract", item=item.origin)
-                continue
-            result.redactions += src.redactions
-            w = allocate_work(src, known, taken)
-            work.append(w)
-            tasks.append(self._tasks.spawn(prepare(w)))
+        in_run: set[str] = set()  # the raw paths of this run's sources
+        with closing(open_state(self.kb, any_thread=True)) as conn:
+            index = await run_io(SourceIndex, self.kb, conn, known)
+            for item in pending:
+                if self.interrupted:
+                    result.failed.append(Failure(item.origin, "interrupted before it was read"))
+                    continue
+                try:
+                    src = item if isinstance(item, Source) else await run_io(item.read)
+                    # where a document gets its raw slug: the one of the source it revises
+                    w = await run_io(partial(allocate_source, src, known, taken, index, result,
+                                     arrival=self._arrivals.get(src.origin), in_run=in_run))  # fmt: skip
+                except KbAiError as exc:
+                    result.failed.append(Failure(item.origin, str(exc)))
+                    self.progress("advance", name="extract", item=item.origin)
+                    continue
+                result.redactions += src.redactions
+                work.append(w)
+                tasks.append(self._tasks.spawn(prepare(w)))
         if not work:  # nothing could be read: nothing to write, log or commit
             return
         outcomes = await self._tasks.collect(tasks)
@@ -441,7 +469,7 @@ class Compiler:
         # Shared by every source: shielded, so one cancelled source does not cancel it.
         ranker = await asyncio.shield(ranker_ready)
         self.progress("classify", item=src.origin)
-        w.targets = await classify_source(
+        targets = await classify_source(
             llm,
             PROMPTS,
             source_title=src.title,
@@ -451,6 +479,7 @@ class Compiler:
             budget_chars=self.settings.catalog_budget_chars,
             max_new=self.settings.max_new_articles_per_source,
         )
+        w.targets = keep_articles(w, targets, ranker.by_path)
 
     def _read_previous_extraction(self, slug: str) -> ExtractionRecord | None:
         """The stored extraction of a source, or None when it is unreadable."""

@@ -14,6 +14,7 @@ from compiler.extract import Extraction
 from compiler.sources import Source
 from compiler.write import Material
 from wiki import slugify, source_articles, unique_slug
+from wiki.slugs import FALLBACK_SLUG
 
 #: Articles to write: path -> (target, the material for it, indexes of the sources in it).
 Plan = dict[str, tuple[Target, list[Material], list[int]]]
@@ -31,6 +32,7 @@ class Work:
     extraction: Extraction | None = None
     targets: list[Target] = field(default_factory=list)
     error: str | None = None
+    revision: bool = False  # a revision of a source compiled from elsewhere (identity)
 
 
 def taken_slugs(known: dict[str, Any]) -> set[str]:
@@ -38,20 +40,39 @@ def taken_slugs(known: dict[str, Any]) -> set[str]:
     return {PurePosixPath(p).stem for p in (r["raw_path"] for r in known.values()) if p}
 
 
-def allocate_work(src: Source, known: dict[str, Any], taken: set[str]) -> Work:
-    """The work of ``src`` under its raw slug: its earlier one, or a new one not in
-    ``taken`` (which it joins)."""
+def allocate_work(
+    src: Source,
+    known: dict[str, Any],
+    taken: set[str],
+    revises: tuple[str, list[str]] | None = None,
+) -> Work:
+    """The work of ``src`` under its raw slug: the one of the source it ``revises``
+    (raw path, the articles it fed; see compiler.identity), its earlier one, or a new
+    one not in ``taken`` (which it joins)."""
     row = known.get(src.origin)
-    if row is not None and row["raw_path"]:
+    if revises is not None:
+        raw_path, previous = revises[0], list(revises[1])
+        slug = PurePosixPath(raw_path).stem
+    elif row is not None and row["raw_path"]:
         raw_path = row["raw_path"]
         slug = PurePosixPath(raw_path).stem
         previous = source_articles(row)
     else:
-        slug = unique_slug(slugify(src.title), taken)
+        slug = unique_slug(raw_slug(src), taken)
         raw_path = f"raw/{slug}.md"
         previous = []
     taken.add(slug)
-    return Work(src, slug, raw_path, previous)
+    return Work(src, slug, raw_path, previous, revision=revises is not None)
+
+
+def raw_slug(src: Source) -> str:
+    """The slug of a new source: from its title, else (a title of symbols only) from the
+    file name it came under; "untitled" only for a source with neither."""
+    slug = slugify(src.title)
+    if slug == FALLBACK_SLUG:
+        name = PurePosixPath(src.origin.rsplit("#", 1)[-1].split("?", 1)[0]).stem
+        slug = slugify(name) if ":" not in name else slug
+    return slug
 
 
 def plan_articles(work: list[Work], existing: set[str], dropped: dict[str, set[str]]) -> Plan:

@@ -4,9 +4,10 @@ committed by the actor), and on request the model's."""
 from __future__ import annotations
 
 from compiler.lint_deep import deep_lint
+from compiler.lint_identity import lint_all
 from kb_ai.service.opened import OpenKb
 from wiki.lint import Finding
-from wiki.repair import LintReport, lint_and_fix
+from wiki.repair import LintReport
 
 
 def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
@@ -14,7 +15,7 @@ def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
     commit it (blocking: files, SQLite, git)."""
     if fix:
         okb.note("lint --fix")
-    return lint_and_fix(okb.kb, fix=fix)
+    return lint_all(okb.kb, fix=fix)  # with what lint finds of one document made several
 
 
 async def deep_findings(okb: OpenKb, *, budget: int = 20) -> list[Finding]:
