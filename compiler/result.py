@@ -63,6 +63,8 @@ class CompileResult:
     redactions: int = 0  # secrets and <private> spans removed before storing or sending
     checks: list[str] = field(default_factory=list)  # what the checks changed to accept a reply
     review: str | None = None  # the branch the run waits on for approval (review mode)
+    held: list[str] = field(default_factory=list)  # articles whose update meets a hand edit
+    held_review: str | None = None  # the branch those updates wait on
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,4 +82,6 @@ class CompileResult:
             "redactions": self.redactions,
             "checks": self.checks,
             "review": self.review,
+            "held": self.held,
+            "held_review": self.held_review,
         }

@@ -23,6 +23,7 @@ from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.document_article import write_document_articles
 from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
+from compiler.hand_edits import Held, look_at, store_merged
 from compiler.intake import Pending, pending_paths, still_pending
 from compiler.links import LinkTargets, link_mentions
 from compiler.recompose import delete_left, needs_rewrite, plan_rewrite
@@ -36,7 +37,7 @@ from compiler.record import (
 )
 from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
-from compiler.review import hold_for_review
+from compiler.review import hold_for_review, hold_hand_edits
 from compiler.runs import RunTracker
 from compiler.source_article import name_source, own_source, source_article, source_targets
 from compiler.sources import Source
@@ -57,7 +58,6 @@ from wiki import (
     current_catalog,
     get_meta,
     open_state,
-    read_article,
     read_extraction,
     record_run,
     write_extraction,
@@ -65,6 +65,7 @@ from wiki import (
 )
 from wiki import write_article as store_article
 from wiki.git import stage_ahead
+from wiki.hand_edits import commit_pending_edits
 from wiki.lock import KbLock
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
@@ -112,6 +113,7 @@ class Compiler:
         self._origins: dict[str, str] = {}  # raw path -> the file it was compiled from
         self._catalog_ns = 0
         self._work: dict[str, Work] = {}  # raw path -> its source's work, once all read
+        self._held: list[Held] = []  # articles whose new version meets a person's change
 
     # -- entry points ---------------------------------------------------------------
 
@@ -195,6 +197,8 @@ class Compiler:
             result.review = await run_io(
                 hold_for_review, self.kb, run_id, result.commit, list(result.compiled)
             )
+        if self._held:  # the person's version stays on main; kb-ai's waits beside it
+            result.held_review = await run_io(hold_hand_edits, self.kb, run_id, self._held)
         return result
 
     async def _run_pipeline(
@@ -271,6 +275,10 @@ class Compiler:
         self._origins = {w.raw_path: w.source.origin for w in work}
         if self.interrupted:
             plan = {}
+        # An article changed by hand and not committed becomes the person's own commit,
+        # never part of kb-ai's (whose trailer would claim the person's words).
+        if plan:
+            await run_io(commit_pending_edits, self.kb)
         # Every raw copy and extraction of the run is on disk, and each article is once
         # written: git hashes them while the model writes the rest, not after the last.
         stager = Stager(partial(stage_ahead, self.kb))
@@ -309,9 +317,10 @@ class Compiler:
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
             # every other call in flight.
-            existing = (
-                await asyncio.to_thread(read_article, self.kb, path) if target.exists else None
-            )
+            # a person's change to the article: the writer works from kb-ai's own last
+            # version, and the change is merged in when the new one is stored
+            look = await asyncio.to_thread(look_at, self.kb, path) if target.exists else None
+            existing = look.existing if look is not None else None
             rewrite = None
             dropped = self._dropped.get(path, set())
             if existing is not None and needs_rewrite(
@@ -354,7 +363,14 @@ class Compiler:
 
             def store() -> None:
                 with journaled(self.kb, path):
-                    written[path] = store_article(self.kb, article)
+                    if look is None or (look.hand is None and not look.text):
+                        written[path] = store_article(self.kb, article)
+                        return
+                    stored = store_merged(self.kb, article, look, notes.setdefault(path, []))
+                    if isinstance(stored, Held):
+                        self._held.append(stored)
+                    else:
+                        written[path] = stored
 
             await run_io(store)
             stager.add(path)
@@ -362,6 +378,8 @@ class Compiler:
 
         items = list(plan.items())
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
+        self._held.sort(key=lambda h: h.path)
+        held = {h.path for h in self._held}
         article_errors: dict[str, str] = {}
         result.deleted.sort(key=lambda d: d.path)  # in path order, whichever went first
         deleted = {d.path for d in result.deleted}
@@ -371,6 +389,8 @@ class Compiler:
                 continue
             if path in written:
                 (result.updated if target.exists else result.created).append(path)
+            elif path in held:  # its source is compiled: the update waits for a person
+                result.held.append(path)
             else:
                 reason = "interrupted" if outcome is CANCELLED else str(outcome)
                 article_errors[path] = f"writing {path} failed: {reason}"

@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
-from web import api, csrf, pages, upkeep
+from web import api, csrf, editor, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.pool import WorkerPool
@@ -94,6 +94,7 @@ def create_app(
     routes: list[BaseRoute] = [
         *api.routes(),
         *pages.routes(),
+        *editor.routes(),
         *upkeep.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         Route("/favicon.ico", _favicon),  # browsers ask for it whatever the page says

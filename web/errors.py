@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from kb_ai.errors import (
     ConfigError,
+    EditConflictError,
     KbAiError,
     LLMError,
     NotFoundError,
@@ -41,6 +42,7 @@ STATUS_BY_TYPE: tuple[tuple[type[KbAiError], int], ...] = (
     (TooLargeError, 413),
     (UnsupportedError, 415),
     (AuthError, 401),
+    (EditConflictError, 409),
     (PathEscapeError, 400),
     (ConfigError, 400),
     (UsageError, 400),

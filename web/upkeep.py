@@ -18,7 +18,14 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from compiler.removal import find_sources, remove_sources
-from compiler.review import approve_review, list_reviews, reject_review, review_diff
+from compiler.review import (
+    approve_review,
+    held_versions,
+    list_reviews,
+    reject_review,
+    review_diff,
+    waiting_hand_edits,
+)
 from kb_ai.errors import NotFoundError
 from web.render import diff_lines
 from web.services import services
@@ -52,6 +59,7 @@ async def remove(request: Request) -> Response:
 async def health(request: Request) -> Response:
     svc = services(request)
     report = await svc.run(lint_and_fix, svc.kb)
+    report.findings += await svc.run(waiting_hand_edits, svc.kb)
     q = request.query_params
     return render(
         request, "health.html", report=report, nav="health",
@@ -64,7 +72,8 @@ async def reviews(request: Request) -> Response:
 
     def load() -> list[dict]:
         return [
-            r.as_dict() | {"lines": diff_lines(review_diff(svc.kb, r.run))}
+            r.as_dict()
+            | {"lines": diff_lines(review_diff(svc.kb, r.run)), "held": held_versions(svc.kb, r)}
             for r in list_reviews(svc.kb)
         ]
 

@@ -74,6 +74,13 @@ def article_from(rel: str, meta: dict[str, Any], body: str) -> Article:
 
 def write_article(kb: KnowledgeBase, article: Article) -> Article:
     """Write ``article`` atomically; returns it as written (summary cut to 200 chars)."""
+    written = normalise_article(kb, article)
+    atomic_write_text(kb.resolve(written.path, under="wiki"), article_text(written))
+    return written
+
+
+def normalise_article(kb: KnowledgeBase, article: Article) -> Article:
+    """``article`` as :func:`write_article` would store it (its path checked)."""
     path = kb.resolve(article.path, under="wiki")
     rel = kb.relpath(path)
     parts = rel.split("/")
@@ -88,7 +95,7 @@ def write_article(kb: KnowledgeBase, article: Article) -> Article:
         )
     if article.type != parts[1]:
         raise UsageError(f"{rel} is in wiki/{parts[1]}/ but its type is {article.type!r}")
-    written = replace(
+    return replace(
         article,
         path=rel,
         title=one_line(article.title),
@@ -99,8 +106,6 @@ def write_article(kb: KnowledgeBase, article: Article) -> Article:
         created=_iso(article.created),
         updated=_iso(article.updated),
     )
-    atomic_write_text(path, article_text(written))
-    return written
 
 
 def article_text(article: Article) -> str:

@@ -229,6 +229,13 @@ def _print_compile(result: Any) -> None:
         click.echo(f"  updated  {path}")
     for deletion in result.deleted:
         click.echo(f"  deleted  {deletion.path}: {deletion.cause}")
+    for path in result.held:
+        click.echo(f"  held     {path}: its update meets a hand edit, which stays as it is")
+    if result.held_review:
+        click.echo(
+            f"  kb-ai review show {result.held_review[7:]} shows both versions; approve takes"
+            " kb-ai's, reject keeps the hand edit"
+        )
     if result.redactions:
         click.echo(
             f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything"

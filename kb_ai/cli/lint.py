@@ -43,6 +43,9 @@ def lint(ctx: Context, fix: bool, deep: bool, budget: int, as_json: bool) -> Non
     settings = ctx.settings(detect=deep, announce=deep)
     kb = KnowledgeBase.open(settings.kb_dir)
     report = lint_and_fix(kb, fix=fix)
+    from compiler.review import waiting_hand_edits
+
+    report.findings += waiting_hand_edits(kb)  # updates that met a person's change
     if deep:
         import asyncio
 

@@ -52,13 +52,20 @@ def list_(ctx: Context, as_json: bool) -> None:
 @translate_errors
 def show(ctx: Context, run: str) -> None:
     """The run's commit message and its diff against main."""
-    from compiler.review import get_review, review_diff
+    from compiler.review import get_review, held_versions, review_diff
 
     kb = _kb(ctx)
     r = get_review(kb, run)
     click.echo(f"run {r.run} ({r.state}) on {r.branch}\n\n{r.summary}\n")
-    if r.state == "pending":
-        click.echo(review_diff(kb, r.run))
+    if r.state != "pending":
+        return
+    for held in held_versions(kb, r):  # an update that meets a hand edit: both versions
+        click.echo(f"=== {held['path']}: the hand edit (on main; reject keeps it)")
+        click.echo(held["person"])
+        click.echo(f"=== {held['path']}: kb-ai's new version")
+        click.echo(held["kb_ai"])
+        click.echo("=== what approve puts on main, against main:")
+    click.echo(review_diff(kb, r.run))
 
 
 @review.command()
