@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 from kb_ai.errors import KbAiError
 from wiki import Article, KnowledgeBase, atomic_write_text, read_article
-from wiki import write_article as store_article
 from wiki._frontmatter import load_document
 from wiki.articles import article_from, article_text, normalise_article
 from wiki.hand_edits import (
     EDIT_LOCK,
     HandEdit,
     base_path,
+    blob_id,
     drop_base,
     find_hand_edit,
     keep_base,
@@ -52,6 +52,15 @@ class Look:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """An article as stored; ``blob``: the id of its file when it is kb-ai's own text
+    (None when it holds a merged hand edit)."""
+
+    article: Article
+    blob: str | None
+
+
+@dataclass(frozen=True)
 class Held:
     """An article kb-ai did not write because its new version meets a person's change."""
 
@@ -64,14 +73,15 @@ class Held:
     by: str  # the person's commits: "a1b2c3d by Ann"
 
 
-def look_at(kb: KnowledgeBase, path: str) -> Look:
+def look_at(kb: KnowledgeBase, path: str, known: str | None = None) -> Look:
     """The article at ``path`` for the writer: kb-ai's own last version of it when a
-    person changed it since (see the module's docstring)."""
+    person changed it since (see the module's docstring). ``known``: the blob id kb-ai
+    last wrote there (wiki.hand_edits.load_versions)."""
     file = kb.resolve(path, under="wiki")
     if not file.is_file():
         return Look(None, None, "")
     text = file.read_text(encoding="utf-8")
-    hand = find_hand_edit(kb, path)
+    hand = find_hand_edit(kb, path, known)
     if hand is None:
         return Look(read_article(kb, path), None, text)
     existing = _parse(path, hand.base) if hand.base else None
@@ -79,20 +89,23 @@ def look_at(kb: KnowledgeBase, path: str) -> Look:
 
 
 def store_merged(
-    kb: KnowledgeBase, article: Article, look: Look, notes: list[str]
-) -> Article | Held:
+    kb: KnowledgeBase, article: Article, look: Look | None, notes: list[str]
+) -> Stored | Held:
     """Store ``article`` (kb-ai's new version), merged with a person's change to the
     file; returns what was stored, or the :class:`Held` article when nothing was."""
+    normal = normalise_article(kb, article)
+    generated = article_text(normal)
+    file = kb.resolve(normal.path, under="wiki")
+    if look is None or (look.hand is None and not look.text):  # a new article
+        atomic_write_text(file, generated)  # (as wiki.write_article would)
+        return Stored(normal, blob_id(generated))
     with KbLock(kb.state_dir / EDIT_LOCK):  # an editor's save waits, or we wait for it
-        file = kb.resolve(article.path, under="wiki")
         now = file.read_text(encoding="utf-8") if file.is_file() else ""
-        hand = look.hand if now == look.text else find_hand_edit(kb, article.path)
+        hand = look.hand if now == look.text else find_hand_edit(kb, normal.path)
         if hand is None:
-            written = store_article(kb, article)
-            drop_base(kb, written.path)
-            return written
-        normal = normalise_article(kb, article)
-        generated = article_text(normal)
+            atomic_write_text(file, generated)
+            drop_base(kb, normal.path)
+            return Stored(normal, blob_id(generated))
         merge = merge_texts(kb, hand.base, hand.current, generated)
         reason = _overlap(merge.conflicts) or contradicted(hand, generated)
         merged = None
@@ -101,16 +114,16 @@ def store_merged(
                 merged = _parse(normal.path, merge.text)
             except KbAiError as exc:
                 reason = f"the merged frontmatter does not parse ({exc.message})"
-        if reason:
+        if merged is None:
             return Held(normal.path, hand.current, generated, merge.proposal, merge.text,
                         reason, hand.by())  # fmt: skip
         atomic_write_text(file, merge.text)
         if merge.text == generated:
             drop_base(kb, normal.path)
-        else:
-            keep_base(kb, normal.path, generated)
+            return Stored(merged, blob_id(generated))
+        keep_base(kb, normal.path, generated)
         notes.append(f"kept the hand edit ({hand.by()}) word for word: a three-way merge")
-        return merged
+        return Stored(merged, None)
 
 
 def _overlap(conflicts: int) -> str:
@@ -150,4 +163,4 @@ def _parse(path: str, text: str) -> Article:
     return article_from(path, *load_document(text, path))
 
 
-__all__ = ["EDIT_LOCK", "Held", "Look", "base_path", "look_at", "store_merged"]
+__all__ = ["EDIT_LOCK", "Held", "Look", "Stored", "base_path", "look_at", "store_merged"]

@@ -63,9 +63,8 @@ from wiki import (
     write_extraction,
     write_raw,
 )
-from wiki import write_article as store_article
 from wiki.git import stage_ahead
-from wiki.hand_edits import commit_pending_edits
+from wiki.hand_edits import commit_pending_edits, load_versions, save_versions
 from wiki.lock import KbLock
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
@@ -114,6 +113,7 @@ class Compiler:
         self._catalog_ns = 0
         self._work: dict[str, Work] = {}  # raw path -> its source's work, once all read
         self._held: list[Held] = []  # articles whose new version meets a person's change
+        self._versions: dict[str, str] = {}  # path -> the blob id kb-ai last wrote there
 
     # -- entry points ---------------------------------------------------------------
 
@@ -313,13 +313,15 @@ class Compiler:
         )
 
         notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
+        wrote: dict[str, str | None] = {}  # path -> blob id of kb-ai's own text stored
 
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
             # every other call in flight.
             # a person's change to the article: the writer works from kb-ai's own last
             # version, and the change is merged in when the new one is stored
-            look = await asyncio.to_thread(look_at, self.kb, path) if target.exists else None
+            known = self._versions.get(path)
+            look = await asyncio.to_thread(look_at, self.kb, path, known) if target.exists else None
             existing = look.existing if look is not None else None
             rewrite = None
             dropped = self._dropped.get(path, set())
@@ -363,21 +365,22 @@ class Compiler:
 
             def store() -> None:
                 with journaled(self.kb, path):
-                    if look is None or (look.hand is None and not look.text):
-                        written[path] = store_article(self.kb, article)
-                        return
                     stored = store_merged(self.kb, article, look, notes.setdefault(path, []))
-                    if isinstance(stored, Held):
-                        self._held.append(stored)
-                    else:
-                        written[path] = stored
+                if isinstance(stored, Held):
+                    self._held.append(stored)
+                else:
+                    written[path] = stored.article
+                    wrote[path] = stored.blob
 
             await run_io(store)
             stager.add(path)
             self.progress("advance", name="write", item=path)
 
         items = list(plan.items())
+        self._versions = await run_io(self._load_versions)
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
+        if wrote:
+            await run_io(self._save_versions, wrote)
         self._held.sort(key=lambda h: h.path)
         held = {h.path for h in self._held}
         article_errors: dict[str, str] = {}
@@ -395,6 +398,14 @@ class Compiler:
                 reason = "interrupted" if outcome is CANCELLED else str(outcome)
                 article_errors[path] = f"writing {path} failed: {reason}"
         return written, article_errors
+
+    def _load_versions(self) -> dict[str, str]:
+        with closing(open_state(self.kb)) as conn:
+            return load_versions(conn)
+
+    def _save_versions(self, wrote: dict[str, str | None]) -> None:
+        with closing(open_state(self.kb)) as conn:
+            save_versions(conn, wrote)
 
     async def _prepare(
         self, llm: LLM, w: Work, ranker_ready: asyncio.Future, categories: Sequence[str]

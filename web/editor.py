@@ -21,7 +21,8 @@ from web.services import services
 from web.templating import render
 from web.uploads import limit_body
 from wiki import KnowledgeBase, read_article, slugify
-from wiki.editing import Author, blob_id, check_edit, normalise_text, save_edit
+from wiki.editing import Author, check_edit, normalise_text, save_edit
+from wiki.hand_edits import blob_id
 
 
 def editor_of(request: Request) -> Author:

@@ -9,24 +9,25 @@ title or changes the sources, is refused with the line to fix.
 
 from __future__ import annotations
 
-import hashlib
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import yaml
 
-from kb_ai.errors import EditConflictError, UsageError
+from kb_ai.errors import EditConflictError, KbAiError, UsageError
 from wiki._frontmatter import DELIMITER, _StringLoader
 from wiki.articles import Article, article_from, one_line, read_article
 from wiki.files import atomic_write_text
-from wiki.git import git
-from wiki.hand_edits import EDIT_LOCK
+from wiki.git import _run, git
+from wiki.hand_edits import EDIT_LOCK, blob_id
 from wiki.lock import KbLock
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
+_ATTEMPTS = 20  # tries of a commit while git's index is locked by a compile, 0.1 s apart
 _UNSAFE_NAME = re.compile(r"[<>\n\r\x00]")
 
 
@@ -41,12 +42,6 @@ class Author:
         name = _UNSAFE_NAME.sub("", self.name).strip() or "web"
         email = _UNSAFE_NAME.sub("", self.email).strip() or "web@localhost"
         return f"{name} <{email}>"
-
-
-def blob_id(text: str) -> str:
-    """git's id of a file holding ``text`` (what `git hash-object` prints)."""
-    data = text.encode("utf-8")
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def normalise_text(text: str) -> str:
@@ -126,11 +121,25 @@ def save_edit(
             return None
         atomic_write_text(file, text)
         try:
-            git(kb, "add", "--", before.path)
-            git(kb, "-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost", "commit",
-                "-q", f"--author={author.git_form()}", "-m", message, "--", before.path)  # fmt: skip
+            _commit(kb, before.path, author, message)
         except BaseException:
             atomic_write_text(file, current)  # nothing half-saved: the file as it was
-            git(kb, "reset", "-q", "--", before.path)
+            _run(kb, ("reset", "-q", "--", before.path), check=False)
             raise
     return git(kb, "rev-parse", "--short", "HEAD").strip()
+
+
+def _commit(kb: KnowledgeBase, rel: str, author: Author, message: str) -> None:
+    """Commit ``rel`` alone, by ``author``, kb-ai the committer. A compile staging its
+    files holds git's index lock for a moment: waited for, a few times."""
+    index_lock = kb.root / ".git" / "index.lock"
+    for attempt in range(_ATTEMPTS):
+        try:
+            git(kb, "add", "--", rel)
+            git(kb, "-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost", "commit",
+                "-q", f"--author={author.git_form()}", "-m", message, "--", rel)  # fmt: skip
+            return
+        except KbAiError:
+            if attempt == _ATTEMPTS - 1 or not index_lock.exists():
+                raise
+            time.sleep(0.1)

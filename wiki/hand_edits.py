@@ -15,12 +15,15 @@ Whatever differs between that version and the file is a person's change.
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from wiki.files import atomic_write_text
 from wiki.git import TRAILER, Repository, _run, git
+from wiki.state import apply_migrations
 
 BASES = "bases"
 #: Held by a compile storing an article and by the browser's editor saving one.
@@ -35,6 +38,7 @@ _KB_AI_SUBJECTS = (
     "rm:",
     "lint --fix:",
 )
+VERSION_MIGRATIONS = ("CREATE TABLE kb_ai_versions (path TEXT PRIMARY KEY, blob TEXT NOT NULL)",)
 _HISTORY_DEPTH = 200  # commits of one article looked through for kb-ai's last one
 
 
@@ -84,15 +88,19 @@ def base_path(rel: str) -> str:
     return f"{BASES}/{rel}"
 
 
-def find_hand_edit(kb: Repository, rel: str) -> HandEdit | None:
+def find_hand_edit(kb: Repository, rel: str, known: str | None = None) -> HandEdit | None:
     """The person's change to article ``rel`` since kb-ai's own last version, or None
-    when the file is what kb-ai last wrote (or not there)."""
+    when the file is what kb-ai last wrote (or not there). ``known``: the blob id of
+    the text kb-ai last wrote there with no hand edit in it (see :func:`load_versions`);
+    a file still holding it needs no look at its history."""
     file = kb.resolve(rel, under="wiki")
     if not file.is_file():
         return None
     current = file.read_text(encoding="utf-8")
     kept = kb.resolve(base_path(rel), under=BASES)
     base = kept.read_text(encoding="utf-8") if kept.is_file() else None
+    if base is None and known is not None and known == blob_id(current):
+        return None
     if base is not None and base == current:
         return None
     edits, last = _edits_since_kb_ai(kb, rel, through=base is not None)
@@ -124,6 +132,34 @@ def _edits_since_kb_ai(
             return edits, sha
         edits.append(Edit(sha, author, email, date, subject))
     return edits, None
+
+
+def blob_id(text: str) -> str:
+    """git's id of a file holding ``text`` (what `git hash-object` prints)."""
+    data = text.encode("utf-8")
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def load_versions(conn: sqlite3.Connection) -> dict[str, str]:
+    """Article path -> the blob id of the text kb-ai last wrote there, for articles whose
+    file was kb-ai's own text (no hand edit merged in). Not versioned: a cache that
+    spares a walk through each article's history (a miss only costs that walk)."""
+    apply_migrations(conn, "kb_ai_versions", VERSION_MIGRATIONS)
+    return dict(conn.execute("SELECT path, blob FROM kb_ai_versions").fetchall())
+
+
+def save_versions(conn: sqlite3.Connection, written: dict[str, str | None]) -> None:
+    """Record what kb-ai wrote (path -> blob id; None: a merge, nothing to remember)."""
+    apply_migrations(conn, "kb_ai_versions", VERSION_MIGRATIONS)
+    with conn:
+        conn.executemany(
+            "INSERT OR REPLACE INTO kb_ai_versions VALUES (?, ?)",
+            [(p, b) for p, b in written.items() if b is not None],
+        )
+        conn.executemany(
+            "DELETE FROM kb_ai_versions WHERE path = ?",
+            [(p,) for p, b in written.items() if b is None],
+        )
 
 
 def merge_texts(kb: Repository, base: str, ours: str, theirs: str) -> Merge:
