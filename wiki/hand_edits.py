@@ -16,8 +16,11 @@ Whatever differs between that version and the file is a person's change.
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
+import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,12 +122,8 @@ def _edits_since_kb_ai(
     ``through``: an article merged before, whose kb-ai version is kept under bases/:
     every person's commit of its recent history (their lines may be in it still)."""
     fields = f"%h%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%(trailers:key={TRAILER},valueonly)%x1e"
-    proc = _run(kb, ("log", f"-n{_HISTORY_DEPTH}", f"--format={fields}", "--", rel), check=False)
     edits: list[Edit] = []
-    for record in proc.stdout.split("\x1e") if proc.returncode == 0 else []:
-        record = record.strip("\n")
-        if not record:
-            continue
+    for record in _log_records(kb, ("log", f"-n{_HISTORY_DEPTH}", f"--format={fields}", "--", rel)):
         sha, author, email, date, subject, trailer = record.split("\x1f", 5)
         if trailer.strip() or subject.startswith(_KB_AI_SUBJECTS):
             if through:
@@ -132,6 +131,26 @@ def _edits_since_kb_ai(
             return edits, sha
         edits.append(Edit(sha, author, email, date, subject))
     return edits, None
+
+
+def _log_records(kb: Repository, args: tuple[str, ...]) -> Iterator[str]:
+    """The records (ended by 0x1e) `git <args>` prints, as it prints them: a walk whose
+    answer is its first commit (the usual case) stops there, not at the end of history."""
+    with subprocess.Popen(
+        ["git", *args], cwd=kb.root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, encoding="utf-8", errors="replace",
+        env={**os.environ, "GIT_FLUSH": "1"},  # each commit as found, not a buffer at a time
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None
+        pending = ""
+        try:
+            for line in proc.stdout:  # a record ends a line ("\x1e\n"); it may span lines
+                pending += line
+                if pending.endswith("\x1e\n"):
+                    yield pending[:-2].strip("\n")
+                    pending = ""
+        finally:
+            proc.kill()
 
 
 def blob_id(text: str) -> str:
