@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kb_ai.errors import KbAiError, NotFoundError, UsageError
 from wiki._frontmatter import dump_document, load_document
 from wiki.files import atomic_write_text
+from wiki.hand_edits import drop_base
 from wiki.slugs import is_slug
 
 if TYPE_CHECKING:
@@ -186,11 +187,13 @@ def _plain_entry(entry: os.DirEntry[str], where: str, *, folder: bool) -> bool:
 
 
 def delete_article(kb: KnowledgeBase, rel: str) -> bool:
-    """Remove the article at ``rel``; False if there was none."""
+    """Remove the article at ``rel`` (and kb-ai's kept version of it, if it held a hand
+    edit); False if there was none."""
     path = kb.resolve(rel, under="wiki")
     if not path.is_file():
         return False
     path.unlink()
+    drop_base(kb, rel)
     if path.parent != kb.wiki_dir and not any(path.parent.iterdir()):
         path.parent.rmdir()
     return True

@@ -112,7 +112,9 @@ def commit_all(kb: Repository, message: str) -> str | None:
     Returns the short sha of the new commit, or None when nothing had changed.
     """
     paths = [p for p in VERSIONED if (kb.root / p).exists()]
-    if len(paths) < len(VERSIONED):  # a part deleted from disk may still be tracked
+    # A part deleted from disk may still be tracked. (bases/, made on the first merge
+    # of a hand edit, is never deleted by kb-ai once made: not there, never made.)
+    if len(paths) < len(VERSIONED) - ("bases" not in paths):
         tracked = set(git(kb, "ls-files", "-z", "--", *VERSIONED).split("\0"))
         tracked_tops = {path.split("/", 1)[0] for path in tracked if path}
         paths = [p for p in VERSIONED if p in paths or p in tracked_tops]

@@ -209,7 +209,8 @@ def keep_base(kb: Repository, rel: str, text: str) -> None:
 
 
 def drop_base(kb: Repository, rel: str) -> None:
-    """kb-ai's own last version of ``rel`` is the file itself again: no copy kept."""
+    """kb-ai's own last version of ``rel`` is the file itself again: no copy kept.
+    (bases/ itself stays, so that a commit stages what left it: see commit_all.)"""
     file = kb.resolve(base_path(rel), under=BASES)
     file.unlink(missing_ok=True)
     root = kb.resolve(BASES, under="")

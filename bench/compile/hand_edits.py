@@ -22,7 +22,7 @@ def build(root: Path, articles: int, commits: int) -> list[str]:
     from wiki import KnowledgeBase
     from wiki.git import TRAILER
 
-    kb = KnowledgeBase.init(root)
+    KnowledgeBase.init(root)
     env = {**os.environ, "GIT_COMMITTER_NAME": "kb-ai", "GIT_COMMITTER_EMAIL": "kb-ai@localhost"}
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip

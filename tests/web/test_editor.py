@@ -147,3 +147,36 @@ def test_the_editor_names_the_configured_editor_as_author(settings, model, tmp_p
         assert git(kb, "log", "-1", "--format=%an <%ae>").strip() == (
             "Priya Raman <priya-raman@kb-ai.local>"
         )
+
+
+def test_an_update_meeting_an_edit_waits_on_the_review_page_with_both_versions(article):
+    """The revision's material goes first in the body, where the person put an intro."""
+    client, kb, path = article
+    base, text = edit_form(client, path)
+    mine = "Ops checks the backup report every Friday."
+    token = csrf_token(client)
+    intro = text.replace("\n---\n\n", f"\n---\n\n{mine}\n\n", 1)
+    assert save(client, path, intro, base, token).status_code == 303
+    edited = kb.resolve(path).read_text(encoding="utf-8")
+
+    from tests.web.conftest import NOTE, wait_for
+
+    revised = {**NOTE, "content": NOTE["content"] + "Restores are tested every quarter.\n"}
+    task = client.post("/api/submit", json=revised).json()["tasks"][0]
+    assert wait_for(client, task["id"])["state"] == "done"
+    assert kb.resolve(path).read_text(encoding="utf-8") == edited  # main: the person's
+
+    health = client.get("/health").text
+    assert 'data-check="hand-edit"' in health
+    page = _unescape(client.get("/review").text)
+    held = page[page.index('<section class="held"') :]
+    person = held[held.index('<pre class="person">') : held.index("</pre>")]
+    kb_ai = held[held.index('<pre class="kb-ai">') :]
+    kb_ai = kb_ai[: kb_ai.index("</pre>")]
+    assert mine in person and mine not in kb_ai and "every quarter" in kb_ai
+    run = re.search(r'action="/review/([^/"]+)/reject"', page).group(1)
+    assert run.endswith("-edits")
+
+    assert client.post(f"/review/{run}/reject", data={"csrf": token}).status_code == 200
+    assert kb.resolve(path).read_text(encoding="utf-8") == edited
+    assert 'data-check="hand-edit"' not in client.get("/health").text
