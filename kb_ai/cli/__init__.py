@@ -268,6 +268,10 @@ def print_removal(result: Any, as_json: bool) -> None:
         click.echo(f"  deleted  {path} (no source left)")
     for path in result.rewritten:
         click.echo(f"  rewrote  {path}")
+    for path in result.held:
+        click.echo(f"  held     {path}: its rewrite meets a hand edit, which stays as it is")
+    if result.held_review:
+        click.echo(f"  kb-ai review show {result.held_review[7:]} shows both versions")
     u = result.usage
     click.echo(
         f"Removed {len(result.removed)} source(s); commit {result.commit or '-'}"

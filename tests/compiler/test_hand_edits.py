@@ -193,3 +193,20 @@ def test_an_uncommitted_hand_edit_becomes_its_own_commit_not_kb_ais(kb, small, t
     ]
     assert compile_subject.startswith("compile:") and compile_trailer.strip() == "yes"
     assert edit_subject.startswith("Hand edits found in wiki/") and edit_trailer.strip() == ""
+
+
+def test_removing_a_source_never_drops_a_hand_edit_unseen(kb, cache_article):
+    mine = "Ask Priya in the ops channel before anyone flushes the cache by hand."
+    commit_by_ann(kb, CACHE, text_of(kb, CACHE).rstrip("\n") + f"\n\n{mine}\n")
+    edited = text_of(kb, CACHE)
+
+    result = run(kb, "rm", "raw/cache.md", "--json")  # a.md: the section beside the edit
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["held"] == [CACHE] and report["rewritten"] == []
+    assert text_of(kb, CACHE) == edited  # the person's version stays on main
+    shown = run(kb, "review", "show", report["held_review"][7:]).output
+    person, kb_ai = shown.split(f"=== {CACHE}: kb-ai's new version", 1)
+    kb_ai = kb_ai.split("=== what approve puts on main")[0]
+    assert mine in person and "30 minutes" in person  # the hand edit, as on main
+    assert "30 minutes" not in kb_ai and "Frankfurt" in kb_ai  # kb-ai's, without a.md
