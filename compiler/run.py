@@ -499,7 +499,9 @@ class Compiler:
         result: CompileResult,
     ) -> None:
         if not self.interrupted:  # a long document's outline, linking what it fed
-            await run_io(write_document_articles, self.kb, work, plan, written, result)
+            self._held += await run_io(
+                write_document_articles, self.kb, work, plan, written, result
+            )
         record_sources(self.kb, work, plan, article_errors, result, model=self.settings.model or "",
                        prompt_version=extraction_version(self.settings.writes_from_sources),
                        interrupted=self.interrupted)  # fmt: skip
