@@ -68,7 +68,6 @@ class Held:
     person: str  # the file as the person left it (stays on main)
     generated: str  # kb-ai's new version
     proposal: str  # the merge, kb-ai's side taken where they overlap
-    marked: str  # the merge with conflict markers
     reason: str
     by: str  # the person's commits: "a1b2c3d by Ann"
 
@@ -115,8 +114,7 @@ def store_merged(
             except KbAiError as exc:
                 reason = f"the merged frontmatter does not parse ({exc.message})"
         if merged is None:
-            return Held(normal.path, hand.current, generated, merge.proposal, merge.text,
-                        reason, hand.by())  # fmt: skip
+            return Held(normal.path, hand.current, generated, merge.proposal, reason, hand.by())
         atomic_write_text(file, merge.text)
         if merge.text == generated:
             drop_base(kb, normal.path)

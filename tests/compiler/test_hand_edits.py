@@ -17,7 +17,7 @@ from wiki.git import TRAILER
 CACHE = "wiki/decision/cache.md"
 A = "# Cache\n\nWe chose Redis for sessions. The TTL is 30 minutes.\n"
 B = "# Cache\n\nThe cache runs on 3 replicas in Frankfurt.\n"
-MINE = "Ask Priya in the ops channel before anyone flushes the cache by hand."
+MINE = "Ask Priya Raman in #ops before anyone flushes the cache: a cold start costs 40 seconds."
 
 
 def run(kb, *args):
@@ -82,7 +82,9 @@ def test_a_sentence_added_by_hand_survives_revisions_of_the_source(kb, cache_art
     body = read_article(kb, CACHE).body
     assert MINE in body.splitlines() and "7 replicas" in body and "5 replicas" not in body
     assert any("by Ann Example" in c for c in report["checks"])
-    assert run(kb, "lint").exit_code == 0
+    # the person's words are theirs: lint does not hold them to the sources
+    lint = json.loads(run(kb, "lint", "--json").output)
+    assert lint["errors"] == 0 and not [f for f in lint["findings"] if f["path"] == CACHE]
 
 
 def test_an_edit_overlapping_the_update_is_held_for_review_with_both_versions(kb, cache_article):
