@@ -42,11 +42,12 @@ def _loaded(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
 async def edit(request: Request) -> Response:
     svc = services(request)
     raw = request.path_params["path"]
-    loaded = await svc.run(_loaded, svc.kb, raw)
     if request.method == "GET":
+        loaded = await svc.run(_loaded, svc.kb, raw)
         return render(request, "edit.html", nav="wiki", **loaded, message="")
     form = await limit_body(request, svc.limits.max_json_bytes, "a shorter article").form()
-    csrf.check_form(request, form)
+    csrf.check_form(request, form)  # before anything is read or written
+    loaded = await svc.run(_loaded, svc.kb, raw)
     text = normalise_text(str(form.get("text") or ""))
     base = str(form.get("base") or "")
     message = str(form.get("message") or "")
