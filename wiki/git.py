@@ -143,6 +143,24 @@ def commit_paths(kb: Repository, message: str, paths: list[str]) -> str | None:
     return head_sha(kb)
 
 
+#: Subjects of kb-ai's commits from before they carried the trailer.
+_KB_AI_SUBJECTS = (
+    "compile:",
+    "review: approve",
+    "Create the kb-ai knowledge base",
+    "Add what the kb-ai knowledge base",
+    "Settings of compile run",
+    "rm:",
+    "lint --fix:",
+)
+
+
+def is_kb_ai_commit(subject: str, trailer: str) -> bool:
+    """Whether a commit is kb-ai's own work (its trailer, or an older kb-ai subject), not
+    a person's edit."""
+    return bool(trailer.strip()) or subject.startswith(_KB_AI_SUBJECTS)
+
+
 def signed(message: str) -> str:
     """``message`` with kb-ai's trailer: the commit is kb-ai's work, not a person's edit."""
     return f"{message.rstrip()}\n\n{TRAILER}: yes"
@@ -177,7 +195,7 @@ def file_history(kb: Repository, rel: str) -> list[dict[str, str | bool]]:
             sha, date, author, trailer, subject = record.split("\x1f", 4)
             history.append(
                 {"sha": sha, "date": date, "author": author, "subject": subject,
-                 "by_hand": not trailer.strip()}
+                 "by_hand": not is_kb_ai_commit(subject, trailer)}
             )  # fmt: skip
     return history
 

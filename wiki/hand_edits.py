@@ -25,22 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wiki.files import atomic_write_text
-from wiki.git import TRAILER, Repository, _run, git
+from wiki.git import TRAILER, Repository, _run, git, is_kb_ai_commit
 from wiki.state import apply_migrations
 
 BASES = "bases"
 #: Held by a compile storing an article and by the browser's editor saving one.
 EDIT_LOCK = "edit.lock"
-#: Subjects of kb-ai's commits from before they carried the trailer.
-_KB_AI_SUBJECTS = (
-    "compile:",
-    "review: approve",
-    "Create the kb-ai knowledge base",
-    "Add what the kb-ai knowledge base",
-    "Settings of compile run",
-    "rm:",
-    "lint --fix:",
-)
 VERSION_MIGRATIONS = ("CREATE TABLE kb_ai_versions (path TEXT PRIMARY KEY, blob TEXT NOT NULL)",)
 _HISTORY_DEPTH = 200  # commits of one article looked through for kb-ai's last one
 
@@ -125,7 +115,7 @@ def _edits_since_kb_ai(
     edits: list[Edit] = []
     for record in _log_records(kb, ("log", f"-n{_HISTORY_DEPTH}", f"--format={fields}", "--", rel)):
         sha, author, email, date, subject, trailer = record.split("\x1f", 5)
-        if trailer.strip() or subject.startswith(_KB_AI_SUBJECTS):
+        if is_kb_ai_commit(subject, trailer):
             if through:
                 continue
             return edits, sha
