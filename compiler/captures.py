@@ -28,6 +28,7 @@ from kb_ai.errors import KbAiError
 from kb_ai.hooks import spool
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, apply_migrations
+from wiki.actors import Actor
 
 MIGRATIONS = (
     "CREATE TABLE captures (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, agent TEXT NOT NULL,"
@@ -46,6 +47,13 @@ class SpoolResult:
     waiting: int = 0  # records left for a session that is still active
     next_at: float | None = None  # when the first of those is due
     task_ids: list[str] = field(default_factory=list)
+
+
+def agent_actor(name: object) -> Actor | None:
+    """The coding agent a captured session came from, as the author of its compile (None
+    when the hook named none git could write)."""
+    clean = " ".join(str(name or "").replace("<", " ").replace(">", " ").split())
+    return Actor.agent(clean) if clean else None
 
 
 def open_captures(conn: sqlite3.Connection) -> None:
@@ -131,6 +139,7 @@ def _take(
                 filename=Path(str(newest.get("transcript_path"))).name,
                 kind="transcript",
                 origin=f"session:{newest.get('agent')}:{newest.get('session_id')}",
+                actor=agent_actor(newest.get("agent")),  # the commit's author
             )  # commits the captures rows with the task
             conn.execute(
                 "UPDATE captures SET task_id = ? WHERE id = ?",

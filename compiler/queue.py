@@ -25,6 +25,7 @@ from typing import Any
 from compiler.redact import redact_name, redact_submitted
 from kb_ai.errors import NotFoundError, SourceError, UsageError
 from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, one_line
+from wiki.actors import Actor
 from wiki.lock import KbLock
 
 MIGRATIONS = (
@@ -35,6 +36,8 @@ MIGRATIONS = (
     "CREATE INDEX tasks_state ON tasks(state, created_at)",
     "CREATE INDEX tasks_checksum ON tasks(checksum)",
     "ALTER TABLE tasks ADD COLUMN origin TEXT",
+    # who submitted it (wiki/actors.py, as JSON): the author of the commit compiling it
+    "ALTER TABLE tasks ADD COLUMN actor TEXT",
 )
 STATES = ("queued", "running", "done", "failed")
 COLUMNS = (
@@ -54,7 +57,13 @@ COLUMNS = (
     "created_at",
     "updated_at",
     "origin",
+    "actor",
 )
+
+
+def task_actor(task: dict[str, Any]) -> Actor | None:
+    """Who submitted ``task`` (None: recorded before actors were, or by no one)."""
+    return Actor.of(task["actor"]) if task.get("actor") else None
 
 
 def owner_lock_path(kb: KnowledgeBase, owner: str) -> Path:
@@ -125,13 +134,15 @@ class TaskQueue:
         filename: str = "",
         kind: str = "note",
         origin: str | None = None,
+        actor: Actor | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Queue a document. Returns (task, created); created is False for a duplicate of a
         task that is queued, running or done (a failed one is queued again).
 
         ``origin`` names a document that changes over time (an agent session captured at
         every turn): a newer version replaces a still-queued older one, and compiles as a
-        revision of the same source."""
+        revision of the same source. ``actor``: who submitted it, the author of the
+        commit that compiles it (see :func:`task_actor`)."""
         if not content.strip():
             raise UsageError(
                 "The document is empty", hint="paste some text or choose a non-empty file"
@@ -166,8 +177,8 @@ class TaskQueue:
         clean_title = one_line(redact_name(title))[:200]
         with self.conn:
             self.conn.execute(
-                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin, actor)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
                 (
                     task_id,
                     clean_title,
@@ -178,6 +189,7 @@ class TaskQueue:
                     now,
                     now,
                     origin,
+                    json.dumps(actor.as_dict()) if actor is not None else None,
                 ),
             )
         return self.get(task_id), True
@@ -361,4 +373,5 @@ class TaskQueue:
     def _row(row: sqlite3.Row | tuple) -> dict[str, Any]:
         task = dict(zip(COLUMNS, tuple(row), strict=True))
         task["result"] = json.loads(task["result"]) if task["result"] else None
+        task["actor"] = json.loads(task["actor"]) if task["actor"] else None
         return task

@@ -17,7 +17,7 @@ from typing import Any
 from compiler.captures import release_orphans, retry_due, take_spool
 from compiler.documents import convert_process, format_of
 from compiler.documents.submitted import submitted_sources
-from compiler.queue import TaskQueue, hold_owner, release_owner
+from compiler.queue import TaskQueue, hold_owner, release_owner, task_actor
 from compiler.run import Compiler
 from compiler.sessions import increment, key_of_origin
 from compiler.sources import Source, decode_text, source_from_text
@@ -41,6 +41,14 @@ def task_origin(task: dict[str, Any]) -> str:
     """A stable origin for a submitted document: the name it was submitted under (an agent
     session), else its content hash (never a client's file name)."""
     return task.get("origin") or f"submitted:{task['checksum'][:16]}"
+
+
+def by_actor(tasks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The tasks grouped by who submitted them, in the order each was first claimed."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        groups.setdefault(repr(task.get("actor")), []).append(task)
+    return list(groups.values())
 
 
 class Worker:
@@ -143,7 +151,8 @@ class Worker:
         ids = [t["id"] for t in tasks]
         renew = asyncio.create_task(self._renew(ids))
         try:
-            await self._compile(tasks)
+            for group in by_actor(tasks):  # one run, one commit, per author
+                await self._compile(group)
         except asyncio.CancelledError:
             with closing(open_state(self.kb)) as conn:
                 TaskQueue(self.kb, conn).release(ids, self.owner)
@@ -222,7 +231,7 @@ class Worker:
         # On Status: a batch of agent sessions came from hooks, anything else was submitted.
         hooked = all(str(t.get("origin") or "").startswith("session:") for t in tasks)
         compiler = Compiler(
-            self.kb,
+            self.kb.acting_as(task_actor(tasks[0]) or self.kb.actor),  # the commit's author
             self.settings,
             llm_factory=self.llm_factory,
             progress=progress,

@@ -234,9 +234,9 @@ class Settings:
         " (kb-ai review), instead of to main.",
     )
     web_editor: str = _setting(
-        "web",
-        "The author name of the commits the browser's editor makes (the server has one"
-        " shared token, so it cannot tell people apart).",
+        "web user",
+        "The author name of what the web UI commits (the editor's saves, approvals):"
+        " the server has one shared token, so it cannot tell people apart.",
     )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False

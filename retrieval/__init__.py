@@ -1,13 +1,15 @@
 """Answering from the wiki: catalog -> shortlist -> selection -> reading -> cited answer."""
 
+from retrieval.answer import AskEvent, Delta, Done, Error, Note, Status
 from retrieval.ask import (
+    MAX_QUESTION_CHARS,
     NOT_COVERED,
     Answer,
     Asker,
     EmptyWikiError,
-    Event,
     Turn,
     ask,
+    check_question,
 )
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import AnswerCheck, Finding
@@ -16,21 +18,28 @@ from retrieval.selection import SelectionError
 from retrieval.sessions import ChatStore
 
 __all__ = [
+    "MAX_QUESTION_CHARS",
     "NOT_COVERED",
     "Answer",
     "AnswerCheck",
+    "AskEvent",
     "Asker",
     "Catalog",
     "ChatStore",
     "Citation",
+    "Delta",
+    "Done",
     "EmptyWikiError",
-    "Event",
+    "Error",
     "Finding",
+    "Note",
     "Page",
     "SelectionError",
+    "Status",
     "Turn",
     "ask",
     "check_paths",
+    "check_question",
     "estimate_tokens",
     "pick_candidates",
     "read_page",

@@ -1,10 +1,13 @@
 """What asking a question gives back: the turns of a chat, the events of an answer as
-it happens, and the answer itself (JSON-ready for the CLI, the web and MCP)."""
+it happens (Status, Note, Delta, then Done or Error), and the answer itself.
+
+They stay typed objects up to the edge that shows them; ``as_dict`` is for that edge
+(the CLI's --json, the web app's event stream, MCP's structured content)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from kb_ai.errors import KbAiError
 from kb_ai.llm import Usage
@@ -12,7 +15,7 @@ from retrieval.checks import Finding
 from retrieval.follow import Hop
 from retrieval.pages import Citation
 
-__all__ = ["Answer", "Event", "Turn"]
+__all__ = ["Answer", "AskEvent", "Delta", "Done", "Error", "Note", "Status", "Turn"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,62 @@ class Answer:
 
 
 @dataclass(frozen=True)
-class Event:
-    type: str  # status | delta | done | error
-    data: dict[str, Any]  # JSON-ready, for an event stream
-    error: KbAiError | None = None  # with type "error": what went wrong, to act on by type
+class Status:
+    """What the answer is doing: rewriting, selecting, reading (``paths``, and the
+    follow-up's ``query``), choosing (among ``sentences``), answering."""
+
+    type: ClassVar[str] = "status"
+    stage: str
+    paths: list[str] | None = None
+    query: str | None = None
+    sentences: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        extra = {"paths": self.paths, "query": self.query, "sentences": self.sentences}
+        return {"stage": self.stage, **{k: v for k, v in extra.items() if v is not None}}
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the reader should know beside the answer (a compile under way)."""
+
+    type: ClassVar[str] = "note"
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+@dataclass(frozen=True)
+class Delta:
+    """The next piece of the answer, checked before it is shown."""
+
+    type: ClassVar[str] = "delta"
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+@dataclass(frozen=True)
+class Done:
+    """The answer, complete: the last event of a question that was answered."""
+
+    type: ClassVar[str] = "done"
+    answer: Answer
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.answer.as_dict()
+
+
+@dataclass(frozen=True)
+class Error:
+    """Why the question was not answered: the last event of one that failed, with the
+    model use it cost so far. Edges show it in kb-ai's one error shape."""
+
+    type: ClassVar[str] = "error"
+    error: KbAiError
+    usage: Usage = field(default_factory=Usage)
+
+
+AskEvent = Status | Note | Delta | Done | Error

@@ -2,9 +2,9 @@
 -> (bounded follow-ups: search terms learned from the pages, linked pages) -> answer,
 checked sentence by sentence against the pages read.
 
-`ask_events` yields what a user interface shows as it happens (status, answer deltas)
-and ends with one `done` event carrying the Answer, or an `error` event. `ask` runs it
-to the end. No step ever answers without context silently: a failed selection is an
+`Asker.events` yields what a user interface shows as it happens (Status, Note, Delta)
+and ends with one Done event carrying the Answer, or an Error event. `ask` runs it to
+the end. No step ever answers without context silently: a failed selection is an
 error the user sees, and a question the pages do not cover is answered as such: without
 a model call when no candidate page shares a meaningful term with the question (see
 terms.py), and after the answer's checks (checks.py) when nothing the model said is in
@@ -24,14 +24,14 @@ from kb_ai.llm import LLM, Completion, Usage
 from kb_ai.prompts import PromptLibrary
 from kb_ai.settings import Settings
 from retrieval import extractive, selection
-from retrieval.answer import Answer, Event, Turn
+from retrieval.answer import Answer, AskEvent, Delta, Done, Error, Note, Status, Turn
 from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
 from retrieval.connection import SharedConnection
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
-from retrieval.pages import Citation, Page, check_paths, link_targets, read_page
+from retrieval.pages import Page, check_paths, link_targets, read_page
 from retrieval.rewrite import standalone_question
 from retrieval.terms import shares_a_term, terms
 from wiki import KnowledgeBase, compile_under_way
@@ -43,6 +43,18 @@ MAX_QUESTION_CHARS = 4_000
 
 class EmptyWikiError(UsageError):
     """The knowledge base has no articles to answer from."""
+
+
+def check_question(question: object) -> str:
+    """The question with its whitespace collapsed; UsageError when it is not text, is
+    empty, or is over MAX_QUESTION_CHARS. Every edge checks a question with this."""
+    if not isinstance(question, str) or not (text := " ".join(question.split())):
+        raise UsageError("The question is empty", hint='ask something, e.g. "Why did we move DNS?"')
+    if len(text) > MAX_QUESTION_CHARS:
+        raise UsageError(
+            f"The question is over {MAX_QUESTION_CHARS:,} characters", hint="shorten it"
+        )
+    return text
 
 
 class Asker:
@@ -63,36 +75,24 @@ class Asker:
 
     async def events(
         self, question: str, *, history: Sequence[Turn] = (), paths: Sequence[str] | None = None
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[AskEvent]:
         try:
             async with aclosing(self._events(question, history, paths)) as events:
                 async for event in events:
                     yield event
         except KbAiError as exc:
-            yield Event(
-                "error",
-                {"error": str(exc), "kind": type(exc).__name__, "usage": self.usage.as_dict()},
-                exc,
-            )
+            yield Error(exc, self.usage)
         finally:
             self.state.close()
 
     async def _events(
         self, question: str, history: Sequence[Turn], paths: Sequence[str] | None
-    ) -> AsyncIterator[Event]:
-        question = " ".join(question.split())
+    ) -> AsyncIterator[AskEvent]:
+        question = check_question(question)
         self.findings, self.crossing = [], []
-        if not question:
-            raise UsageError(
-                "The question is empty", hint='ask something, e.g. kb-ai ask "Why did we ..."'
-            )
-        if len(question) > MAX_QUESTION_CHARS:
-            raise UsageError(
-                f"The question is over {MAX_QUESTION_CHARS:,} characters", hint="shorten it"
-            )
         note = await asyncio.to_thread(self._compile_note)
         if note:
-            yield Event("note", {"text": note})
+            yield Note(note)
         # Disk and SQLite work runs in threads: in `kb-ai serve` one event loop streams
         # every user's answer, and must not wait on another user's search.
         catalog = await asyncio.to_thread(
@@ -108,11 +108,11 @@ class Asker:
                 raise EmptyWikiError("The wiki has no articles yet", hint=hint)
             standalone = question
             if history:
-                yield Event("status", {"stage": "rewriting"})
+                yield Status("rewriting")
                 standalone = await standalone_question(
                     self.llm, PROMPTS, question, history, self._paid
                 )
-            yield Event("status", {"stage": "selecting"})
+            yield Status("selecting")
             self.crossing = await self._catalog_terms(standalone, catalog)
             chosen, shortlisted = await self._select(standalone, catalog)
             if not chosen:
@@ -124,10 +124,10 @@ class Asker:
                     shortlisted=shortlisted,
                     findings=self.findings,
                 )
-                yield Event("delta", {"text": answer.answer})
-                yield Event("done", answer.as_dict())
+                yield Delta(answer.answer)
+                yield Done(answer)
                 return
-        yield Event("status", {"stage": "reading", "paths": chosen})
+        yield Status("reading", paths=list(chosen))
         pages = await asyncio.to_thread(self._read, chosen)
         searched = " ".join([standalone, *self.crossing])
         hops = [Hop(searched, list(chosen), "paths" if paths else "search")]
@@ -138,7 +138,7 @@ class Asker:
             hop = await self._follow_up(standalone, pages, catalog, room)
             if hop is None:
                 break
-            yield Event("status", {"stage": "reading", "paths": hop.pages, "query": hop.query})
+            yield Status("reading", paths=list(hop.pages), query=hop.query)
             pages += await asyncio.to_thread(self._read, hop.pages)
             hops.append(hop)
             room -= len(hop.pages)
@@ -151,14 +151,14 @@ class Asker:
             # A small model picks sentences of the pages; kb-ai quotes each verbatim as
             # soon as its id is written, through the same checks as any answer.
             async for item in self._quote(standalone, pages, history):
-                if isinstance(item, Event):
+                if not isinstance(item, str):
                     yield item
                     continue
                 said.append(item)
                 if shown := check.check(item):
-                    yield Event("delta", {"text": shown})
+                    yield Delta(shown)
         else:
-            yield Event("status", {"stage": "answering"})
+            yield Status("answering")
             messages = PROMPTS.render(
                 "answer",
                 pages=pages,
@@ -173,19 +173,19 @@ class Asker:
                 said.append(item)
                 for sentence in cutter.feed(item):
                     if shown := check.check(sentence):
-                        yield Event("delta", {"text": shown})
+                        yield Delta(shown)
             if not said and final is not None and final.text:
                 said.append(final.text)
                 cutter.feed(final.text)
             for sentence in cutter.flush() if said else []:
                 if shown := check.check(sentence):
-                    yield Event("delta", {"text": shown})
+                    yield Delta(shown)
         if not "".join(said).strip():
             if final is not None:
                 final.reject()
             raise LLMOutputError("the model returned an empty answer")
         if tail := check.finish():
-            yield Event("delta", {"text": tail})
+            yield Delta(tail)
         answer = Answer(
             check.text,
             check.citations,
@@ -198,11 +198,11 @@ class Asker:
         )
         if final is not None:
             final.accept()  # after the last check of the answer
-        yield Event("done", answer.as_dict())
+        yield Done(answer)
 
     async def _quote(
         self, question: str, pages: list[Page], history: Sequence[Turn]
-    ) -> AsyncIterator[str | Event]:
+    ) -> AsyncIterator[str | Status]:
         """The extractive answer in pieces, as the model names sentence ids under a
         grammar (an enum of the numbered sentences of the pages read): each sentence once
         its id is complete in the streamed reply, its page's citation once its run ends."""
@@ -210,7 +210,7 @@ class Asker:
         quoter = extractive.Quoter()
         if numbered:
             offered = sum(len(p.sentences) for p in numbered)
-            yield Event("status", {"stage": "choosing", "sentences": offered})
+            yield Status("choosing", sentences=offered)
             messages = PROMPTS.render(
                 "pick",
                 pages=numbered,
@@ -468,16 +468,6 @@ async def ask(
     with closing(asker.state):
         async with aclosing(asker._events(question, history, paths)) as events:
             async for event in events:
-                if event.type == "done":
-                    d = event.data
-                    return Answer(
-                        d["answer"],
-                        [Citation(**c) for c in d["citations"]],
-                        d["read"],
-                        asker.usage,
-                        d["question"],
-                        d["covered"],
-                        hops=[Hop(**h) for h in d["hops"]],
-                        findings=[Finding.of(f) for f in d["findings"]],
-                    )
+                if isinstance(event, Done):
+                    return event.answer
     raise LLMOutputError("the answer ended without a result")

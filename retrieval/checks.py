@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
 from retrieval.pages import Citation, Page, validate_citations
@@ -59,10 +58,6 @@ class Finding:
 
     def as_dict(self) -> dict[str, str]:
         return {"check": self.check, "detail": self.detail, "claim": self.claim, "path": self.path}
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> Finding:
-        return cls(data["check"], data["detail"], data.get("claim", ""), data.get("path", ""))
 
 
 def _plain(text: str) -> str:

@@ -1,6 +1,8 @@
-"""The direction of imports (DESIGN.md): kb_ai.cli -> web -> compiler, retrieval -> wiki ->
-the ground of kb_ai (errors, settings, models, prompts, progress, llm/). Nothing imports
-kb_ai.cli, the entry points; and no module reaches itself again through its imports.
+"""The direction of imports (DESIGN.md): kb_ai.cli -> web -> kb_ai.service -> compiler,
+retrieval -> wiki -> the ground of kb_ai (errors, settings, models, prompts, progress,
+llm/). Nothing imports kb_ai.cli, the entry points; nothing below the application layer
+(kb_ai.service) imports it, and the edges wire no compile, ask or model client of their
+own; and no module reaches itself again through its imports.
 
 Checked on the source with ``ast``, so a violation fails even when it sits in a function
 that no test calls: an import inside a function or under ``TYPE_CHECKING`` is still an
@@ -16,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("kb_ai", "wiki", "compiler", "retrieval", "web", "bench")
 
-UPPER = ("wiki", "compiler", "retrieval", "web", "bench", "tests")
+UPPER = ("wiki", "compiler", "retrieval", "web", "bench", "tests", "kb_ai.service")
 # Module prefix -> (forbidden module prefixes, allowed exceptions). The longest prefix that
 # matches a module is its rule; every module of PACKAGES must have one.
 RULES = {
@@ -32,8 +34,10 @@ RULES = {
         ("kb_ai", "compiler", "retrieval", "web", "bench", "tests"),
         ("kb_ai.errors", "kb_ai.grounding"),
     ),
-    "compiler": (("kb_ai.cli", "retrieval", "web", "bench", "tests"), ()),
-    "retrieval": (("kb_ai.cli", "compiler", "web", "bench", "tests"), ()),
+    # the application layer: above compiler and retrieval, below every edge
+    "kb_ai.service": (("kb_ai.cli", "web", "bench", "tests"), ()),
+    "compiler": (("kb_ai.cli", "kb_ai.service", "retrieval", "web", "bench", "tests"), ()),
+    "retrieval": (("kb_ai.cli", "kb_ai.service", "compiler", "web", "bench", "tests"), ()),
     "web": (("kb_ai.cli", "bench", "tests"), ()),
     "bench": (("kb_ai.cli",), ()),
 }
@@ -101,6 +105,67 @@ def test_imports_go_one_way(prefix):
             source = file.read_text(encoding="utf-8")
             problems += violations(source, module, is_package, forbidden, allowed)
     assert problems == []
+
+
+# What only the application layer does: open a model client, run a compile, an ask or a
+# worker, remove sources, approve runs. The edges call kb_ai.service for these; the
+# model probes (doctor, the agent hooks' model check) talk to a model with no KB at all.
+WIRING = (
+    "kb_ai.llm.open_llm",
+    "kb_ai.llm.client.open_llm",
+    "compiler.Compiler",
+    "compiler.run",
+    "compiler.worker",
+    "compiler.removal",
+    "compiler.review",
+    "compiler.lint_deep",
+    "retrieval.Asker",
+    "retrieval.ask",
+)
+EDGES = ("kb_ai.cli", "web")
+PROBES = ("kb_ai.cli.doctor", "kb_ai.cli.agent_hooks.model_check")
+
+
+def wiring_violations(source: str, module: str, is_package: bool) -> list[str]:
+    return violations(source, module, is_package, WIRING, ())
+
+
+def test_the_edges_wire_nothing_of_their_own():
+    problems = []
+    for module, (file, is_package) in MODULES.items():
+        edge = any(under(module, e) for e in EDGES)
+        if edge and not any(under(module, p) for p in PROBES):
+            problems += wiring_violations(file.read_text(encoding="utf-8"), module, is_package)
+    assert problems == []
+
+
+def test_the_floor_under_the_application_layer_holds():
+    """compiler, retrieval, wiki and the ground below them may not import kb_ai.service;
+    the service may not import an edge."""
+    below = "from kb_ai.service import open_kb\nimport kb_ai.service.asking\n"
+    for module, rule in (
+        ("compiler.run", "compiler"),
+        ("retrieval.ask", "retrieval"),
+        ("wiki.git", "wiki"),
+        ("kb_ai.llm.client", "kb_ai.llm"),
+        ("kb_ai.settings", "kb_ai"),
+    ):
+        assert rule_of(module) == rule
+        assert len(violations(below, module, False, *RULES[rule])) == 2, module
+    assert violations("from web.app import create_app\n", "kb_ai.service.kb", False,
+                      *RULES["kb_ai.service"]) == ["kb_ai.service.kb:1 imports web.app.create_app"]  # fmt: skip
+    assert (
+        violations("import compiler.run\n", "kb_ai.service.kb", False, *RULES["kb_ai.service"])
+        == []
+    )
+    assert rule_of("kb_ai.service.asking") == "kb_ai.service"
+    # an edge that opened its own model client or compiler would be caught
+    assert wiring_violations("from kb_ai.llm import open_llm\n", "web.streams", False) == [
+        "web.streams:1 imports kb_ai.llm.open_llm"
+    ]
+    assert wiring_violations("from compiler import Compiler\n", "kb_ai.cli", True) == [
+        "kb_ai.cli:1 imports compiler.Compiler"
+    ]
 
 
 def test_every_module_falls_under_a_rule():

@@ -11,6 +11,8 @@ from starlette.routing import Route
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import UsageError
+from kb_ai.service import OpenKb, submitting
+from kb_ai.service.submitting import Document
 from retrieval import ChatStore
 from web import content
 from web.errors import error_json
@@ -37,18 +39,18 @@ async def healthz(request: Request) -> JSONResponse:
     return ok(**await svc.run(check))
 
 
-def queue_submissions(svc: Services, items: list[Submission]) -> list[dict[str, Any]]:
-    """Spool and record each submission; returns the tasks, duplicates marked."""
+def queue_submissions(svc: Services, okb: OpenKb, items: list[Submission]) -> list[dict[str, Any]]:
+    """Spool and record each submission as ``okb``'s actor (the author of the commit that
+    compiles it); returns the tasks, duplicates marked."""
     items = [fetch_submission(i, svc.settings) if i.url else i for i in items]
-    out = []
-    with svc.db() as conn:
-        queue = TaskQueue(svc.kb, conn)
-        for item in items:
-            task, created = queue.submit(
-                item.title, item.content, filename=item.filename, kind=item.kind,
-                origin=item.url or None,
-            )  # fmt: skip
-            out.append({**content.public_task(task), "duplicate": not created})
+    documents = [
+        Document(i.title, i.content, filename=i.filename, kind=i.kind, origin=i.url or None)
+        for i in items
+    ]
+    out = [
+        {**content.public_task(task), "duplicate": not created}
+        for task, created in submitting.submit(okb, documents)
+    ]
     svc.wake_workers()
     return out
 
@@ -62,18 +64,13 @@ async def submit(request: Request) -> JSONResponse:
         first = rejected[0]["error"]
         more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
         return error_json(f"Nothing was queued: {first}{more}", status, rejected=rejected)
-    tasks = await svc.run(queue_submissions, svc, accepted)
+    tasks = await svc.run(queue_submissions, svc, svc.acting(request), accepted)
     return ok(202, tasks=tasks, rejected=rejected)
 
 
 async def tasks(request: Request) -> JSONResponse:
     svc = services(request)
-
-    def snapshot() -> dict[str, Any]:
-        with svc.db() as conn:
-            return content.queue_snapshot(TaskQueue(svc.kb, conn))
-
-    return ok(**await svc.run(snapshot))
+    return ok(**await svc.run(content.queue_now, svc.kb))
 
 
 def _task_action(svc: Services, task_id: str, action: str) -> dict[str, Any] | None:

@@ -20,14 +20,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from kb_ai.errors import KbAiError
-from kb_ai.llm import LLM, open_llm
+from kb_ai.llm import LLM
+from kb_ai.service import Actor, open_kb
 from kb_ai.settings import Settings
 from web import api, csrf, editor, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.pool import WorkerPool
 from web.services import Limits, Services
-from wiki import KnowledgeBase
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -36,7 +36,8 @@ STATIC = Path(__file__).parent / "static"
 def create_app(
     settings: Settings,
     *,
-    llm_factory: Callable[..., LLM] = open_llm,
+    llm_factory: Callable[..., LLM] | None = None,
+    actor: Actor | None = None,
     start_worker: bool = True,
     workers: int = 1,
     token: str | None = None,
@@ -53,12 +54,16 @@ def create_app(
     to come from the server's own pages or a script).
     ``extra_routes``: more routes behind the same guard (`kb-ai serve` mounts the MCP
     server at /mcp this way); ``extra_lifespans``: what those routes run while the app does.
+    ``actor``: who the requests act as (the author of what they commit); until people
+    sign in, a web user named by the ``web_editor`` setting. ``llm_factory``: the model
+    client maker (tests' fakes).
     """
-    kb = KnowledgeBase.open(settings.kb_dir)
+    factory = {"llm_factory": llm_factory} if llm_factory is not None else {}
+    actor = actor or Actor("web", settings.web_editor.strip() or "web user")
+    okb = open_kb(settings=settings, actor=actor, **factory)
+    kb = okb.kb
     svc = Services(
-        kb=kb,
-        settings=settings,
-        llm_factory=llm_factory,
+        okb=okb,
         limits=limits
         or Limits(
             max_file_bytes=settings.max_source_bytes,
@@ -70,10 +75,9 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         if start_worker:
+            # what no one submitted (agent captures) is compiled as the worker
             svc.pool = WorkerPool(
-                kb,
-                settings,
-                llm_factory=llm_factory,
+                okb.acting_as(Actor.worker()),
                 size=workers,
                 poll_seconds=worker_poll_seconds,
                 lease_seconds=worker_lease_seconds,

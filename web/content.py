@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import closing
 from dataclasses import asdict
 from typing import Any
 
@@ -21,6 +22,7 @@ from wiki import (
     file_history,
     list_articles,
     load_catalog,
+    open_state,
     read_article,
     read_articles,
     read_raw,
@@ -39,6 +41,12 @@ _SHA = re.compile(r"^[0-9a-f]{4,40}$")
 def public_task(task: dict[str, Any]) -> dict[str, Any]:
     """A task as clients see it (which server holds its lease is not their business)."""
     return {k: task[k] for k in PUBLIC_TASK_FIELDS}
+
+
+def queue_now(kb: KnowledgeBase) -> dict[str, Any]:
+    """The queue as Status shows it now: the newest 200 tasks, counts, recent runs."""
+    with closing(open_state(kb)) as conn:
+        return queue_snapshot(TaskQueue(kb, conn))
 
 
 def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:

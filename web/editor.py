@@ -1,6 +1,6 @@
 """The browser's editor: /edit/<type>/<slug>.md shows an article's file (frontmatter and
-Markdown) in a textarea, previews it, and saves it as one commit by the editor
-(wiki/editing.py). The form carries the CSRF field like every page form, and the blob
+Markdown) in a textarea, previews it, and saves it as one commit by the request's actor
+(kb_ai/service/editing.py, wiki/editing.py). The form carries the CSRF field like every page form, and the blob
 id of the version it loaded: a save over a file that changed since is a conflict (409)
 that shows the other version and keeps the person's text."""
 
@@ -14,22 +14,16 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from kb_ai.errors import EditConflictError, UsageError
+from kb_ai.service import editing
 from web import content, csrf
 from web.errors import status_for
 from web.render import article_url, diff_lines, render_markdown
 from web.services import services
 from web.templating import render
 from web.uploads import limit_body
-from wiki import KnowledgeBase, read_article, slugify
-from wiki.editing import Author, check_edit, normalise_text, save_edit
+from wiki import KnowledgeBase, read_article
+from wiki.editing import check_edit, normalise_text
 from wiki.hand_edits import blob_id
-
-
-def editor_of(request: Request) -> Author:
-    """Who the commit names: the server's configured editor name (one shared token
-    cannot tell people apart; signing in will)."""
-    name = services(request).settings.web_editor or "web"
-    return Author(name, f"{slugify(name) or 'web'}@kb-ai.local")
 
 
 def _loaded(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
@@ -61,9 +55,8 @@ async def edit(request: Request) -> Response:
         return render(request, "edit.html", nav="wiki", **page, preview=html)
     try:
         sha = await svc.run(
-            save_edit, svc.kb, loaded["path"], text, base=base, author=editor_of(request),
-            message=message,
-        )  # fmt: skip
+            editing.save, svc.acting(request), loaded["path"], text, base=base, message=message
+        )
     except EditConflictError as exc:
         theirs = loaded["text"]
         diff = "\n".join(

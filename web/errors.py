@@ -1,4 +1,6 @@
-"""One error shape for the whole web app: ``{"ok": false, "error": ..., "status": N}``.
+"""One error shape for the whole web app: kb-ai's (kb_ai/service/errors.py),
+``{"ok": false, "error": ..., "status": N, "kind": ..., "hint": ...}``, the same the
+answer stream's ``error`` event and MCP's tool errors carry.
 
 kb-ai errors are mapped by their type, never by their message. API paths get JSON;
 pages get the same words in an HTML page.
@@ -12,16 +14,11 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from kb_ai.errors import (
-    ConfigError,
-    EditConflictError,
-    KbAiError,
-    LLMError,
-    NotFoundError,
-    PathEscapeError,
-    SourceError,
-    UsageError,
-)
+from kb_ai.errors import KbAiError, UsageError
+from kb_ai.service import STATUS_BY_TYPE as SERVICE_STATUS
+from kb_ai.service import error_body, error_fields
+from kb_ai.service import status_for as _status_for
+from kb_ai.service.errors import StatusTable
 from web.templating import error_page
 
 
@@ -37,30 +34,18 @@ class AuthError(KbAiError):
     """No token, or the wrong one, on a server that requires it."""
 
 
-# Most specific first: the first matching type decides the status.
-STATUS_BY_TYPE: tuple[tuple[type[KbAiError], int], ...] = (
+# Most specific first: the first matching type decides the status. The web app's own
+# errors, then kb-ai's.
+STATUS_BY_TYPE: StatusTable = (
     (TooLargeError, 413),
     (UnsupportedError, 415),
     (AuthError, 401),
-    (EditConflictError, 409),
-    (PathEscapeError, 400),
-    (ConfigError, 400),
-    (UsageError, 400),
-    (SourceError, 400),
-    (NotFoundError, 404),
-    (LLMError, 502),
+    *SERVICE_STATUS,
 )
 
 
 def status_for(exc: KbAiError) -> int:
-    for kind, status in STATUS_BY_TYPE:
-        if isinstance(exc, kind):
-            return status
-    return 500
-
-
-def error_body(message: str, status: int, **extra: Any) -> dict[str, Any]:
-    return {"ok": False, "error": message, "status": status, **extra}
+    return _status_for(exc, STATUS_BY_TYPE)
 
 
 def error_json(message: str, status: int, **extra: Any) -> JSONResponse:
@@ -78,8 +63,10 @@ def wants_json(request: Request) -> bool:
 
 async def on_kb_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, KbAiError)
-    status = status_for(exc)
-    return _respond(request, str(exc), status, kind=type(exc).__name__)
+    fields = error_fields(exc, STATUS_BY_TYPE)
+    if not wants_json(request):
+        return error_page(request, fields["error"], fields["status"])
+    return JSONResponse(fields, fields["status"])
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:

@@ -68,7 +68,9 @@ async def submit(request: Request) -> Response:
         accepted, rejected = await read_submission(
             request, svc.limits, check_form=lambda form: csrf.check_form(request, form)
         )
-        tasks = await svc.run(queue_submissions, svc, accepted) if accepted else []
+        tasks = (
+            await svc.run(queue_submissions, svc, svc.acting(request), accepted) if accepted else []
+        )
     except KbAiError as exc:
         return render(
             request, "submit.html", status_for(exc), types=TYPES, limits=svc.limits,
@@ -82,14 +84,9 @@ async def submit(request: Request) -> Response:
 
 async def status(request: Request) -> Response:
     svc = services(request)
-
-    def snapshot() -> dict:
-        with svc.db() as conn:
-            return content.queue_snapshot(TaskQueue(svc.kb, conn))
-
     q = request.query_params
     return render(
-        request, "status.html", snap=await svc.run(snapshot), nav="status",
+        request, "status.html", snap=await svc.run(content.queue_now, svc.kb), nav="status",
         queued=q.get("queued"), rejected=q.get("rejected"),
     )  # fmt: skip
 

@@ -13,14 +13,12 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
 from contextlib import closing
 
 from compiler.queue import TaskQueue
-from compiler.worker import Worker
-from kb_ai.llm import LLM
-from kb_ai.settings import Settings
-from wiki import KnowledgeBase, open_state
+from kb_ai.service import OpenKb, compiling
+from kb_ai.service.compiling import Worker
+from wiki import open_state
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +29,14 @@ class WorkerPool:
 
     def __init__(
         self,
-        kb: KnowledgeBase,
-        settings: Settings,
+        okb: OpenKb,
         *,
-        llm_factory: Callable[..., LLM],
         size: int = 1,
         poll_seconds: float = 1.0,
         lease_seconds: float = 600.0,
     ) -> None:
-        self.kb = kb
-        self.settings = settings
-        self.llm_factory = llm_factory
+        self.okb = okb  # through the application layer, as its actor (see compiling.worker)
+        self.kb = okb.kb
         self.size = max(1, size)
         self.poll_seconds = poll_seconds
         self.lease_seconds = lease_seconds
@@ -85,12 +80,8 @@ class WorkerPool:
         self._loop = asyncio.get_running_loop()
         self._main = asyncio.current_task()
         self.workers = [
-            Worker(
-                self.kb,
-                self.settings,
-                llm_factory=self.llm_factory,
-                poll_seconds=self.poll_seconds,
-                lease_seconds=self.lease_seconds,
+            compiling.worker(
+                self.okb, poll_seconds=self.poll_seconds, lease_seconds=self.lease_seconds
             )
             for _ in range(self.size)
         ]

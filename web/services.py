@@ -1,12 +1,13 @@
-"""What every handler of the web app works with: the knowledge base, its settings, the
-model factory, the compile workers and the server's limits. Built once by create_app."""
+"""What every handler of the web app works with: the knowledge base opened through the
+application layer (kb_ai/service: its settings, the model factory, who acts), the
+compile workers and the server's limits. Built once by create_app."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from sqlite3 import Connection
 from typing import Any, TypeVar
 
@@ -14,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from kb_ai.llm import LLM
+from kb_ai.service import OpenKb
 from kb_ai.settings import Settings
 from web.pool import WorkerPool
 from wiki import KnowledgeBase, open_state
@@ -50,13 +52,33 @@ class Limits:
 
 @dataclass
 class Services:
-    kb: KnowledgeBase
-    settings: Settings
-    llm_factory: Callable[..., LLM]
+    okb: OpenKb  # the knowledge base as the server opened it, for the server's actor
     limits: Limits
     status_interval: float = 0.5
     pool: WorkerPool | None = None
     background: set[asyncio.Task] = field(default_factory=set)
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self.okb.kb
+
+    @property
+    def settings(self) -> Settings:
+        return self.okb.settings
+
+    @property
+    def llm_factory(self) -> Callable[..., LLM]:
+        return self.okb.llm_factory
+
+    @llm_factory.setter
+    def llm_factory(self, factory: Callable[..., LLM]) -> None:
+        self.okb = replace(self.okb, llm_factory=factory)
+        self._chat_llm = None
+
+    def acting(self, request: Request) -> OpenKb:
+        """The knowledge base opened for whoever sent ``request``: for now the server's
+        actor (create_app's ``actor``), until people sign in."""
+        return self.okb
 
     @contextmanager
     def db(self) -> Iterator[Connection]:
@@ -70,7 +92,7 @@ class Services:
     _chat_llm: LLM | None = None
 
     def open_llm(self) -> LLM:
-        return self.llm_factory(self.settings, db_path=self.kb.state_db)
+        return self.okb.open_llm()
 
     def chat_llm(self) -> LLM:
         """One model client for every answer: its connections are reused (a new client

@@ -17,9 +17,10 @@ from urllib.parse import quote
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 from starlette.requests import Request
 
-from compiler.queue import TaskQueue
 from kb_ai.errors import LLMError, UsageError
-from retrieval import Asker, ChatStore, Turn
+from kb_ai.service import OpenKb, error_body, error_fields
+from kb_ai.service.asking import ask_events
+from retrieval import Answer, AskEvent, ChatStore, Done, Error, Turn, check_question
 from web import content
 from web.render import render_markdown
 from web.services import Services, services
@@ -32,14 +33,10 @@ async def task_stream(request: Request) -> EventSourceResponse:
     """``tasks`` events: the whole queue (newest 200) and its counts, whenever it changes."""
     svc = services(request)
 
-    def snapshot() -> dict[str, Any]:
-        with svc.db() as conn:
-            return content.queue_snapshot(TaskQueue(svc.kb, conn))
-
     async def events() -> AsyncIterator[JSONServerSentEvent]:
         last = None
         while True:
-            snap = await svc.run(snapshot)
+            snap = await svc.run(content.queue_now, svc.kb)
             key = json.dumps(snap, sort_keys=True)
             if key != last:
                 last = key
@@ -51,6 +48,8 @@ async def task_stream(request: Request) -> EventSourceResponse:
 
 async def ask_stream(request: Request) -> EventSourceResponse:
     """Answer a question as ``status``, ``delta``, then ``done`` (or ``error``) events.
+    An ``error`` event carries kb-ai's one error shape (as the JSON API's errors), with
+    the session and the model use so far.
 
     Body: ``{"question", "session": id or null, "save": true, "paths": [...] or null}``.
     With no session and ``save`` true (the default) a session is created, titled by the
@@ -59,8 +58,7 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     svc = services(request)
     body = await json_object(request, example='{"question": "..."}')
     question, sid, paths = body.get("question"), body.get("session"), body.get("paths")
-    if not isinstance(question, str) or not question.strip():
-        raise UsageError("The question is empty", hint='send {"question": "..."}')
+    question = check_question(question)
     if sid is not None and not isinstance(sid, str):
         raise UsageError('"session" must be a session id')
     if paths is not None and (
@@ -71,7 +69,8 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     history, created = await svc.run(_open_session, svc, sid, question, body.get("save", True))
     sid = created["id"] if created else sid
     events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-    producer = asyncio.create_task(_answer(svc, llm, question, history, paths, sid, events))
+    okb = svc.acting(request)
+    producer = asyncio.create_task(_answer(svc, okb, llm, question, history, paths, sid, events))
     svc.keep(producer)
 
     async def relay() -> AsyncIterator[JSONServerSentEvent]:
@@ -99,6 +98,7 @@ def _open_session(
 
 async def _answer(
     svc: Services,
+    okb: OpenKb,
     llm: Any,
     question: str,
     history: list[Turn],
@@ -107,28 +107,34 @@ async def _answer(
     out: asyncio.Queue,
 ) -> None:
     try:
-        asker = Asker(svc.kb, svc.settings, llm)
-        async for event in asker.events(question, history=history, paths=paths or None):
-            data = dict(event.data)
-            if event.type == "done":
-                data["html"] = render_markdown(data["answer"])
-                if sid:
-                    await svc.run(_save, svc, sid, question, data)
-            if event.type in ("done", "error"):
-                data["session"] = sid
-            if isinstance(event.error, LLMError):  # incl. an open breaker and a failed selection
-                svc.drop_chat_llm(llm)
-            await out.put({"type": event.type, "data": data})
+        events = ask_events(okb, question, history=history, paths=paths or None, llm=llm)
+        async for event in events:
+            if isinstance(event, Done) and sid:
+                await svc.run(_save, svc, sid, question, event.answer)
+            if isinstance(event, Error) and isinstance(event.error, LLMError):
+                svc.drop_chat_llm(llm)  # incl. an open breaker and a failed selection
+            await out.put({"type": event.type, "data": event_data(event, sid)})
     except Exception as exc:  # tell the reader the answer broke off, then let it surface
-        error = {"error": "the server failed while answering", "kind": type(exc).__name__}
-        await out.put({"type": "error", "data": {**error, "session": sid}})
+        broke = error_body("the server failed while answering", 500, kind=type(exc).__name__)
+        await out.put({"type": "error", "data": {**broke, "session": sid}})
         raise
     finally:
         await out.put(None)
 
 
-def _save(svc: Services, sid: str, question: str, done: dict[str, Any]) -> None:
+def event_data(event: AskEvent, sid: str | None) -> dict[str, Any]:
+    """An answer's event as its server-sent event's data: the answer with its HTML and
+    session, an error in the one error shape with the session and the model use."""
+    if isinstance(event, Error):
+        return {**error_fields(event.error), "usage": event.usage.as_dict(), "session": sid}
+    data = event.as_dict()
+    if isinstance(event, Done):
+        data |= {"html": render_markdown(event.answer.answer), "session": sid}
+    return data
+
+
+def _save(svc: Services, sid: str, question: str, answer: Answer) -> None:
     with svc.db() as conn:
         store = ChatStore(conn)
         store.append(sid, "user", question)
-        store.append(sid, "assistant", done["answer"], done["citations"])
+        store.append(sid, "assistant", answer.answer, [c.as_dict() for c in answer.citations])

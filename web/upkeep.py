@@ -17,21 +17,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from compiler.removal import find_sources, remove_sources
-from compiler.review import (
-    approve_review,
-    held_versions,
-    list_reviews,
-    reject_review,
-    review_diff,
-    waiting_hand_edits,
-)
 from kb_ai.errors import NotFoundError
+from kb_ai.service import compiling, linting, reviewing
 from web.render import diff_lines
 from web.services import services
 from web.templating import render
 from web.uploads import page_form
-from wiki.repair import lint_and_fix
 
 
 async def remove(request: Request) -> Response:
@@ -40,15 +31,7 @@ async def remove(request: Request) -> Response:
     rel = request.path_params["path"].strip().lstrip("/")
     if not rel.startswith("raw/") or not rel.endswith(".md"):
         raise NotFoundError(f"no source {rel}")
-    found = await svc.run(find_sources, svc.kb, [rel])
-    result = await remove_sources(
-        svc.kb,
-        svc.settings,
-        found,
-        reason="deleted in the web UI",
-        llm_factory=svc.llm_factory,
-        started_by="web",
-    )
+    result = await compiling.remove(svc.acting(request), [rel], reason="deleted in the web UI")
     gone = len(result.deleted)
     return RedirectResponse(
         f"/health?removed={quote(rel)}&deleted={gone}&rewritten={len(result.rewritten)}",
@@ -58,8 +41,7 @@ async def remove(request: Request) -> Response:
 
 async def health(request: Request) -> Response:
     svc = services(request)
-    report = await svc.run(lint_and_fix, svc.kb)
-    report.findings += await svc.run(waiting_hand_edits, svc.kb)
+    report = await svc.run(linting.lint, svc.acting(request))
     q = request.query_params
     return render(
         request, "health.html", report=report, nav="health",
@@ -69,12 +51,13 @@ async def health(request: Request) -> Response:
 
 async def reviews(request: Request) -> Response:
     svc = services(request)
+    okb = svc.acting(request)
 
     def load() -> list[dict]:
         return [
             r.as_dict()
-            | {"lines": diff_lines(review_diff(svc.kb, r.run)), "held": held_versions(svc.kb, r)}
-            for r in list_reviews(svc.kb)
+            | {"lines": diff_lines(reviewing.diff(okb, r.run)), "held": reviewing.held(okb, r)}
+            for r in reviewing.reviews(okb)
         ]
 
     q = request.query_params
@@ -88,11 +71,11 @@ async def review_action(request: Request) -> Response:
     await page_form(request)
     svc = services(request)
     run, action = request.path_params["run"], request.path_params["action"]
-    waiting = ""
+    okb, waiting = svc.acting(request), ""
     if action == "approve":
-        await svc.run(approve_review, svc.kb, run)
+        await svc.run(reviewing.approve, okb, run)
     elif action == "reject":
-        rejection = await svc.run(reject_review, svc.kb, run)
+        rejection = await svc.run(reviewing.reject, okb, run)
         waiting = f"&waiting={len(rejection.tasks)}"  # submissions left to retry on Status
     else:
         raise NotFoundError(f"No action {action!r}")

@@ -1,5 +1,6 @@
 """Editing an article by hand (the browser's editor): the new text is checked, then
-saved as one commit whose author is the person, with kb-ai as the committer.
+saved as one commit whose author is the person (the knowledge base's actor, see
+wiki/actors.py), with kb-ai as the committer.
 
 A save names the version the person loaded (its git blob id): when the file changed
 since (another person saved, or a compile wrote it), the save is refused as a conflict
@@ -9,9 +10,7 @@ title or changes the sources, is refused with the line to fix.
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import yaml
@@ -28,20 +27,6 @@ if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
 _ATTEMPTS = 20  # tries of a commit while git's index is locked by a compile, 0.1 s apart
-_UNSAFE_NAME = re.compile(r"[<>\n\r\x00]")
-
-
-@dataclass(frozen=True)
-class Author:
-    """Who a hand edit's commit names as its author."""
-
-    name: str
-    email: str
-
-    def git_form(self) -> str:
-        name = _UNSAFE_NAME.sub("", self.name).strip() or "web"
-        email = _UNSAFE_NAME.sub("", self.email).strip() or "web@localhost"
-        return f"{name} <{email}>"
 
 
 def normalise_text(text: str) -> str:
@@ -99,10 +84,8 @@ def _refused(line: int, why: str) -> UsageError:
     return UsageError(f"line {line}: {why}", hint="fix that line and save again")
 
 
-def save_edit(
-    kb: KnowledgeBase, rel: str, text: str, *, base: str, author: Author, message: str
-) -> str | None:
-    """Save ``text`` as article ``rel`` in one commit by ``author``; returns its short
+def save_edit(kb: KnowledgeBase, rel: str, text: str, *, base: str, message: str) -> str | None:
+    """Save ``text`` as article ``rel`` in one commit by ``kb.actor``; returns its short
     sha, or None when the text is the file's. ``base``: the blob id of the version the
     person loaded; a file that changed since is an :class:`EditConflictError`."""
     text = normalise_text(text)
@@ -121,7 +104,7 @@ def save_edit(
             return None
         atomic_write_text(file, text)
         try:
-            _commit(kb, before.path, author, message)
+            _commit(kb, before.path, message)
         except BaseException:
             atomic_write_text(file, current)  # nothing half-saved: the file as it was
             _run(kb, ("reset", "-q", "--", before.path), check=False)
@@ -129,15 +112,14 @@ def save_edit(
     return git(kb, "rev-parse", "--short", "HEAD").strip()
 
 
-def _commit(kb: KnowledgeBase, rel: str, author: Author, message: str) -> None:
-    """Commit ``rel`` alone, by ``author``, kb-ai the committer. A compile staging its
+def _commit(kb: KnowledgeBase, rel: str, message: str) -> None:
+    """Commit ``rel`` alone (no kb-ai trailer: a person's edit). A compile staging its
     files holds git's index lock for a moment: waited for, a few times."""
     index_lock = kb.root / ".git" / "index.lock"
     for attempt in range(_ATTEMPTS):
         try:
             git(kb, "add", "--", rel)
-            git(kb, "-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost", "commit",
-                "-q", f"--author={author.git_form()}", "-m", message, "--", rel)  # fmt: skip
+            git(kb, "commit", "-q", "-m", message, "--", rel)
             return
         except KbAiError:
             if attempt == _ATTEMPTS - 1 or not index_lock.exists():

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kb_ai.errors import KbAiError, NotFoundError, UsageError
+from wiki.actors import Actor
 
 
 class Repository(Protocol):
@@ -18,6 +19,9 @@ class Repository(Protocol):
 
     @property
     def root(self) -> Path: ...
+
+    @property
+    def actor(self) -> Actor | None: ...
 
     def resolve(self, rel: str, *, under: str = "wiki") -> Path: ...
 
@@ -40,8 +44,9 @@ _REV = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/~^-]*")
 def git(kb: Repository, *args: str) -> str:
     """Run ``git <args>`` in the knowledge base and return its standard output.
 
-    Uses kb-ai's own identity when the environment configures none, so commits work on
-    a fresh machine. A failure becomes a :class:`KbAiError` carrying git's message.
+    A commit made for an actor (``kb.actor``) has the actor as author and kb-ai as
+    committer; otherwise it uses kb-ai's own identity when the environment configures
+    none, so commits work on a fresh machine. A failure becomes a :class:`KbAiError` carrying git's message.
     """
     return _run(kb, args).stdout
 
@@ -54,10 +59,13 @@ def _run(
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
     command = ["git", *_identity_args(str(kb.root), *_identity_env()), *args]
+    actor = getattr(kb, "actor", None)
+    extra = {**(actor.git_env() if actor is not None else {}), **(env or {})}
+    env = {**os.environ, **extra} if extra else None
     try:
         proc = subprocess.run(
             command, cwd=kb.root, input=stdin, capture_output=True, text=True, check=False,
-            env={**os.environ, **env} if env else None,
+            env=env,
         )  # fmt: skip
     except FileNotFoundError as exc:
         raise KbAiError(

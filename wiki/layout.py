@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from kb_ai.errors import NotAKnowledgeBaseError, PathEscapeError, UsageError
+from wiki.actors import Actor
 from wiki.files import atomic_write_text
 from wiki.git import commit_all, commit_paths, git, head_sha
 
@@ -28,9 +29,18 @@ LOG_HEADER = "# kb-ai log\n\nWhat each compile run did, oldest first.\n"
 
 @dataclass(frozen=True)
 class KnowledgeBase:
-    """A knowledge base directory; see the on-disk layout in DESIGN.md."""
+    """A knowledge base directory; see the on-disk layout in DESIGN.md.
+
+    ``actor``: who acts on it (see wiki/actors.py): the author of every commit made
+    through this object, named in log.md. None: git's own identity, as before.
+    """
 
     root: Path
+    actor: Actor | None = field(default=None, compare=False)
+
+    def acting_as(self, actor: Actor | None) -> KnowledgeBase:
+        """The same knowledge base, with ``actor`` the author of what is written through it."""
+        return replace(self, actor=actor)
 
     @property
     def raw_dir(self) -> Path:

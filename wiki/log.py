@@ -11,8 +11,11 @@ from wiki.layout import LOG_HEADER, KnowledgeBase
 def append_log(
     kb: KnowledgeBase, title: str, lines: list[str], when: datetime | None = None
 ) -> None:
-    """Append a ``## <timestamp> <title>`` section with ``lines`` as list items to log.md."""
+    """Append a ``## <timestamp> <title>`` section with ``lines`` as list items to log.md,
+    the last one naming who acted (``kb.actor``) when the knowledge base carries one."""
     when = when or datetime.now(UTC)
+    if kb.actor is not None:
+        lines = [*lines, f"by {kb.actor.label}"]
     stamp = when.isoformat(timespec="seconds")
     items = ["- " + " ".join(line.split()) for line in lines]
     section = "\n".join([f"## {stamp} {' '.join(title.split())}", "", *items]) + "\n"

@@ -14,12 +14,15 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kb_ai.errors import KbAiError, NotFoundError, UsageError
 from kb_ai.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from kb_ai.service import OpenKb
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -66,6 +69,13 @@ class Context:
         if announce:
             self.announce(settings)
         return settings
+
+    def open_kb(self, settings: Settings) -> OpenKb:
+        """The knowledge base of ``settings`` opened for the person at the terminal (git's
+        user.name and user.email, else the login name): the author of what it commits."""
+        from kb_ai.service import Actor, open_kb
+
+        return open_kb(settings=settings, actor=Actor.cli_user(settings.kb_dir))
 
     def announce(self, settings: Settings) -> None:
         """Say once that the model is the tiny embedded one. Called by the commands that
@@ -187,16 +197,13 @@ def compile(
     source compiled or was unchanged, 1 when some failed, 2 for bad usage, 130 when
     interrupted (what finished is committed).
     """
-    from compiler import Compiler
     from kb_ai.progress import LineProgress, StageProgress
-    from wiki import KnowledgeBase
+    from kb_ai.service import compiling
 
     settings = ctx.settings(model=model or ctx.model, max_concurrency=concurrency, review=review)
-    kb = KnowledgeBase.open(settings.kb_dir)
+    okb = ctx.open_kb(settings)
     if prune:
-        from compiler.removal import prune_folders
-
-        for removal in asyncio.run(prune_folders(kb, settings, paths)):
+        for removal in asyncio.run(compiling.prune(okb, paths)):
             if not as_json:
                 print_removal(removal, as_json=False)
     ctx.announce(settings)
@@ -204,8 +211,7 @@ def compile(
     with StageProgress(enabled=not as_json and terminal) as bar:
         # not a terminal (a log, a script): a line per source finished instead of a bar
         progress = LineProgress() if not as_json and not terminal else bar
-        compiler = Compiler(kb, settings, progress=progress)
-        result = asyncio.run(compiler.compile_paths(paths, force=force))
+        result = asyncio.run(compiling.compile_paths(okb, paths, force=force, progress=progress))
     if as_json:
         click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
     else:
@@ -286,11 +292,10 @@ def print_removal(result: Any, as_json: bool) -> None:
 def status(ctx: Context, as_json: bool) -> None:
     """Sources, articles, what is stale, the last run, and tokens and cost so far."""
     from compiler import kb_status
-    from wiki import KnowledgeBase
 
-    settings = ctx.settings()
-    kb = KnowledgeBase.open(settings.kb_dir)
-    report = kb_status(kb, settings)
+    okb = ctx.open_kb(ctx.settings())
+    kb = okb.kb
+    report = kb_status(kb, okb.settings)
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False))
         return

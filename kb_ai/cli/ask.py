@@ -9,73 +9,84 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from contextlib import closing
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from kb_ai.cli import CliError, Context, main, pass_context, translate_errors
 from kb_ai.errors import KbAiError, UsageError
 
+if TYPE_CHECKING:
+    from kb_ai.llm import LLM
+    from kb_ai.service import OpenKb
+    from retrieval import Answer, Status, Turn
 
-def _open(ctx: Context, model: str | None):
-    from kb_ai.llm import open_llm
-    from wiki import KnowledgeBase
 
+def _open(ctx: Context, model: str | None) -> OpenKb:
     settings = ctx.settings(model=model or ctx.model)
-    kb = KnowledgeBase.open(settings.kb_dir)
+    okb = ctx.open_kb(settings)
     ctx.announce(settings)
-    llm = open_llm(settings, db_path=kb.state_db)
-    return kb, settings, llm
+    return okb
 
 
 async def _stream_answer(
-    asker, question: str, *, history=(), paths=None, as_json: bool
-) -> dict[str, Any]:
-    """Run one question; print deltas as they come (unless --json); return the done data."""
+    okb: OpenKb,
+    question: str,
+    *,
+    history: Sequence[Turn] = (),
+    paths: list[str] | None = None,
+    llm: LLM | None = None,
+    as_json: bool,
+) -> Answer:
+    """Run one question; print deltas as they come (unless --json); return the answer."""
+    from kb_ai.service.asking import ask_events
+    from retrieval import Delta, Done, Error, Note, Status
+
     streamed: list[str] = []
-    async for event in asker.events(question, history=history, paths=paths):
-        if event.type == "delta" and not as_json:
-            streamed.append(event.data["text"])
-            click.echo(event.data["text"], nl=False)
+    async for event in ask_events(okb, question, history=history, paths=paths, llm=llm):
+        if isinstance(event, Delta) and not as_json:
+            streamed.append(event.text)
+            click.echo(event.text, nl=False)
             sys.stdout.flush()
-        elif event.type == "note":
-            click.echo(event.data["text"], err=True)
-        elif event.type == "status" and not as_json and sys.stderr.isatty():
-            click.echo(f"\r\x1b[2m{_doing(event.data)}…\x1b[0m\x1b[K", nl=False, err=True)
-        elif event.type == "error":
+        elif isinstance(event, Note):
+            click.echo(event.text, err=True)
+        elif isinstance(event, Status) and not as_json and sys.stderr.isatty():
+            click.echo(f"\r\x1b[2m{_doing(event)}…\x1b[0m\x1b[K", nl=False, err=True)
+        elif isinstance(event, Error):
             if streamed:
                 click.echo()
-            raise CliError(event.error or KbAiError(event.data["error"]))
-        elif event.type == "done":
+            raise CliError(event.error)
+        elif isinstance(event, Done):
             if sys.stderr.isatty() and not as_json:
                 click.echo("\r\x1b[K", nl=False, err=True)
-            return event.data
+            return event.answer
     raise CliError(KbAiError("the answer ended without a result"))
 
 
-def _doing(status: dict[str, Any]) -> str:
+def _doing(status: Status) -> str:
     """A status event in words: the stage, with the pages being read or how many
     sentences a small model chooses among."""
-    if status.get("paths"):
-        return f"reading {', '.join(status['paths'])}"
-    if status.get("sentences"):
-        return f"choosing among {status['sentences']} sentences"
-    return str(status["stage"])
+    if status.paths:
+        return f"reading {', '.join(status.paths)}"
+    if status.sentences:
+        return f"choosing among {status.sentences} sentences"
+    return status.stage
 
 
-def _print_sources(done: dict[str, Any]) -> None:
+def _print_sources(answer: Answer) -> None:
     click.echo()
-    if done["citations"]:
+    if answer.citations:
         click.echo("\nSources:")
-        for c in done["citations"]:
-            click.echo(f"  [{c['title']}]({c['path']})")
-    if done["read"]:
-        click.echo("Read: " + ", ".join(done["read"]))
-    if done.get("findings"):
+        for c in answer.citations:
+            click.echo(f"  [{c.title}]({c.path})")
+    if answer.read:
+        click.echo("Read: " + ", ".join(answer.read))
+    if answer.findings:
         counts: dict[str, int] = {}
-        for f in done["findings"]:
-            counts[f["check"]] = counts.get(f["check"], 0) + 1
+        for f in answer.findings:
+            counts[f.check] = counts.get(f.check, 0) + 1
         listed = ", ".join(f"{n} {check}" for check, n in counts.items())
         click.echo(f"Checks: {listed} (what was removed and why: --json)")
 
@@ -103,30 +114,20 @@ def ask(
     the question, the answer says so and cites nothing, without asking the model when
     no page shares a meaningful word with the question.
     """
-    from retrieval import Asker
+    from retrieval import check_question
 
-    if not " ".join(question).strip():
-        raise UsageError(
-            "The question is empty", hint='ask something, e.g. kb-ai ask "Why did we ..."'
-        )
+    text = check_question(" ".join(question))
     wanted = [p.strip() for p in paths.split(",") if p.strip()] if paths else None
     if paths is not None and not wanted:
         raise UsageError("--paths names no page", hint="e.g. --paths wiki/decision/dns.md")
-    kb, settings, llm = _open(ctx, model)
-    asker = Asker(kb, settings, llm)
-
-    async def go() -> dict[str, Any]:
-        try:
-            return await _stream_answer(asker, " ".join(question), paths=wanted, as_json=as_json)
-        finally:
-            await llm.aclose()
-
-    done = asyncio.run(go())
+    okb = _open(ctx, model)
+    answer = asyncio.run(_stream_answer(okb, text, paths=wanted, as_json=as_json))
     if as_json:
         keys = ("answer", "citations", "read", "usage", "covered", "findings")
+        done = answer.as_dict()
         click.echo(json.dumps({k: done[k] for k in keys}, ensure_ascii=False))
     else:
-        _print_sources(done)
+        _print_sources(answer)
 
 
 @main.command()
@@ -140,12 +141,12 @@ def chat(ctx: Context, session_id: str | None, model: str | None) -> None:
     Each follow-up is rewritten into a standalone question before pages are picked.
     The conversation is saved (see --session). End with Ctrl-D or an empty line.
     """
-    from retrieval import Asker, ChatStore
+    from retrieval import ChatStore
     from wiki import open_state
 
-    kb, settings, llm = _open(ctx, model)
-    asker = Asker(kb, settings, llm)
-    with closing(open_state(kb)) as conn:
+    okb = _open(ctx, model)
+    llm = okb.open_llm()  # one client for the whole chat
+    with closing(open_state(okb.kb)) as conn:
         store = ChatStore(conn)
         if session_id:
             session = store.get(session_id)
@@ -169,15 +170,16 @@ def chat(ctx: Context, session_id: str | None, model: str | None) -> None:
                     click.echo(f"(chat {session['id']})", err=True)
                 history = store.history(session["id"])
                 try:
-                    done = loop.run_until_complete(
-                        _stream_answer(asker, question, history=history, as_json=False)
+                    answer = loop.run_until_complete(
+                        _stream_answer(okb, question, history=history, llm=llm, as_json=False)
                     )
-                except CliError as exc:
-                    click.echo(f"Error: {exc.message}", err=True)
+                except (CliError, UsageError) as exc:
+                    click.echo(f"Error: {exc}", err=True)
                     continue
-                _print_sources(done)
+                _print_sources(answer)
                 store.append(session["id"], "user", question)
-                store.append(session["id"], "assistant", done["answer"], done["citations"])
+                citations = [c.as_dict() for c in answer.citations]
+                store.append(session["id"], "assistant", answer.answer, citations)
         finally:
             loop.run_until_complete(llm.aclose())
             loop.close()

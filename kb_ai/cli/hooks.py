@@ -218,13 +218,12 @@ def hooks_retry(ctx: click.Context, project: str | None) -> None:
 @translate_errors
 def worker(ctx: Context, drain: bool) -> None:
     """Compile queued submissions (agent sessions, uploads) through the normal pipeline."""
-    from compiler.worker import Worker
-    from wiki import KnowledgeBase
+    from kb_ai.service import Actor, compiling, open_kb
 
     settings = ctx.settings()
-    kb = KnowledgeBase.open(settings.kb_dir)
+    okb = open_kb(settings=settings, actor=Actor.worker())  # submitters author their tasks
     ctx.announce(settings)
-    w = Worker(kb, settings)
+    w = compiling.worker(okb)
     if drain:
         n = asyncio.run(w.drain())
         click.echo(f"Compiled {n} queued task(s)")

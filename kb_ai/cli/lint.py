@@ -36,22 +36,16 @@ def lint(ctx: Context, fix: bool, deep: bool, budget: int, as_json: bool) -> Non
 
     Exit status: 0 when no error remains (warnings allowed), 1 when some do.
     """
-    from wiki import KnowledgeBase
-    from wiki.repair import lint_and_fix
+    import asyncio
+
+    from kb_ai.service import linting
 
     started = time.monotonic()
     settings = ctx.settings(detect=deep, announce=deep)
-    kb = KnowledgeBase.open(settings.kb_dir)
-    report = lint_and_fix(kb, fix=fix)
-    from compiler.review import waiting_hand_edits
-
-    report.findings += waiting_hand_edits(kb)  # updates that met a person's change
+    okb = ctx.open_kb(settings)
+    report = linting.lint(okb, fix=fix)
     if deep:
-        import asyncio
-
-        from compiler.lint_deep import deep_lint
-
-        report.findings += asyncio.run(deep_lint(kb, settings, budget=budget))
+        report.findings += asyncio.run(linting.deep_findings(okb, budget=budget))
     seconds = time.monotonic() - started
     if as_json:
         click.echo(

@@ -1,7 +1,9 @@
 """The MCP server: one `ask` tool that answers from the wiki with citations, for any agent.
 
-It only translates, like the CLI: arguments into a `retrieval.ask` call, the Answer into
-tool content, a kb-ai error into a tool error (``isError``) whose message says what to do.
+It only translates, like the CLI: arguments into an ask through the application layer
+(kb_ai/service), the Answer into tool content, a kb-ai error into a tool error
+(``isError``) whose text says what to do and whose structured content is kb-ai's one
+error shape (kb_ai/service/errors.py), as the JSON API sends it.
 Two transports over the same server:
 
 - stdio: `run_stdio(kb_dir, overrides)`, behind ``kb-ai mcp``;
@@ -36,10 +38,9 @@ from starlette.types import Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from kb_ai.errors import KbAiError
-from kb_ai.settings import Settings, load_settings
+from kb_ai.service import Actor, OpenKb, error_fields, open_kb
+from kb_ai.service.asking import ask as answer_question
 from retrieval import Answer
-from retrieval import ask as answer_question
-from wiki import KnowledgeBase
 
 ASK_DESCRIPTION = """\
 Ask the team's knowledge base and get an answer with citations. The knowledge base is a \
@@ -70,6 +71,15 @@ class CitedPage(TypedDict):
     path: str
 
 
+class CheckFinding(TypedDict):
+    """What the answer's checks removed or changed, and why."""
+
+    check: str  # grounding | citation | selection | coverage
+    detail: str
+    claim: str
+    path: str
+
+
 class AskResult(TypedDict):
     """What `ask` returns as structured content."""
 
@@ -77,20 +87,25 @@ class AskResult(TypedDict):
     citations: list[CitedPage]
     read: list[str]
     covered: bool
+    findings: list[CheckFinding]
 
 
 def build_server(
-    kb_dir: str | None = None, settings_overrides: Mapping[str, Any] | None = None
+    kb_dir: str | None = None,
+    settings_overrides: Mapping[str, Any] | None = None,
+    *,
+    okb: OpenKb | None = None,
 ) -> MCPServer:
-    """The MCP server with its one `ask` tool, over the knowledge base at kb_dir.
+    """The MCP server with its one `ask` tool, over the knowledge base at kb_dir (or
+    ``okb``, one opened already through kb_ai.service).
 
     The settings are built and the knowledge base opened here, once: a directory that is
     not a knowledge base fails now (NotAKnowledgeBaseError), not at the first question.
     The model is opened per call, so "no model configured" reaches the agent as a tool
     error it can report.
     """
-    settings = load_settings(kb_dir, dict(settings_overrides or {}), detect=True)
-    kb = KnowledgeBase.open(settings.kb_dir)
+    if okb is None:
+        okb = open_kb(kb_dir, overrides=settings_overrides, actor=Actor.agent("mcp client"))
     server = MCPServer(
         "kb-ai",
         title="kb-ai knowledge base",
@@ -105,9 +120,13 @@ def build_server(
         paths: Annotated[list[str] | None, Field(description=PATHS_HELP)] = None,
     ) -> Annotated[CallToolResult, AskResult]:
         try:
-            answer = await _answer(kb, settings, question, paths)
+            answer = await _answer(okb, question, paths)
         except KbAiError as exc:
-            return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+            return CallToolResult(
+                content=[TextContent(type="text", text=str(exc))],
+                structured_content=error_fields(exc),
+                is_error=True,
+            )
         return CallToolResult(
             content=[TextContent(type="text", text=format_answer(answer))],
             structured_content=_structured(answer),
@@ -123,16 +142,9 @@ def build_server(
     return server
 
 
-async def _answer(
-    kb: KnowledgeBase, settings: Settings, question: str, paths: Sequence[str] | None
-) -> Answer:
-    from kb_ai.llm import open_llm
-
-    llm = open_llm(settings, db_path=kb.state_db)
-    try:
-        return await answer_question(kb, settings, llm, question, paths=paths or None)
-    finally:
-        await llm.aclose()
+async def _answer(okb: OpenKb, question: str, paths: Sequence[str] | None) -> Answer:
+    """The answer, with a model client opened for this call (and closed after it)."""
+    return await answer_question(okb, question, paths=paths or None)
 
 
 def format_answer(answer: Answer) -> str:
@@ -149,6 +161,10 @@ def _structured(answer: Answer) -> AskResult:
         "citations": [{"title": c.title, "path": c.path} for c in answer.citations],
         "read": list(answer.read),
         "covered": answer.covered,
+        "findings": [
+            {"check": f.check, "detail": f.detail, "claim": f.claim, "path": f.path}
+            for f in answer.findings
+        ],
     }
 
 

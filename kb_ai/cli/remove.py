@@ -27,13 +27,10 @@ def rm(ctx: Context, sources: tuple[str, ...], reason: str, as_json: bool) -> No
     its other sources' stored extractions (one model call each); an article left with
     no source is deleted. Nothing changes unless every rewrite succeeds.
     """
-    from compiler.removal import find_sources, remove_sources
-    from wiki import KnowledgeBase
+    from kb_ai.service import compiling
 
-    settings = ctx.settings()
-    kb = KnowledgeBase.open(settings.kb_dir)
-    found = find_sources(kb, sources)
+    okb = ctx.open_kb(ctx.settings())
     result = asyncio.run(
-        remove_sources(kb, settings, found, reason=reason or "removed with kb-ai rm")
+        compiling.remove(okb, list(sources), reason=reason or "removed with kb-ai rm")
     )
     print_removal(result, as_json)

@@ -23,9 +23,7 @@ def review() -> None:
 
 
 def _kb(ctx: Context):
-    from wiki import KnowledgeBase
-
-    return KnowledgeBase.open(ctx.settings(detect=False, announce=False).kb_dir)
+    return ctx.open_kb(ctx.settings(detect=False, announce=False))
 
 
 @review.command(name="list")
@@ -34,9 +32,9 @@ def _kb(ctx: Context):
 @translate_errors
 def list_(ctx: Context, as_json: bool) -> None:
     """The runs waiting for review."""
-    from compiler.review import list_reviews
+    from kb_ai.service import reviewing
 
-    reviews = list_reviews(_kb(ctx))
+    reviews = reviewing.reviews(_kb(ctx))
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in reviews], ensure_ascii=False))
         return
@@ -52,20 +50,20 @@ def list_(ctx: Context, as_json: bool) -> None:
 @translate_errors
 def show(ctx: Context, run: str) -> None:
     """The run's commit message and its diff against main."""
-    from compiler.review import get_review, held_versions, review_diff
+    from kb_ai.service import reviewing
 
-    kb = _kb(ctx)
-    r = get_review(kb, run)
+    okb = _kb(ctx)
+    r = reviewing.review(okb, run)
     click.echo(f"run {r.run} ({r.state}) on {r.branch}\n\n{r.summary}\n")
     if r.state != "pending":
         return
-    for held in held_versions(kb, r):  # an update that meets a hand edit: both versions
+    for held in reviewing.held(okb, r):  # an update that meets a hand edit: both versions
         click.echo(f"=== {held['path']}: the hand edit (on main; reject keeps it)")
         click.echo(held["person"])
         click.echo(f"=== {held['path']}: kb-ai's new version")
         click.echo(held["kb_ai"])
         click.echo("=== what approve puts on main, against main:")
-    click.echo(review_diff(kb, r.run))
+    click.echo(reviewing.diff(okb, r.run))
 
 
 @review.command()
@@ -74,9 +72,9 @@ def show(ctx: Context, run: str) -> None:
 @translate_errors
 def approve(ctx: Context, run: str) -> None:
     """Merge the run into main."""
-    from compiler.review import approve_review
+    from kb_ai.service import reviewing
 
-    commit = approve_review(_kb(ctx), run)
+    commit = reviewing.approve(_kb(ctx), run)
     click.echo(f"Approved run {run.removeprefix('review/')}: main is at {commit}")
 
 
@@ -90,9 +88,9 @@ def reject(ctx: Context, run: str) -> None:
     Documents submitted in the web UI (or the API) fail with the reason and keep their
     submitted copy: Retry on the Status page (or POST /api/tasks/ID/retry) compiles them
     again, Delete drops them."""
-    from compiler.review import reject_review
+    from kb_ai.service import reviewing
 
-    rejection = reject_review(_kb(ctx), run)
+    rejection = reviewing.reject(_kb(ctx), run)
     click.echo(
         f"Rejected run {run.removeprefix('review/')};"
         f" {len(rejection.sources)} source(s) pending again"

@@ -28,11 +28,11 @@ def watch(ctx: Context, dirs: tuple[str, ...], debounce: int) -> None:
     Changes arriving together are one compile run (and one commit). A deleted file is
     reported, not acted on: its articles stay.
     """
-    from compiler.watch import Round, watch_and_compile
-    from wiki import KnowledgeBase
+    from compiler.watch import Round
+    from kb_ai.service import compiling
 
     settings = ctx.settings()
-    kb = KnowledgeBase.open(settings.kb_dir)
+    okb = ctx.open_kb(settings)
     ctx.announce(settings)
 
     def report(r: Round) -> None:
@@ -52,5 +52,5 @@ def watch(ctx: Context, dirs: tuple[str, ...], debounce: int) -> None:
             click.echo(f"Watching {', '.join(str(Path(d)) for d in dirs)} (Ctrl-C to stop)")
 
     with suppress(KeyboardInterrupt):  # Ctrl-C before the watch took over the signal
-        asyncio.run(watch_and_compile(kb, settings, list(dirs), report, debounce_ms=debounce))
+        asyncio.run(compiling.watch(okb, list(dirs), report, debounce_ms=debounce))
     click.echo("Stopped watching.")

@@ -151,6 +151,19 @@ def test_a_growing_codex_session_compiles_only_each_new_turn(tmp_path, server):
     assert all(t["state"] == "done" for t in tasks_of(kb))
 
 
+def test_a_captured_session_is_committed_with_its_agent_as_author(tmp_path, server):
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    rollout = tmp_path / "rollout-2026-03-01-who.jsonl"
+    with worker_running(kb):
+        codex_session(rollout, "sess-who", 1)
+        run_hook("session-end", end_event(kb, rollout, "sess-who", "Stop"), agent="codex")
+        drain(kb, settings_for(kb, server))
+    last = subprocess.run(
+        ["git", "log", "-1", "--format=%an|%ae|%cn"], cwd=kb.root, capture_output=True, text=True
+    )
+    assert last.stdout.strip() == "codex||kb-ai"
+
+
 def test_an_active_session_waits_for_the_quiet_period_and_its_end_does_not(tmp_path, server):
     kb = KnowledgeBase.init(tmp_path / "kb")
     settings = settings_for(kb, server, session_quiet_seconds=3600)

@@ -159,7 +159,7 @@ def test_a_streamed_local_answer_arrives_in_more_than_one_chunk(tmp_path, embedd
                 if e.type == "error":
                     raise e.error
                 if e.type == "delta":
-                    seen.append((e.data["text"], watched.answer_ended))
+                    seen.append((e.text, watched.answer_ended))
         return seen
 
     seen = asyncio.run(answer())

@@ -213,7 +213,13 @@ def test_one_ask_tool_that_tells_an_agent_when_to_use_it(call):
         assert words in tool.description
     assert tool.input_schema["required"] == ["question"]
     assert set(tool.input_schema["properties"]) == {"question", "paths"}
-    assert set(tool.output_schema["properties"]) == {"answer", "citations", "read", "covered"}
+    assert set(tool.output_schema["properties"]) == {
+        "answer",
+        "citations",
+        "read",
+        "covered",
+        "findings",
+    }
     assert tool.annotations.read_only_hint is True
 
 

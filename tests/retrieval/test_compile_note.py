@@ -21,7 +21,7 @@ def notes(kb, settings):
 
     events = asyncio.run(go())
     assert events[-1].type == "done"
-    return [e.data["text"] for e in events if e.type == "note"]
+    return [e.text for e in events if e.type == "note"]
 
 
 def test_an_answer_during_a_compile_says_the_wiki_is_changing(kb, settings):

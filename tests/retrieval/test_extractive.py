@@ -137,7 +137,7 @@ def test_a_local_model_answers_extractively_and_streams_sentence_by_sentence(kb,
     llm = FakeLLM(pick).enqueue({"paths": [QUEUE[0]]})
 
     async def deltas():
-        return [e.data["text"] async for e in Asker(kb, local, llm).events("How are failed jobs retried, what backoff?")
+        return [e.text async for e in Asker(kb, local, llm).events("How are failed jobs retried, what backoff?")
                 if e.type == "delta"]  # fmt: skip
 
     pieces = asyncio.run(deltas())
@@ -159,7 +159,9 @@ def test_each_picked_sentence_is_shown_while_a_slow_model_is_still_writing_its_p
         asker = Asker(kb, small(settings), llm)
         async for e in asker.events("How are failed jobs retried, what backoff?"):
             picked = [c.finished for c in llm.calls if c.stage == "answer"]
-            seen.append((e.type, e.data.get("stage") or e.data.get("text"), any(picked)))
+            seen.append(
+                (e.type, getattr(e, "stage", None) or getattr(e, "text", None), any(picked))
+            )
 
     asyncio.run(run())
     kinds = [kind for kind, _, _ in seen]
@@ -188,7 +190,7 @@ def test_a_pick_not_in_the_plain_form_is_quoted_once_the_whole_reply_has_come(kb
     async def run():
         asker = Asker(kb, small(settings), llm)
         return [
-            (e.data["text"], llm.calls[-1].finished)
+            (e.text, llm.calls[-1].finished)
             async for e in asker.events("How often is a failed job retried?")
             if e.type == "delta"
         ]

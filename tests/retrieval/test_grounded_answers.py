@@ -52,7 +52,7 @@ def events_of(kb, settings, llm, question):
 
 def shown(events):
     """What a user watching the stream saw."""
-    return "".join(e.data["text"] for e in events if e.type == "delta")
+    return "".join(e.text for e in events if e.type == "delta")
 
 
 def test_a_question_no_page_shares_a_word_with_is_declined_without_a_model_call(kb, settings):
@@ -106,7 +106,7 @@ def test_an_outside_knowledge_answer_citing_an_unrelated_page_is_not_given(kb, s
         "The capital of Mongolia is Ulaanbaatar [Capital budget](wiki/decision/capital-budget.md).",
     )
     events = events_of(kb, settings, llm, "What is the capital of Mongolia?")
-    done = events[-1].data
+    done = events[-1].as_dict()
     assert "Ulaanbaatar" not in shown(events) and "Ulaanbaatar" not in done["answer"]
     assert done["answer"] == NOT_COVERED and done["covered"] is False
     assert done["citations"] == []
@@ -121,7 +121,7 @@ def test_an_invented_number_never_reaches_the_user(kb, settings):
         "成渝高速铁路全长约1000公里 [成渝高速铁路](wiki/reference/chengdu-chongqing-railway.md)。",
     )
     events = events_of(kb, settings, llm, "成渝高速铁路有多长？")
-    done = events[-1].data
+    done = events[-1].as_dict()
     assert "1000" not in shown(events) and "1000" not in done["answer"]
     assert done["answer"] == NOT_COVERED and done["covered"] is False
     assert any("1000" in f["detail"] for f in done["findings"])
@@ -135,7 +135,7 @@ def test_the_grounded_part_of_an_answer_stays_and_the_rest_is_said_to_be_left_ou
         f"成渝高速铁路全长308公里 {page}。它每年运送约5000万名乘客 {page}。",
     )
     events = events_of(kb, settings, llm, "成渝高速铁路有多长？")
-    done = events[-1].data
+    done = events[-1].as_dict()
     assert "308公里" in done["answer"] and "5000" not in done["answer"]
     assert done["answer"].endswith(LEFT_OUT) and done["covered"] is True
     assert done["citations"] == [{"title": RAILWAY[1], "path": RAILWAY[0]}]
@@ -186,7 +186,9 @@ def test_an_answer_that_says_nothing_is_not_covered_and_never_shown(kb, settings
     make_wiki(kb, [DNS, BACKUP, CAPEX])
     llm = FakeLLM().enqueue({"paths": [CAPEX[0]]}, "OK. Sure!")
     events = events_of(kb, settings, llm, "What is the capital of Mongolia?")
-    assert events[-1].data["answer"] == NOT_COVERED and events[-1].data["covered"] is False
+    assert (
+        events[-1].as_dict()["answer"] == NOT_COVERED and events[-1].as_dict()["covered"] is False
+    )
     assert shown(events) == NOT_COVERED
 
 
@@ -216,6 +218,6 @@ def test_a_faithful_answer_passes_the_checks_unchanged(kb, settings):
     )
     llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, text)
     events = events_of(kb, settings, llm, "When do backups run and how long are they kept?")
-    done = events[-1].data
+    done = events[-1].as_dict()
     assert done["answer"] == text and done["findings"] == [] and done["covered"] is True
     assert shown(events) == text
