@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import date
 
 from compiler.documents.sections import outline_sections, pages_of
+from compiler.hand_edits import Held, look_at, store_merged
 from compiler.recovery import journaled
 from compiler.result import CompileResult
 from compiler.work import Plan, Work
-from wiki import Article, KnowledgeBase, derive_keys, read_article, write_article
+from wiki import Article, KnowledgeBase, derive_keys, read_article
 
 KIND = "reference"
 
@@ -65,9 +66,11 @@ def write_document_articles(
     plan: Plan,
     written: dict[str, Article],
     result: CompileResult,
-) -> None:
+) -> list[Held]:
     """The document article of each long document the run compiled, written (and added
-    to ``written`` and ``result``) once the subject articles it links to are."""
+    to ``written`` and ``result``) once the subject articles it links to are. Returns
+    those not written because a person's edit of them meets the update (review)."""
+    held: list[Held] = []
     for i, w in enumerate(work):
         src = w.source
         if w.error or w.extraction is None or src.kind != "document" or len(src.chunks) < 2:
@@ -88,5 +91,12 @@ def write_document_articles(
         if article is None:
             continue
         with journaled(kb, path):
-            written[path] = write_article(kb, article)
+            look = look_at(kb, path) if existing else None
+            stored = store_merged(kb, article, look, [])
+        if isinstance(stored, Held):
+            held.append(stored)
+            result.held.append(path)
+            continue
+        written[path] = stored.article
         (result.updated if existing else result.created).append(path)
+    return held

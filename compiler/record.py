@@ -110,6 +110,7 @@ def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> N
     lines += [f"created {p}" for p in result.created]
     lines += [f"updated {p}" for p in result.updated]
     lines += [f"deleted {d.path}: {d.cause}" for d in result.deleted]
+    lines += [f"held {p}: its update meets a hand edit (review)" for p in result.held]
     lines += [f"failed {f.source}: {f.error}" for f in result.failed]
     lines += [f"revised {r.raw_path} ({r.way}) from {r.origin}" for r in result.revisions]
     lines += [
@@ -140,5 +141,6 @@ def commit_message(result: CompileResult) -> str:
         *(f"created {p}" for p in result.created),
         *(f"updated {p}" for p in result.updated),
         *(f"deleted {d.path}: {d.cause}" for d in result.deleted),
+        *(f"held {p}: its update meets a hand edit, which stays (review)" for p in result.held),
     ]
     return head + ("\n\n" + "\n".join(body) if body else "")

@@ -103,6 +103,8 @@ class CompileResult:
     maybe_revisions: list[MaybeRevision] = field(default_factory=list)  # new, perhaps not
     # raw copies a revision said to be of another source replaced: (old, the one now)
     superseded: list[tuple[str, str]] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # articles whose update meets a hand edit
+    held_review: str | None = None  # the branch those updates wait on
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -123,4 +125,6 @@ class CompileResult:
             "revisions": [r.as_dict() for r in self.revisions],
             "maybe_revisions": [m.as_dict() for m in self.maybe_revisions],
             "superseded": [{"raw_path": old, "by": new} for old, new in self.superseded],
+            "held": self.held,
+            "held_review": self.held_review,
         }

@@ -23,6 +23,7 @@ from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.document_article import write_document_articles
 from compiler.documents import convert_process
 from compiler.extract import Extraction, extract_source
+from compiler.hand_edits import Held, look_at, store_merged
 from compiler.identity_index import Arrival, SourceIndex
 from compiler.intake import Pending, pending_paths, still_pending
 from compiler.links import LinkTargets, link_mentions
@@ -37,7 +38,7 @@ from compiler.record import (
 )
 from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
-from compiler.review import hold_for_review
+from compiler.review import hold_for_review, hold_hand_edits
 from compiler.revisions import (
     allocate_source,
     keep_articles,
@@ -65,14 +66,13 @@ from wiki import (
     current_catalog,
     get_meta,
     open_state,
-    read_article,
     read_extraction,
     record_run,
     write_extraction,
     write_raw,
 )
-from wiki import write_article as store_article
 from wiki.git import stage_ahead
+from wiki.hand_edits import commit_pending_edits, load_versions, save_versions
 from wiki.lock import KbLock
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
@@ -121,6 +121,8 @@ class Compiler:
         self._catalog_ns = 0
         self._work: dict[str, Work] = {}  # raw path -> its source's work, once all read
         self._arrivals: dict[str, Arrival] = {}  # origin -> what came with it (identity)
+        self._held: list[Held] = []  # articles whose new version meets a person's change
+        self._versions: dict[str, str] = {}  # path -> the blob id kb-ai last wrote there
 
     # -- entry points ---------------------------------------------------------------
 
@@ -218,6 +220,8 @@ class Compiler:
             result.review = await run_io(
                 hold_for_review, self.kb, run_id, result.commit, list(result.compiled)
             )
+        if self._held:  # the person's version stays on main; kb-ai's waits beside it
+            result.held_review = await run_io(hold_hand_edits, self.kb, run_id, self._held)
         return result
 
     async def _run_pipeline(
@@ -299,6 +303,10 @@ class Compiler:
         self._origins = {w.raw_path: w.source.origin for w in work}
         if self.interrupted:
             plan = {}
+        # An article changed by hand and not committed becomes the person's own commit,
+        # never part of kb-ai's (whose trailer would claim the person's words).
+        if plan:
+            await run_io(commit_pending_edits, self.kb)
         # Every raw copy and extraction of the run is on disk, and each article is once
         # written: git hashes them while the model writes the rest, not after the last.
         stager = Stager(partial(stage_ahead, self.kb))
@@ -333,13 +341,16 @@ class Compiler:
         )
 
         notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
+        wrote: dict[str, str | None] = {}  # path -> blob id of kb-ai's own text stored
 
         async def write(path: str, target: Target, material: list[Material]) -> None:
             # File work runs in threads: an fsync per file on the event loop held back
             # every other call in flight.
-            existing = (
-                await asyncio.to_thread(read_article, self.kb, path) if target.exists else None
-            )
+            # a person's change to the article: the writer works from kb-ai's own last
+            # version, and the change is merged in when the new one is stored
+            known = self._versions.get(path)
+            look = await asyncio.to_thread(look_at, self.kb, path, known) if target.exists else None
+            existing = look.existing if look is not None else None
             rewrite = None
             dropped = self._dropped.get(path, set())
             if existing is not None and needs_rewrite(
@@ -382,14 +393,24 @@ class Compiler:
 
             def store() -> None:
                 with journaled(self.kb, path):
-                    written[path] = store_article(self.kb, article)
+                    stored = store_merged(self.kb, article, look, notes.setdefault(path, []))
+                if isinstance(stored, Held):
+                    self._held.append(stored)
+                else:
+                    written[path] = stored.article
+                    wrote[path] = stored.blob
 
             await run_io(store)
             stager.add(path)
             self.progress("advance", name="write", item=path)
 
         items = list(plan.items())
+        self._versions = await run_io(self._load_versions)
         outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
+        if wrote:
+            await run_io(self._save_versions, wrote)
+        self._held.sort(key=lambda h: h.path)
+        held = {h.path for h in self._held}
         article_errors: dict[str, str] = {}
         result.deleted.sort(key=lambda d: d.path)  # in path order, whichever went first
         deleted = {d.path for d in result.deleted}
@@ -399,10 +420,20 @@ class Compiler:
                 continue
             if path in written:
                 (result.updated if target.exists else result.created).append(path)
+            elif path in held:  # its source is compiled: the update waits for a person
+                result.held.append(path)
             else:
                 reason = "interrupted" if outcome is CANCELLED else str(outcome)
                 article_errors[path] = f"writing {path} failed: {reason}"
         return written, article_errors
+
+    def _load_versions(self) -> dict[str, str]:
+        with closing(open_state(self.kb)) as conn:
+            return load_versions(conn)
+
+    def _save_versions(self, wrote: dict[str, str | None]) -> None:
+        with closing(open_state(self.kb)) as conn:
+            save_versions(conn, wrote)
 
     async def _prepare(
         self, llm: LLM, w: Work, ranker_ready: asyncio.Future, categories: Sequence[str]
@@ -497,7 +528,9 @@ class Compiler:
         result: CompileResult,
     ) -> None:
         if not self.interrupted:  # a long document's outline, linking what it fed
-            await run_io(write_document_articles, self.kb, work, plan, written, result)
+            self._held += await run_io(
+                write_document_articles, self.kb, work, plan, written, result
+            )
         record_sources(self.kb, work, plan, article_errors, result, model=self.settings.model or "",
                        prompt_version=extraction_version(self.settings.writes_from_sources),
                        interrupted=self.interrupted)  # fmt: skip

@@ -56,6 +56,11 @@ class DocumentError(SourceError):
         self.cause = cause
 
 
+class EditConflictError(UsageError):
+    """An article changed since the person saving it loaded it: saving would overwrite
+    someone else's change."""
+
+
 class NotFoundError(KbAiError):
     """An article, task or session that does not exist."""
 

@@ -24,7 +24,7 @@ from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
 from kb_ai.settings import Settings
-from web import api, csrf, health, pages, upkeep
+from web import api, csrf, editor, health, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.pool import WorkerPool
@@ -59,11 +59,13 @@ def create_app(
     failure in a row); ``health_limits``: when /healthz says unhealthy (web/health.py).
     ``extra_routes``: more routes behind the same guard (`kb-ai serve` mounts the MCP
     server at /mcp this way); ``extra_lifespans``: what those routes run while the app does.
-    ``actor``: who the requests act as (the author of what they commit); an anonymous web
-    user until people sign in. ``llm_factory``: the model client maker (tests' fakes).
+    ``actor``: who the requests act as (the author of what they commit); until people
+    sign in, a web user named by the ``web_editor`` setting. ``llm_factory``: the model
+    client maker (tests' fakes).
     """
     factory = {"llm_factory": llm_factory} if llm_factory is not None else {}
-    okb = open_kb(settings=settings, actor=actor or Actor("web", "web user"), **factory)
+    actor = actor or Actor("web", settings.web_editor.strip() or "web user")
+    okb = open_kb(settings=settings, actor=actor, **factory)
     kb = okb.kb
     svc = Services(
         okb=okb,
@@ -106,6 +108,7 @@ def create_app(
         Route("/healthz", health.healthz),
         *api.routes(),
         *pages.routes(),
+        *editor.routes(),
         *upkeep.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         Route("/favicon.ico", _favicon),  # browsers ask for it whatever the page says

@@ -147,7 +147,7 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
     }
 
 
-def history_view(kb: KnowledgeBase, raw_path: str) -> list[dict[str, str]]:
+def history_view(kb: KnowledgeBase, raw_path: str) -> list[dict[str, str | bool]]:
     path = article_path(raw_path)
     if not kb.resolve(path, under="wiki").is_file():
         raise NotFoundError(f"no article {path}")

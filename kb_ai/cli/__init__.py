@@ -258,6 +258,13 @@ def _print_compile(result: Any) -> None:
             f"  new      {maybe.raw_path} may revise {raw} (similarity {score:.2f}: "
             f"{maybe.reason}); if it does: kb-ai compile --revises {ident} {maybe.origin}"
         )
+    for path in result.held:
+        click.echo(f"  held     {path}: its update meets a hand edit, which stays as it is")
+    if result.held_review:
+        click.echo(
+            f"  kb-ai review show {result.held_review[7:]} shows both versions; approve takes"
+            " kb-ai's, reject keeps the hand edit"
+        )
     if result.redactions:
         click.echo(
             f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything"
@@ -290,6 +297,10 @@ def print_removal(result: Any, as_json: bool) -> None:
         click.echo(f"  deleted  {path} (no source left)")
     for path in result.rewritten:
         click.echo(f"  rewrote  {path}")
+    for path in result.held:
+        click.echo(f"  held     {path}: its rewrite meets a hand edit, which stays as it is")
+    if result.held_review:
+        click.echo(f"  kb-ai review show {result.held_review[7:]} shows both versions")
     u = result.usage
     click.echo(
         f"Removed {len(result.removed)} source(s); commit {result.commit or '-'}"

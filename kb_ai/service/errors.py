@@ -12,6 +12,7 @@ from typing import Any
 
 from kb_ai.errors import (
     ConfigError,
+    EditConflictError,
     KbAiError,
     LLMError,
     NotFoundError,
@@ -25,6 +26,7 @@ StatusTable = tuple[tuple[type[KbAiError], int], ...]
 
 # Most specific first: the first matching type decides the status.
 STATUS_BY_TYPE: StatusTable = (
+    (EditConflictError, 409),
     (PathEscapeError, 400),
     (ConfigError, 400),
     (UsageError, 400),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from compiler.lint_deep import deep_lint
 from compiler.lint_identity import lint_all
+from compiler.review import waiting_hand_edits
 from kb_ai.service.opened import OpenKb
 from wiki.lint import Finding
 from wiki.repair import LintReport
@@ -15,7 +16,9 @@ def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
     commit it (blocking: files, SQLite, git)."""
     if fix:
         okb.note("lint --fix")
-    return lint_all(okb.kb, fix=fix)  # with what lint finds of one document made several
+    report = lint_all(okb.kb, fix=fix)  # with what lint finds of one document made several
+    report.findings += waiting_hand_edits(okb.kb)  # updates that met a person's change
+    return report
 
 
 async def deep_findings(okb: OpenKb, *, budget: int = 20) -> list[Finding]:
