@@ -26,7 +26,7 @@ from pathlib import Path
 
 from wiki.files import atomic_write_text
 from wiki.git import TRAILER, Repository, _run, git, is_kb_ai_commit
-from wiki.state import apply_migrations
+from wiki.schema import apply_migrations
 
 BASES = "bases"
 #: Held by a compile storing an article and by the browser's editor saving one.

@@ -40,8 +40,8 @@ from wiki.hand_edits import base_path
 from wiki.indexing import search_doc
 from wiki.layout import KnowledgeBase
 from wiki.linkcheck import body_links, prose_lines
+from wiki.schema import apply_migrations
 from wiki.search import content_hash
-from wiki.state import apply_migrations
 
 __all__ = ["REQUIRED_FIELDS", "ArticleFacts", "gather_facts"]
 

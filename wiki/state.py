@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import StorageError, file_storage_error, storage_error
 from wiki.rebuild import LOST, sources_on_disk
+from wiki.schema import apply_migrations
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
@@ -302,47 +303,6 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             if exc.cause != "busy" or attempt == 49:
                 raise
             time.sleep(0.1)
-
-
-def apply_migrations(conn: sqlite3.Connection, component: str, steps: tuple[str, ...]) -> int:
-    """Run the steps of ``component`` not yet applied, in order; returns its new version.
-
-    The applied version of each component is kept in the ``schema_versions`` table.
-    Append new steps to the end; never edit or reorder the old ones.
-    """
-    try:  # the common case, an up-to-date schema, takes no write lock
-        row = conn.execute(
-            "SELECT version FROM schema_versions WHERE component = ?", (component,)
-        ).fetchone()
-    except sqlite3.OperationalError:  # no schema_versions table yet
-        row = None
-    if row is not None and row[0] >= len(steps):
-        return row[0]
-    with conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_versions"
-            " (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-        )
-    # BEGIN IMMEDIATE: two processes opening a new state.db must not both migrate it.
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute(
-            "SELECT version FROM schema_versions WHERE component = ?", (component,)
-        ).fetchone()
-        version = row[0] if row else 0
-        for step in steps[version:]:
-            conn.execute(step)
-        if len(steps) > version:
-            conn.execute(
-                "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
-                " ON CONFLICT(component) DO UPDATE SET version = excluded.version",
-                (component, len(steps)),
-            )
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-    return max(version, len(steps))
 
 
 def get_source(conn: sqlite3.Connection, origin: str) -> sqlite3.Row | None:
