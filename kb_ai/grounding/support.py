@@ -280,7 +280,6 @@ class Negations:
                     break
         return flips
 
-
     def _may_flip(self, low: str) -> bool:
         """Whether a word of ``low`` (a text, lower-cased) opens a negated pair: each
         sentence's words are words of the whole text, so where none does, no sentence
