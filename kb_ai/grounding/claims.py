@@ -91,13 +91,16 @@ class Claim:
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"  # noqa: E501
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?:1[5-9]\d\d|2\d\d\d)"
+# A year not after a digit or point, written to start with its first digit: a pattern
+# that starts with a look-behind is tried at every character, one that starts with a
+# digit only where there is one (several times faster on long material; the same
+# matches). The same for the numbers below.
+_YEAR_ALONE = r"(?:1(?<![\d.]1)[5-9]\d\d|2(?<![\d.]2)\d\d\d)"
 _DATE_PATTERNS = [
     # 2026-03-02, 2026/3/2, 2026.03.02
     (
         "ymd",
-        re.compile(
-            rf"(?<![\d.]){_YEAR}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])(?![\d])"
-        ),
+        re.compile(rf"{_YEAR_ALONE}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])(?![\d])"),
     ),
     # 2026年3月2日, 2026年3月
     ("cjk", re.compile(rf"({_YEAR})\s*年\s*(?:(\d{{1,2}})\s*月(?:\s*(\d{{1,2}})\s*[日号])?)?")),
@@ -107,7 +110,7 @@ _DATE_PATTERNS = [
     # March 2, 2026 / March 2026 / March 2
     ("mdy", re.compile(rf"\b({_MONTH})\s+(?:({_DAY})(?:,?\s+({_YEAR}))?|({_YEAR}))\b", re.I)),
     # 2026-03 (a month)
-    ("ym", re.compile(rf"(?<![\d.]){_YEAR}-(?:0[1-9]|1[0-2])(?![\d-])")),
+    ("ym", re.compile(rf"{_YEAR_ALONE}-(?:0[1-9]|1[0-2])(?![\d-])")),
 ]
 _URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"]")
 _LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
@@ -119,13 +122,13 @@ _JOINED = re.compile(
 )
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9][A-Za-z0-9_-]*(?<!-)(?![A-Za-z0-9_])")
 _UNIT_NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])"
+    r"(\d(?<![A-Za-z0-9_.]\d)\d*(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])"
 )
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 _ACRONYM = re.compile(r"(?<![\w.])[A-Z][A-Z0-9&]{1,}s?(?![\w])")
 _INNER_CAPS = re.compile(r"(?<![\w.])[^\W\d_]*[a-z][A-Z]\w*(?![\w])")
 _NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![A-Za-z0-9_.,])\d+(?:\.\d+)?(?![\d])"
+    r"\d(?<![A-Za-z0-9_.,]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?(?![\d])|\d*(?:\.\d+)?(?![\d]))"
 )
 _LIST_MARK = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+", re.M)
 _ABBREVIATIONS = frozenset(_words("e.g i.e etc vs cf a.m p.m"))

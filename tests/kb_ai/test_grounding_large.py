@@ -75,3 +75,31 @@ def test_a_source_with_many_negations_finds_the_same_flips():
         few = Negations(" ".join(f"The {n} does not need a restart." for n in nouns if n == noun))
         assert len(few._open) <= _FEW_PAIRS
         assert bool(few.flips(text)) == bool(many.flips(text)), text
+
+
+# The patterns as they were written before they were made to start with a digit.
+_PATTERNS_BEFORE = {
+    "_NUMBER": r"(?<![A-Za-z0-9_.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])"
+    r"|(?<![A-Za-z0-9_.,])\d+(?:\.\d+)?(?![\d])",
+    "_UNIT_NUMBER": r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})"
+    r"(?![A-Za-z0-9_])",
+    "ymd": r"(?<![\d.])(?:1[5-9]\d\d|2\d\d\d)([-/.])(?:0?[1-9]|1[0-2])\1"
+    r"(?:[12]\d|3[01]|0?[1-9])(?![\d])",
+    "ym": r"(?<![\d.])(?:1[5-9]\d\d|2\d\d\d)-(?:0[1-9]|1[0-2])(?![\d-])",
+}
+
+
+def test_numbers_and_dates_are_found_where_the_patterns_before_found_them():
+    from kb_ai.grounding import claims
+
+    now = {"_NUMBER": claims._NUMBER, "_UNIT_NUMBER": claims._UNIT_NUMBER}
+    now.update((k, p) for k, p in claims._DATE_PATTERNS if k in ("ymd", "ym"))
+    rng = random.Random(5)
+    pieces = ["1", "2", "19", "2026", "1,000", ".", ",", "-", "/", "a", "km", "_", " ", "5", "0",
+              "12", "١٢", "x1", "3.5", "2026-03", "1999/1/2"]  # fmt: skip
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(20000)]
+    for name, before in _PATTERNS_BEFORE.items():
+        old = re.compile(before)
+        for text in texts:
+            found = [(m.span(), m.groups()) for m in now[name].finditer(text)]
+            assert found == [(m.span(), m.groups()) for m in old.finditer(text)], (name, text)
