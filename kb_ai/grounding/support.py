@@ -10,7 +10,7 @@ A claim is supported when the material states it, in any spelling: "1,000" and "
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kb_ai.grounding.claims import (
@@ -244,7 +244,7 @@ class Negations:
         affirmed: set[tuple[str, str]] = set()
         for s in sentences:
             self.as_said.add(_flat_words(s))
-            if _NEGATION_HINT.search(s):
+            if _NEGATION_HINT.search(s) or not _may_state(s.lower(), by_first):
                 continue
             tokens = _tokens(s)
             stems = [_stem(t) for t in tokens]
@@ -257,7 +257,7 @@ class Negations:
         """Sentences of ``text`` that state without a negation what the source negates."""
         if not self._open:
             return []
-        if not self._may_flip(normalise(text).lower()):
+        if not _may_state(normalise(text).lower(), self._open):
             return []
         flips = []
         for sentence in split_sentences(normalise(text)):
@@ -280,14 +280,15 @@ class Negations:
                     break
         return flips
 
-    def _may_flip(self, low: str) -> bool:
-        """Whether a word of ``low`` (a text, lower-cased) opens a negated pair: each
-        sentence's words are words of the whole text, so where none does, no sentence
-        flips one. A few pairs are looked for in the text ("need" is in "needs"); many
-        (a large source's), each word of the text in the pairs."""
-        if len(self._open) <= _FEW_PAIRS:
-            return any(w in low for w in self._open)
-        return not self._open.keys().isdisjoint({_stem(_word(w)) for w in _WORD.findall(low)})
+
+def _may_state(low: str, by_first: Mapping[str, object]) -> bool:
+    """Whether a word of ``low`` (a text, lower-cased) opens one of the pairs filed by
+    their first word: each sentence's words are words of the whole text, so where none
+    does, no sentence of it states one (nor flips it). A few pairs are looked for in the
+    text ("need" is in "needs"); many (a large source's), each word of the text in them."""
+    if len(by_first) <= _FEW_PAIRS:
+        return any(w in low for w in by_first)
+    return not by_first.keys().isdisjoint({_stem(_word(w)) for w in _WORD.findall(low)})
 
 
 _FEW_PAIRS = 32
