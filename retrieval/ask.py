@@ -29,6 +29,7 @@ from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
 from retrieval.connection import SharedConnection
+from retrieval.coverage import measure, not_covered
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
 from retrieval.pages import Page, check_paths, link_targets, read_page
@@ -142,8 +143,18 @@ class Asker:
             pages += await asyncio.to_thread(self._read, hop.pages)
             hops.append(hop)
             room -= len(hop.pages)
+        # Covered only when the pages read hold sentences that answer the question
+        # (coverage.py): otherwise no answer is written, and the nearest pages are named.
+        # (Not across scripts: a question's words in another script than the pages are
+        # not theirs; the answer's checks still apply.)
+        coverage = await asyncio.to_thread(measure, standalone, pages)
+        if not self.crossing and not coverage.covered(self.settings.coverage_threshold):
+            answer = not_covered(coverage, pages, self.usage, standalone, hops, self.findings)
+            yield Delta(answer.answer)
+            yield Done(answer)
+            return
         # Each sentence is checked against the pages before it is shown (checks.py).
-        check = AnswerCheck(pages, standalone)
+        check = AnswerCheck(pages, standalone, searched)
         cutter = SentenceCutter()
         said: list[str] = []
         final: Completion | None = None

@@ -63,7 +63,7 @@ def number_sentences(
     ``limit``; without, every sentence in page order."""
     found: list[tuple[int, int, str, Page]] = []
     for page in pages:
-        for text in _sentences_of(page.text):
+        for text in sentences_of(page.text):
             if len(found) >= MAX_SENTENCES:
                 break
             found.append((0, len(found), text, page))
@@ -97,7 +97,7 @@ def _hits(text: str, terms: Sequence) -> set[str]:
     return hit
 
 
-def _sentences_of(text: str) -> Iterator[str]:
+def sentences_of(text: str) -> Iterator[str]:
     """The sentences of a page: a paragraph or list item wrapped over several lines is
     joined first (notes are often hard-wrapped, and a sentence cut at a line end was
     quoted cut); each table row is one; headings, code and table rules are left out."""

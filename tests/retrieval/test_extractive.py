@@ -96,7 +96,7 @@ def test_a_question_no_sentence_shares_a_word_with_is_not_covered_without_a_pick
     make_wiki(kb, [QUEUE, DEPLOY])
     llm = FakeLLM(picking(lambda m: ["s1"])).enqueue({"paths": [DEPLOY[0]]})
     answer = asyncio.run(ask(kb, small(settings), llm, "What is the office wifi password?"))
-    assert answer.answer == NOT_COVERED and answer.citations == []
+    assert answer.answer.startswith(NOT_COVERED) and answer.citations == []
     assert "answer" not in llm.stages()
 
 
@@ -104,7 +104,7 @@ def test_no_sentence_picked_is_a_plain_not_covered_with_no_citation(kb, settings
     make_wiki(kb, [QUEUE, DEPLOY])
     llm = FakeLLM(picking(lambda m: [])).enqueue({"paths": [DEPLOY[0]]})
     answer = asyncio.run(ask(kb, small(settings), llm, "Who approves weekend deploys?"))
-    assert answer.answer == NOT_COVERED and answer.citations == []
+    assert answer.answer.startswith(NOT_COVERED) and answer.citations == []
     assert not answer.covered
 
 
