@@ -284,3 +284,22 @@ def _id_of(messages, words):
     return next(
         i for i, s in sentences_of(type("C", (), {"messages": messages})).items() if words in s
     )
+
+
+def test_code_spans_ellipses_and_abbreviations_stay_whole_and_transcript_noise_is_never_quoted():
+    text = (
+        "We claim work with `SELECT ... FOR UPDATE SKIP LOCKED`. A job is inserted with "
+        "its change. Redis was ruled out, e.g. Jobs would be lost on a restart. "
+        "Dr. Okafor and J. Smith agreed.\n\n"
+        "User Interface: {vocalsound} Project Manager: {disfmarker}\n\n"
+        "Project Manager: {vocalsound} The remote control will be yellow.\n"
+    )
+    pages = [Page("wiki/a.md", "Notes", text, False)]
+    offered = [s.text for p in number_sentences(pages) for s in p.sentences]
+    assert offered == [
+        "We claim work with `SELECT ... FOR UPDATE SKIP LOCKED`.",
+        "A job is inserted with its change.",
+        "Redis was ruled out, e.g. Jobs would be lost on a restart.",
+        "Dr. Okafor and J. Smith agreed.",
+        "Project Manager: The remote control will be yellow.",
+    ]
