@@ -7,8 +7,9 @@ and ends with one Done event carrying the Answer, or an Error event. `ask` runs 
 the end. No step ever answers without context silently: a failed selection is an
 error the user sees, and a question the pages do not cover is answered as such: without
 a model call when no candidate page shares a meaningful term with the question (see
-terms.py), and after the answer's checks (checks.py) when nothing the model said is in
-the pages read.
+terms.py); without an answer call when the pages read hold too little of the question's
+own terms (coverage.py: the answer names nearby pages as "see also"); and after the
+answer's checks (checks.py) when nothing the model said is in the pages read.
 """
 
 from __future__ import annotations

@@ -3,11 +3,12 @@
 A page that shares one word with a question does not answer it: "Who is the on-call
 engineer for the payments service?" is not answered by a page that says "engineer" once
 and "service" in another sentence. So before any answer is written (by a model that
-writes, or by one that picks sentences), the question's content terms (retrieval/terms.py
-content_terms, less the GENERIC words a question uses for any subject) are looked for in the sentences
-of the pages read, and each weighs by its rarity among those sentences: a term no
-sentence holds weighs most (it is what the pages lack), one most sentences hold weighs
-little (the pages' own subject).
+writes, or by one that picks sentences), the question's content terms
+(retrieval/terms.py content_terms: meaningful terms less the GENERIC words a question
+uses for any subject) are looked for in the sentences of the pages read. Each weighs by
+its rarity among those sentences (one most sentences hold is the pages' own subject and
+says little; one none holds weighs as one a single sentence holds: it may be said
+otherwise), and a word that is not a name weighs WORD_WEIGHT of a name's weight.
 
 The score is the share of the question's weight that the best ``SPAN`` sentences hold
 together (the best sentence, then the one that adds most: a multi-hop question's two

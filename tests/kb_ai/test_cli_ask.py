@@ -43,8 +43,8 @@ def test_ask_json_has_answer_citations_read_usage_and_the_checks(kb, server):
     result = cli(kb, "ask", "--json", "How long are nightly backups kept?")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"answer", "citations", "read", "usage", "covered", "findings"}
-    assert data["covered"] is True and data["findings"] == []
+    assert set(data) == {"answer", "citations", "read", "usage", "covered", "see_also", "findings"}
+    assert data["covered"] is True and data["findings"] == [] and data["see_also"] == []
     assert data["citations"] == [
         {"title": "Nightly backups", "path": "wiki/concept/nightly-backups.md"}
     ]
