@@ -73,6 +73,7 @@ def test_an_uncovered_question_says_so_and_cites_nothing(kb, server):
 
 def test_an_outside_knowledge_answer_is_not_passed_on(kb, server, monkeypatch):
     monkeypatch.setenv("KB_AI_MAX_HOPS", "0")  # the replies are scripted call by call
+    monkeypatch.setenv("KB_AI_COVERAGE_THRESHOLD", "0")  # the evidence gate off: the checks
     # the question shares "main" with the backups page, so the model is asked; it picks
     # that page and answers from what it knows
     server.queue(
