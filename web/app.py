@@ -27,6 +27,7 @@ from kb_ai.settings import Settings
 from web import api, csrf, editor, health, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
+from web.people import Directory
 from web.pool import WorkerPool
 from web.services import Limits, Services
 
@@ -117,7 +118,14 @@ def create_app(
     csrf_token = csrf.load_secret(kb.state_dir)
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, token=token, csrf_token=csrf_token)],
+        middleware=[
+            Middleware(
+                GuardMiddleware,
+                token=token,
+                csrf_token=csrf_token,
+                directory=Directory(kb, token),
+            )
+        ],
         exception_handlers={KbAiError: on_kb_error, HTTPException: on_http_error},
         lifespan=lifespan,
     )

@@ -1,7 +1,9 @@
 """Who may use the server, and what a browser may do with its pages.
 
-- A token (``KB_AI_TOKEN``) is required for everything when one is configured, which
-  `kb-ai serve` insists on for any address but loopback. It is accepted as
+- A token is required for everything when the server has one (``KB_AI_TOKEN``, an
+  admin's) or has people (`kb-ai users add`, each with a token and a role, see
+  web/people.py), which `kb-ai serve` insists on for any address but loopback. It is
+  accepted as
   ``Authorization: Bearer <token>``, as an HttpOnly cookie, or once as ``?token=`` on a
   page, which sets the cookie and drops the token from the address bar. Compared in
   constant time.
@@ -29,10 +31,12 @@ import secrets
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from web import csrf
+from web.people import LOCAL, Directory, Visitor
 
 COOKIE = "kb_ai_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -71,12 +75,21 @@ def _host_name(host_header: str) -> str:
 class GuardMiddleware:
     """Token, host and origin checks, and security headers, for every HTTP request."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, csrf_token: str | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        csrf_token: str | None = None,
+        directory: Directory | None = None,
+    ) -> None:
         """``csrf_token``: the token of the pages (web/csrf.py); without one, none is valid
-        and browsers cannot write (an app with no pages)."""
+        and browsers cannot write (an app with no pages). ``directory``: the people whose
+        tokens are good too (web/people.py); without it, only ``token``."""
         self.app = app
         self.token = token.encode() if token else None
         self.csrf_token = csrf_token or secrets.token_urlsafe(32)
+        self.directory = directory
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,17 +97,32 @@ class GuardMiddleware:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         path = scope["path"]
-        refusal = self._refuse(scope, headers)
+        offered = _offered(scope, headers)
+        who, required = await self._identify(offered)
+        address = (scope.get("client") or ("",))[0]
+        in_query = any(where == "query" for where, _ in offered)
+        refusal = self._refuse(scope, headers, who, required)
         if refusal is not None:
+            if in_query and refusal[0] == 401 and self.directory is not None:  # a failed sign-in
+                await run_in_threadpool(
+                    self.directory.record, "unknown", "sign-in-failed", "", address
+                )
             await _send_error(send, path, headers, *refusal)
             return
-        query = scope.get("query_string", b"").decode("latin-1")
-        pairs = parse_qsl(query, keep_blank_values=True)
-        has_token = self.token and any(k == "token" for k, _ in pairs)
-        if has_token and scope["method"] == "GET" and not path.startswith("/api"):
+        scope.setdefault("state", {})["visitor"] = who or LOCAL
+        signing_in = who is not None and who.via == "query"
+        if signing_in and scope["method"] == "GET" and not path.startswith("/api"):
             # a page opened from a link with the token: keep it in a cookie instead
+            pairs = parse_qsl(
+                scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
+            )
+            token = next(v for k, v in pairs if k == "token")
             rest = urlencode([(k, v) for k, v in pairs if k != "token"])
-            await _redirect_with_cookie(send, path + (f"?{rest}" if rest else ""), self.token)
+            if self.directory is not None:
+                await run_in_threadpool(
+                    self.directory.record, who.name, "sign-in", who.role, address
+                )
+            await _redirect_with_cookie(send, path + (f"?{rest}" if rest else ""), token.encode())
             return
 
         async def send_with_headers(message: Message) -> None:
@@ -106,16 +134,30 @@ class GuardMiddleware:
 
         await self.app(scope, receive, send_with_headers)
 
-    def _refuse(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
+    async def _identify(self, offered: list[tuple[str, str]]) -> tuple[Visitor | None, bool]:
+        """Who the offered tokens name (None: no one), and whether a token is required."""
+        if self.directory is None:
+            for where, token in offered:
+                if self.token is not None and hmac.compare_digest(token.encode(), self.token):
+                    return Visitor("admin", via=where), True
+            return None, self.token is not None
+        if not offered and self.token is not None:
+            return None, True  # no need to ask the people
+        return await run_in_threadpool(self.directory.identify, offered)
+
+    def _refuse(
+        self, scope: Scope, headers: dict[str, str], who: Visitor | None, required: bool
+    ) -> tuple[int, str] | None:
         host = headers.get("host", "")
-        if self.token is None and host and not is_loopback(_host_name(host)):
+        if not required and host and not is_loopback(_host_name(host)):
             return 403, f"Host {host!r} is not this server's loopback address"
-        if self.token is not None and not self._authorised(scope, headers):
+        if required and who is None:
             return (
                 401,
-                "A token is required: open the page with ?token=<KB_AI_TOKEN>, or send Authorization: Bearer <token>",
+                "A good token is required (this one is wrong, revoked or missing): open the "
+                "page with ?token=<token>, or send Authorization: Bearer <token>",
             )
-        if scope["method"] not in SAFE_METHODS and not self._bearer(headers):
+        if scope["method"] not in SAFE_METHODS and not (who is not None and who.by_bearer):
             return self._refuse_foreign(scope["path"], headers)
         return None
 
@@ -137,29 +179,23 @@ class GuardMiddleware:
             return 403, csrf.REFUSED
         return None
 
-    def _bearer(self, headers: dict[str, str]) -> bool:
-        """Whether the request carries the right bearer token (never a browser's doing)."""
-        auth = headers.get("authorization", "")
-        if self.token is None or not auth.lower().startswith("bearer "):
-            return False
-        return hmac.compare_digest(auth[7:].strip().encode(), self.token)
 
-    def _authorised(self, scope: Scope, headers: dict[str, str]) -> bool:
-        assert self.token is not None
-        offered: list[str] = []
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            offered.append(auth[7:].strip())
+def _offered(scope: Scope, headers: dict[str, str]) -> list[tuple[str, str]]:
+    """(where, token) of every token the request carries: bearer, cookie, query."""
+    offered: list[tuple[str, str]] = []
+    auth = headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        offered.append(("bearer", auth[7:].strip()))
+    cookie = SimpleCookie()
+    try:
+        cookie.load(headers.get("cookie", ""))
+    except CookieError:  # a malformed Cookie header is simply no token
         cookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except CookieError:  # a malformed Cookie header is simply no token
-            cookie = SimpleCookie()
-        if COOKIE in cookie:
-            offered.append(cookie[COOKIE].value)
-        query = scope.get("query_string", b"").decode("latin-1")
-        offered += [v for k, v in parse_qsl(query) if k == "token"]
-        return any(hmac.compare_digest(o.encode(), self.token) for o in offered)
+    if COOKIE in cookie:
+        offered.append(("cookie", cookie[COOKIE].value))
+    query = scope.get("query_string", b"").decode("latin-1")
+    offered += [("query", v) for k, v in parse_qsl(query) if k == "token"]
+    return [(where, token) for where, token in offered if token]
 
 
 async def _send_error(
@@ -172,7 +208,10 @@ async def _send_error(
         or ("text/html" not in headers.get("accept", ""))
     )
     if as_json:
-        body = json.dumps({"ok": False, "error": message, "status": status}).encode()
+        kind = "AuthError" if status == 401 else "ForbiddenError"
+        hint = "ask an admin for a token: kb-ai users add NAME --role ROLE" if status == 401 else ""
+        fields = {"ok": False, "error": message, "status": status, "kind": kind}
+        body = json.dumps({**fields, **({"hint": hint} if hint else {})}).encode()
         ctype = "application/json"
     else:
         login = (

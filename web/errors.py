@@ -19,6 +19,7 @@ from kb_ai.service import STATUS_BY_TYPE as SERVICE_STATUS
 from kb_ai.service import error_body, error_fields
 from kb_ai.service import status_for as _status_for
 from kb_ai.service.errors import StatusTable
+from web.people import ForbiddenError
 from web.templating import error_page
 
 
@@ -40,6 +41,7 @@ STATUS_BY_TYPE: StatusTable = (
     (TooLargeError, 413),
     (UnsupportedError, 415),
     (AuthError, 401),
+    (ForbiddenError, 403),
     *SERVICE_STATUS,
 )
 

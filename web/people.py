@@ -1,0 +1,137 @@
+"""Who sent a request, and what their role lets them do.
+
+The guard (web/auth.py) finds the visitor from the tokens a request offers: the server's
+``KB_AI_TOKEN`` is an admin's, a person's token (``kb-ai users add``) is theirs. A server
+with neither a token nor people (loopback only) treats everyone as its one local admin.
+Handlers say what they need with :func:`needs`; templates ask :func:`may`, so a page
+shows no button its visitor may not use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+from collections.abc import Awaitable, Callable
+from contextlib import closing
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any
+
+from starlette.requests import Request
+
+from kb_ai.errors import KbAiError
+from wiki import KnowledgeBase, open_state
+from wiki.actors import Actor
+from wiki.audit import AuditLog
+from wiki.people import PeopleStore, allows, split_token
+
+
+class ForbiddenError(KbAiError):
+    """A signed-in person asked for what their role does not allow (403)."""
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who sent a request: their role, and the actor they write as (None: the server's
+    own, for ``KB_AI_TOKEN`` and a server without people)."""
+
+    role: str
+    actor: Actor | None = None
+    via: str = ""  # where their token came: bearer (a script's), cookie or query
+
+    @property
+    def by_bearer(self) -> bool:
+        return self.via == "bearer"
+
+    @property
+    def name(self) -> str:
+        return self.actor.name if self.actor is not None else "admin"
+
+
+LOCAL = Visitor("admin")
+
+
+def visitor(request: Request) -> Visitor:
+    return request.scope.get("state", {}).get("visitor", LOCAL)
+
+
+def may(request: Request, role: str) -> bool:
+    return allows(visitor(request).role, role)
+
+
+def require(request: Request, role: str) -> None:
+    who = visitor(request)
+    if not allows(who.role, role):
+        raise ForbiddenError(
+            f"{who.name} is a {who.role}: this needs a {role}",
+            hint="an admin can change it with kb-ai users role NAME ROLE",
+        )
+
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+def needs(role: str) -> Callable[[Handler], Handler]:
+    """A route handler only people with ``role`` (or above) may use; others get 403."""
+
+    def wrap(handler: Handler) -> Handler:
+        @wraps(handler)
+        async def checked(request: Request) -> Any:
+            require(request, role)
+            return await handler(request)
+
+        return checked
+
+    return wrap
+
+
+class Directory:
+    """The people of a knowledge base as the guard sees them. A token checked once is
+    remembered by its sha256 (in memory only), so its scrypt hash is not computed on
+    every request; whether it is still its holder's current token is asked each time,
+    so a revoked token stops working at once."""
+
+    def __init__(self, kb: KnowledgeBase, admin_token: str | None) -> None:
+        self.kb = kb
+        self.admin = admin_token.encode() if admin_token else None
+        self._checked: dict[bytes, str] = {}
+        self._lock = threading.Lock()
+
+    def identify(self, offered: list[tuple[str, str]]) -> tuple[Visitor | None, bool]:
+        """The visitor of the first good token of ``offered`` ((where, token) pairs),
+        and whether this server requires one at all. Blocking (SQLite, scrypt)."""
+        for where, token in offered:
+            if self.admin is not None and hmac.compare_digest(token.encode(), self.admin):
+                return Visitor("admin", via=where), True
+        with closing(open_state(self.kb)) as conn:
+            store = PeopleStore(conn)
+            for where, token in offered:
+                person = self._person(store, token)
+                if person is not None:
+                    return Visitor(person.role, person.actor, where), True
+            return None, self.admin is not None or store.count() > 0
+
+    def _person(self, store: PeopleStore, token: str) -> Any:
+        parts = split_token(token)
+        if parts is None:
+            return None
+        digest = hashlib.sha256(token.encode()).digest()
+        with self._lock:
+            known = self._checked.get(digest)
+        if known is not None:
+            person = store.holder(known)
+            if person is None:  # revoked since
+                with self._lock:
+                    self._checked.pop(digest, None)
+            return person
+        person = store.verify(token)
+        if person is not None:
+            with self._lock:
+                self._checked[digest] = parts[0]
+        return person
+
+    def record(self, who: str, action: str, detail: str, address: str) -> None:
+        """An audit line for what the guard itself sees (sign-ins)."""
+        with closing(open_state(self.kb)) as conn:
+            AuditLog(conn).record(who, action, "", detail, address)
