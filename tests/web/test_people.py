@@ -88,6 +88,8 @@ def test_a_contributors_submission_is_compiled_as_them_and_audited(settings, mod
         "Cora Contributor|cora@example.org|kb-ai"
     )
     assert "by Cora Contributor" in status
+    (raw,) = (kb.root / "raw").glob("*.md")  # its provenance names who submitted it
+    assert "submitted_by: Cora Contributor <cora@example.org> (person)" in raw.read_text()
     entries = AuditLog(open_state(kb)).entries()
     submits = [e for e in entries if e.action == "submit"]
     assert [(e.who, e.target, e.address) for e in submits] == [
