@@ -24,12 +24,13 @@ from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
 from kb_ai.settings import Settings
-from web import api, csrf, editor, health, pages, upkeep
+from web import api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.people import Directory
 from web.pool import WorkerPool
 from web.services import Limits, Services
+from web.sessions import Sessions, SignInThrottle
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -111,11 +112,13 @@ def create_app(
         *pages.routes(),
         *editor.routes(),
         *upkeep.routes(),
+        *login.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         Route("/favicon.ico", _favicon),  # browsers ask for it whatever the page says
     ]
     routes += extra_routes
     csrf_token = csrf.load_secret(kb.state_dir)
+    directory, sessions, throttle = Directory(kb, token), Sessions(csrf_token), SignInThrottle()
     app = Starlette(
         routes=routes,
         middleware=[
@@ -123,7 +126,9 @@ def create_app(
                 GuardMiddleware,
                 token=token,
                 csrf_token=csrf_token,
-                directory=Directory(kb, token),
+                directory=directory,
+                sessions=sessions,
+                throttle=throttle,
             )
         ],
         exception_handlers={KbAiError: on_kb_error, HTTPException: on_http_error},
@@ -132,6 +137,7 @@ def create_app(
     app.state.services = svc
     app.state.health_limits = health_limits or health.HealthLimits()
     app.state.csrf = csrf_token
+    app.state.directory, app.state.sessions, app.state.throttle = directory, sessions, throttle
     return app
 
 

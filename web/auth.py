@@ -27,6 +27,7 @@ import hmac
 import html
 import ipaddress
 import json
+import math
 import secrets
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -36,13 +37,17 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from web import csrf
-from web.people import LOCAL, Directory, Visitor
+from web.people import ANONYMOUS, LOCAL, Directory, Visitor
+from web.sessions import COOKIE as SESSION_COOKIE
+from web.sessions import Sessions, SignInThrottle
 
 COOKIE = "kb_ai_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The body types a page on another site can send without asking first (CORS "simple").
 FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"})
 SCRIPT_PATHS = ("/api/", "/mcp", "/healthz")  # everything else that writes is a page form
+LOGIN = "/login"  # the sign-in page: open to all, it checks the token itself
+TOO_MANY = "Too many failed sign-ins from this address: wait, then try again"
 FOREIGN = "Refused: requests that change data must come from kb-ai's own pages"
 SECURITY_HEADERS = {
     "content-security-policy": (
@@ -82,6 +87,8 @@ class GuardMiddleware:
         token: str | None,
         csrf_token: str | None = None,
         directory: Directory | None = None,
+        sessions: Sessions | None = None,
+        throttle: SignInThrottle | None = None,
     ) -> None:
         """``csrf_token``: the token of the pages (web/csrf.py); without one, none is valid
         and browsers cannot write (an app with no pages). ``directory``: the people whose
@@ -90,6 +97,8 @@ class GuardMiddleware:
         self.token = token.encode() if token else None
         self.csrf_token = csrf_token or secrets.token_urlsafe(32)
         self.directory = directory
+        self.sessions = sessions
+        self.throttle = throttle or SignInThrottle()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -97,19 +106,25 @@ class GuardMiddleware:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         path = scope["path"]
-        offered = _offered(scope, headers)
-        who, required = await self._identify(offered)
+        offered = _offered(scope, headers, self.sessions)
         address = (scope.get("client") or ("",))[0]
         in_query = any(where == "query" for where, _ in offered)
+        wait = self.throttle.wait(address) if in_query else 0.0
+        if wait > 0:  # failed sign-ins from this address: it waits before the next
+            await _send_error(send, path, headers, 429, TOO_MANY, retry_after=wait)
+            return
+        who, required = await self._identify(offered)
         refusal = self._refuse(scope, headers, who, required)
         if refusal is not None:
-            if in_query and refusal[0] == 401 and self.directory is not None:  # a failed sign-in
-                await run_in_threadpool(
-                    self.directory.record, "unknown", "sign-in-failed", "", address
-                )
+            if in_query and refusal[0] == 401:  # a failed sign-in
+                self.throttle.failed(address)
+                if self.directory is not None:
+                    await run_in_threadpool(
+                        self.directory.record, "unknown", "sign-in-failed", "", address
+                    )
             await _send_error(send, path, headers, *refusal)
             return
-        scope.setdefault("state", {})["visitor"] = who or LOCAL
+        scope.setdefault("state", {})["visitor"] = who or (ANONYMOUS if required else LOCAL)
         signing_in = who is not None and who.via == "query"
         if signing_in and scope["method"] == "GET" and not path.startswith("/api"):
             # a page opened from a link with the token: keep it in a cookie instead
@@ -118,11 +133,18 @@ class GuardMiddleware:
             )
             token = next(v for k, v in pairs if k == "token")
             rest = urlencode([(k, v) for k, v in pairs if k != "token"])
+            self.throttle.succeeded(address)
             if self.directory is not None:
                 await run_in_threadpool(
                     self.directory.record, who.name, "sign-in", who.role, address
                 )
-            await _redirect_with_cookie(send, path + (f"?{rest}" if rest else ""), token.encode())
+            location = path + (f"?{rest}" if rest else "")
+            if self.sessions is not None:
+                value = self.sessions.issue(who.key)
+                cookie = self.sessions.cookie(value, secure=scope.get("scheme") == "https")
+            else:
+                cookie = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+            await _redirect_with_cookie(send, location, cookie)
             return
 
         async def send_with_headers(message: Message) -> None:
@@ -151,7 +173,7 @@ class GuardMiddleware:
         host = headers.get("host", "")
         if not required and host and not is_loopback(_host_name(host)):
             return 403, f"Host {host!r} is not this server's loopback address"
-        if required and who is None:
+        if required and who is None and scope["path"] != LOGIN:
             return (
                 401,
                 "A good token is required (this one is wrong, revoked or missing): open the "
@@ -180,8 +202,11 @@ class GuardMiddleware:
         return None
 
 
-def _offered(scope: Scope, headers: dict[str, str]) -> list[tuple[str, str]]:
-    """(where, token) of every token the request carries: bearer, cookie, query."""
+def _offered(
+    scope: Scope, headers: dict[str, str], sessions: Sessions | None
+) -> list[tuple[str, str]]:
+    """(where, token) of every token the request carries: bearer, cookie, query, and
+    the holder a signed session cookie names."""
     offered: list[tuple[str, str]] = []
     auth = headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
@@ -193,13 +218,22 @@ def _offered(scope: Scope, headers: dict[str, str]) -> list[tuple[str, str]]:
         cookie = SimpleCookie()
     if COOKIE in cookie:
         offered.append(("cookie", cookie[COOKIE].value))
+    if sessions is not None and SESSION_COOKIE in cookie:
+        holder = sessions.holder(cookie[SESSION_COOKIE].value)
+        if holder is not None:
+            offered.append(("session", holder))
     query = scope.get("query_string", b"").decode("latin-1")
     offered += [("query", v) for k, v in parse_qsl(query) if k == "token"]
     return [(where, token) for where, token in offered if token]
 
 
 async def _send_error(
-    send: Send, path: str, headers: dict[str, str], status: int, message: str
+    send: Send,
+    path: str,
+    headers: dict[str, str],
+    status: int,
+    message: str,
+    retry_after: float = 0.0,
 ) -> None:
     as_json = (
         path.startswith("/api")
@@ -208,7 +242,7 @@ async def _send_error(
         or ("text/html" not in headers.get("accept", ""))
     )
     if as_json:
-        kind = "AuthError" if status == 401 else "ForbiddenError"
+        kind = {401: "AuthError", 429: "TooManyError"}.get(status, "ForbiddenError")
         hint = "ask an admin for a token: kb-ai users add NAME --role ROLE" if status == 401 else ""
         fields = {"ok": False, "error": message, "status": status, "kind": kind}
         body = json.dumps({**fields, **({"hint": hint} if hint else {})}).encode()
@@ -230,12 +264,13 @@ async def _send_error(
     out += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
     if status == 401:
         out.append((b"www-authenticate", b'Bearer realm="kb-ai"'))
+    if retry_after:
+        out.append((b"retry-after", str(math.ceil(retry_after)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect_with_cookie(send: Send, location: str, token: bytes) -> None:
-    cookie = f"{COOKIE}={token.decode()}; Path=/; HttpOnly; SameSite=Strict"
+async def _redirect_with_cookie(send: Send, location: str, cookie: str) -> None:
     headers = [
         (b"location", location.encode("latin-1")),
         (b"set-cookie", cookie.encode("latin-1")),

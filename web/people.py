@@ -38,7 +38,8 @@ class Visitor:
 
     role: str
     actor: Actor | None = None
-    via: str = ""  # where their token came: bearer (a script's), cookie or query
+    via: str = ""  # where their token came: bearer (a script's), cookie, query, session
+    key: str = ""  # what a session cookie names them by: their token's id, or "admin"
 
     @property
     def by_bearer(self) -> bool:
@@ -49,7 +50,8 @@ class Visitor:
         return self.actor.name if self.actor is not None else "admin"
 
 
-LOCAL = Visitor("admin")
+LOCAL = Visitor("admin")  # everyone, on a server with neither a token nor people
+ANONYMOUS = Visitor("reader")  # not signed in yet, on the sign-in page of one that has
 
 
 def visitor(request: Request) -> Visitor:
@@ -103,13 +105,21 @@ class Directory:
         and whether this server requires one at all. Blocking (SQLite, scrypt)."""
         for where, token in offered:
             if self.admin is not None and hmac.compare_digest(token.encode(), self.admin):
-                return Visitor("admin", via=where), True
+                return Visitor("admin", via=where, key="admin"), True
         with closing(open_state(self.kb)) as conn:
             store = PeopleStore(conn)
             for where, token in offered:
-                person = self._person(store, token)
+                if where == "session":  # a signed session cookie, naming its token's id
+                    if token == "admin":
+                        if self.admin is not None:
+                            return Visitor("admin", via=where, key="admin"), True
+                        continue
+                    person = store.holder(token)
+                else:
+                    person = self._person(store, token)
                 if person is not None:
-                    return Visitor(person.role, person.actor, where), True
+                    key = token if where == "session" else (split_token(token) or ("",))[0]
+                    return Visitor(person.role, person.actor, where, key), True
             return None, self.admin is not None or store.count() > 0
 
     def _person(self, store: PeopleStore, token: str) -> Any:

@@ -99,6 +99,7 @@ def test_every_write_needs_our_pages_or_a_script(client):
         ("POST", f"/chat/{sid}/rename"), ("POST", f"/chat/{sid}/delete"),
         ("POST", "/remove/raw/x.md"), ("POST", "/review/1/approve"),
         ("POST", "/review/1/reject"), ("POST", "/edit/concept/nightly-backups.md"),
+        ("POST", "/login"),
     ]  # fmt: skip
     unsafe = {
         route.path
