@@ -76,6 +76,11 @@ class Settings:
         "(schema in the prompt only), or auto (chosen per provider).",
     )
     max_concurrency: int = _setting(8, "Model calls in flight at once.")
+    questions_per_minute: float = _setting(
+        0.0,
+        "Questions one person (or token) may ask the server a minute, with bursts of as "
+        "many; more get 429 with Retry-After (0: no limit).",
+    )
     max_retries: int = _setting(3, "Retries of a call that timed out or got a 429/5xx.")
     retry_backoff: float = _setting(1.0, "Seconds before the first retry; doubles each time.")
     breaker_threshold: int = _setting(
@@ -388,6 +393,8 @@ def load_settings(
             f"structured_output must be one of {', '.join(STRUCTURED_MODES)}",
             hint=f"got {values['structured_output']!r}",
         )
+    if values.get("questions_per_minute", 0) < 0:
+        raise ConfigError("questions_per_minute must be 0 (no limit) or more")
     if values.get("max_concurrency", 1) < 1:
         raise ConfigError("max_concurrency must be at least 1")
     if values.get("max_new_articles_per_source", 1) < 1:

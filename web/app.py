@@ -27,6 +27,7 @@ from kb_ai.settings import Settings
 from web import api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
+from web.fairness import QuestionBuckets
 from web.people import Directory
 from web.pool import WorkerPool
 from web.services import Limits, Services
@@ -77,6 +78,7 @@ def create_app(
             max_document_bytes=settings.max_document_bytes,
         ),
         status_interval=status_interval,
+        questions=QuestionBuckets(settings.questions_per_minute),
     )
 
     @contextlib.asynccontextmanager

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from kb_ai.llm import LLM
 from kb_ai.service import OpenKb
 from kb_ai.settings import Settings
+from web.fairness import QuestionBuckets
 from web.people import visitor
 from web.pool import WorkerPool
 from wiki import KnowledgeBase, open_state
@@ -58,6 +59,7 @@ class Services:
     status_interval: float = 0.5
     pool: WorkerPool | None = None
     background: set[asyncio.Task] = field(default_factory=set)
+    questions: QuestionBuckets = field(default_factory=lambda: QuestionBuckets(0))
 
     @property
     def kb(self) -> KnowledgeBase:

@@ -122,3 +122,21 @@ def test_a_sign_in_and_a_failed_one_are_audited(settings, model, tokens):
 def test_without_people_or_a_token_the_local_user_may_do_everything(client):
     assert client.post("/api/submit", json=NOTE).status_code == 202
     assert 'href="/review"' in client.get("/status").text
+
+
+def test_one_persons_questions_cannot_use_up_everyones(kb, model, tokens):
+    """questions_per_minute: a bucket per person; the next question waits (429)."""
+    from kb_ai.settings import load_settings
+
+    (kb.root / "kb-ai.toml").write_text("questions_per_minute = 2\n")
+    settings = load_settings(kb.root, {"model": "fake/model"}, environ={})
+    question = {"question": "How long are backups kept?", "save": False}
+    with make_client(settings, model, start_worker=False) as client:
+        for _ in range(2):
+            ok = client.post("/api/ask", json=question, headers=bearer(tokens["reader"]))
+            assert ok.status_code == 200
+        third = client.post("/api/ask", json=question, headers=bearer(tokens["reader"]))
+        assert third.status_code == 429 and third.json()["kind"] == "TooManyQuestionsError"
+        assert 1 <= int(third.headers["retry-after"]) <= 30
+        other = client.post("/api/ask", json=question, headers=bearer(tokens["contributor"]))
+        assert other.status_code == 200  # someone else still gets an answer
