@@ -28,7 +28,7 @@ from web import api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.fairness import QuestionBuckets
-from web.people import Directory
+from web.people import Directory, ProxyRule
 from web.pool import WorkerPool
 from web.services import Limits, Services
 from web.sessions import Sessions, SignInThrottle
@@ -120,7 +120,11 @@ def create_app(
     ]
     routes += extra_routes
     csrf_token = csrf.load_secret(kb.state_dir)
-    directory, sessions, throttle = Directory(kb, token), Sessions(csrf_token), SignInThrottle()
+    proxy = ProxyRule.of(
+        settings.trusted_user_header, settings.trusted_proxies, settings.default_role
+    )
+    directory = Directory(kb, token, proxy)
+    sessions, throttle = Sessions(csrf_token), SignInThrottle()
     app = Starlette(
         routes=routes,
         middleware=[

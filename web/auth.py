@@ -108,6 +108,10 @@ class GuardMiddleware:
         path = scope["path"]
         offered = _offered(scope, headers, self.sessions)
         address = (scope.get("client") or ("",))[0]
+        proxy = self.directory.proxy if self.directory is not None else None
+        proxied = proxy.person(address, headers) if proxy is not None else None
+        if proxied is not None:
+            offered.insert(0, ("proxy", proxied))
         in_query = any(where == "query" for where, _ in offered)
         wait = self.throttle.wait(address) if in_query else 0.0
         if wait > 0:  # failed sign-ins from this address: it waits before the next

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import closing
@@ -20,7 +21,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from kb_ai.errors import KbAiError
+from kb_ai.errors import KbAiError, UsageError
 from wiki import KnowledgeBase, open_state
 from wiki.actors import Actor
 from wiki.audit import AuditLog
@@ -88,14 +89,48 @@ def needs(role: str) -> Callable[[Handler], Handler]:
     return wrap
 
 
+@dataclass(frozen=True)
+class ProxyRule:
+    """A sign-on proxy in front of the server: ``header`` names the person, believed
+    only from the ``networks`` of the proxies; people kb-ai does not know get
+    ``default_role``."""
+
+    header: str
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    default_role: str = "reader"
+
+    @classmethod
+    def of(cls, header: str | None, proxies: str, default_role: str) -> ProxyRule | None:
+        if not header:
+            return None
+        networks = tuple(
+            ipaddress.ip_network(p.strip(), strict=False) for p in proxies.split(",") if p.strip()
+        )
+        return cls(header.lower(), networks, default_role)
+
+    def person(self, address: str, headers: dict[str, str]) -> str | None:
+        """The name the proxy sent, if ``address`` is one of the proxies."""
+        name = headers.get(self.header, "").strip()
+        if not name:
+            return None
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return None
+        return name if any(ip in net for net in self.networks) else None
+
+
 class Directory:
     """The people of a knowledge base as the guard sees them. A token checked once is
     remembered by its sha256 (in memory only), so its scrypt hash is not computed on
     every request; whether it is still its holder's current token is asked each time,
     so a revoked token stops working at once."""
 
-    def __init__(self, kb: KnowledgeBase, admin_token: str | None) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, admin_token: str | None, proxy: ProxyRule | None = None
+    ) -> None:
         self.kb = kb
+        self.proxy = proxy
         self.admin = admin_token.encode() if admin_token else None
         self._checked: dict[bytes, str] = {}
         self._lock = threading.Lock()
@@ -109,6 +144,8 @@ class Directory:
         with closing(open_state(self.kb)) as conn:
             store = PeopleStore(conn)
             for where, token in offered:
+                if where == "proxy":  # a person the sign-on proxy vouches for
+                    return self._proxied(store, token), True
                 if where == "session":  # a signed session cookie, naming its token's id
                     if token == "admin":
                         if self.admin is not None:
@@ -120,7 +157,18 @@ class Directory:
                 if person is not None:
                     key = token if where == "session" else (split_token(token) or ("",))[0]
                     return Visitor(person.role, person.actor, where, key), True
-            return None, self.admin is not None or store.count() > 0
+            required = self.admin is not None or self.proxy is not None
+            return None, required or store.count() > 0
+
+    def _proxied(self, store: PeopleStore, name: str) -> Visitor | None:
+        assert self.proxy is not None
+        person = store.find(name)
+        if person is not None:
+            return Visitor(person.role, person.actor, "proxy")
+        try:
+            return Visitor(self.proxy.default_role, Actor("person", name), "proxy")
+        except UsageError:  # not a name git could write as an author
+            return None
 
     def _person(self, store: PeopleStore, token: str) -> Any:
         parts = split_token(token)

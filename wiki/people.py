@@ -151,6 +151,10 @@ class PeopleStore:
             raise NotFoundError(f"No person named {name!r}", hint="kb-ai users list shows them")
         return _person(row)
 
+    def find(self, name: str) -> Person | None:
+        row = self._row(name)
+        return _person(row) if row is not None else None
+
     def list(self) -> list[Person]:
         return [_person(r) for r in self.conn.execute("SELECT * FROM people ORDER BY name")]
 

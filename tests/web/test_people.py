@@ -140,3 +140,27 @@ def test_one_persons_questions_cannot_use_up_everyones(kb, model, tokens):
         assert 1 <= int(third.headers["retry-after"]) <= 30
         other = client.post("/api/ask", json=question, headers=bearer(tokens["contributor"]))
         assert other.status_code == 200  # someone else still gets an answer
+
+
+def test_a_sign_on_proxy_names_the_person_only_from_its_own_address(kb, model, tokens):
+    from starlette.testclient import TestClient
+
+    from kb_ai.settings import load_settings
+    from tests.web.conftest import LOOPBACK
+    from web import create_app
+
+    (kb.root / "kb-ai.toml").write_text(
+        'trusted_user_header = "X-Forwarded-User"\ntrusted_proxies = "10.0.0.0/8"\n'
+        'default_role = "contributor"\n'
+    )
+    settings = load_settings(kb.root, {"model": "fake/model"}, environ={})
+    app = create_app(settings, llm_factory=model.factory, start_worker=False)
+    as_proxy = TestClient(app, base_url=LOOPBACK, client=("10.1.2.3", 4000))
+    elsewhere = TestClient(app, base_url=LOOPBACK, client=("192.0.2.9", 4000))
+    with as_proxy, elsewhere:
+        known = as_proxy.get("/status", headers={"x-forwarded-user": "Rita Reader"})
+        assert known.status_code == 200 and "Rita Reader (reader)" in known.text
+        new = as_proxy.post("/api/submit", json=NOTE, headers={"x-forwarded-user": "Nia New"})
+        assert new.status_code == 202 and new.json()["tasks"][0]["submitted_by"] == "Nia New"
+        forged = elsewhere.get("/api/tasks", headers={"x-forwarded-user": "Rex Reviewer"})
+        assert forged.status_code == 401
