@@ -31,9 +31,10 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
 
     \b
     Pages: /wiki, /submit, /status, /chat; JSON API under /api; /healthz.
-    Binding anything but 127.0.0.1/::1/localhost requires a token: set KB_AI_TOKEN,
-    then open http://HOST:PORT/?token=<token> once, or send
-    "Authorization: Bearer <token>" from scripts.
+    Binding anything but 127.0.0.1/::1/localhost requires a token: add people with
+    `kb-ai users add NAME --role ROLE` (each gets one) or set KB_AI_TOKEN (an admin's),
+    then sign in at http://HOST:PORT/login, or send "Authorization: Bearer <token>"
+    from scripts.
     """
     import uvicorn
 
