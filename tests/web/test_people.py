@@ -36,6 +36,8 @@ def test_each_role_gets_what_it_may_and_no_more(settings, model, tokens):
         assert body["ok"] is False and body["status"] == 403 and body["kind"] == "ForbiddenError"
         assert "reader" in body["error"] and "kb-ai users role" in body["hint"]
         assert client.get("/api/tasks", headers=bearer(tokens["reader"])).json()["tasks"] == []
+        editor = client.get("/edit/concept/x.md", headers=bearer(tokens["reader"]))
+        assert editor.status_code == 403  # the article editor is a contributor's
 
         done = client.post("/api/submit", json=NOTE, headers=bearer(tokens["contributor"]))
         assert done.status_code == 202
