@@ -36,6 +36,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kb_ai.errors import StorageError
 from web import csrf
 from web.people import ANONYMOUS, LOCAL, Directory, Visitor
 from web.sessions import COOKIE as SESSION_COOKIE
@@ -117,7 +118,13 @@ class GuardMiddleware:
         if wait > 0:  # failed sign-ins from this address: it waits before the next
             await _send_error(send, path, headers, 429, TOO_MANY, retry_after=wait)
             return
-        who, required = await self._identify(offered)
+        try:
+            who, required = await self._identify(offered)
+        except StorageError as exc:  # the people cannot be read: no one is let in on them
+            if path != "/healthz":
+                await _send_error(send, path, headers, 503, str(exc))
+                return
+            who, required = self._admin_only(offered)  # /healthz reports the fault itself
         refusal = self._refuse(scope, headers, who, required)
         if refusal is not None:
             if in_query and refusal[0] == 401:  # a failed sign-in
@@ -163,13 +170,17 @@ class GuardMiddleware:
     async def _identify(self, offered: list[tuple[str, str]]) -> tuple[Visitor | None, bool]:
         """Who the offered tokens name (None: no one), and whether a token is required."""
         if self.directory is None:
-            for where, token in offered:
-                if self.token is not None and hmac.compare_digest(token.encode(), self.token):
-                    return Visitor("admin", via=where), True
-            return None, self.token is not None
+            return self._admin_only(offered)
         if not offered and self.token is not None:
             return None, True  # no need to ask the people
         return await run_in_threadpool(self.directory.identify, offered)
+
+    def _admin_only(self, offered: list[tuple[str, str]]) -> tuple[Visitor | None, bool]:
+        """The visitor by ``KB_AI_TOKEN`` alone."""
+        for where, token in offered:
+            if self.token is not None and hmac.compare_digest(token.encode(), self.token):
+                return Visitor("admin", via=where, key="admin"), True
+        return None, self.token is not None
 
     def _refuse(
         self, scope: Scope, headers: dict[str, str], who: Visitor | None, required: bool
@@ -246,7 +257,9 @@ async def _send_error(
         or ("text/html" not in headers.get("accept", ""))
     )
     if as_json:
-        kind = {401: "AuthError", 429: "TooManyError"}.get(status, "ForbiddenError")
+        kind = {401: "AuthError", 429: "TooManyError", 503: "StorageError"}.get(
+            status, "ForbiddenError"
+        )
         hint = "ask an admin for a token: kb-ai users add NAME --role ROLE" if status == 401 else ""
         fields = {"ok": False, "error": message, "status": status, "kind": kind}
         body = json.dumps({**fields, **({"hint": hint} if hint else {})}).encode()
