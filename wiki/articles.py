@@ -6,6 +6,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -194,8 +195,12 @@ def delete_article(kb: KnowledgeBase, rel: str) -> bool:
         return False
     path.unlink()
     drop_base(kb, rel)
-    if path.parent != kb.wiki_dir and not any(path.parent.iterdir()):
-        path.parent.rmdir()
+    if path.parent != kb.wiki_dir:
+        # An emptied type folder goes; another write of the same run may be putting a file
+        # in it at this moment (compile writes run in threads), and then it stays.
+        with suppress(OSError):
+            if not any(path.parent.iterdir()):
+                path.parent.rmdir()
     return True
 
 
