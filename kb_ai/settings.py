@@ -15,31 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from kb_ai.errors import ConfigError
+from kb_ai.stages import STAGES, own_stages, stage_of
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
 
-DEFAULT_TIMEOUTS = {
-    "extract": 180.0,
-    "classify": 120.0,
-    "write": 300.0,
-    "select": 60.0,
-    "answer": 180.0,
-    "rewrite": 60.0,
-    "default": 120.0,
-}
 
-# Tokens a reply may have, by stage (sent as max_tokens). Each fits what the stage's
-# schema allows in practice (an extraction of a 24,000-character chunk, an article of
-# up to 24,000 characters, a pick of a few paths) with room to spare; a reply that
-# reaches it is cut off, and refused as incomplete with a hint naming the setting.
-DEFAULT_MAX_TOKENS = {
-    "extract": 8_192,
-    "classify": 1_024,
-    "write": 8_192,
-    "select": 512,
-    "rewrite": 512,
-    "answer": 4_096,
-}
+def _timeout(stage: str) -> Any:
+    st = STAGES[stage]
+    return _setting(st.timeout_s, f"Seconds per {st.call}.")
+
+
+def _max_tokens(stage: str) -> Any:
+    st = STAGES[stage]
+    return _setting(st.max_tokens, f"Most tokens of the reply to a {st.call} (0: not sent).")
 
 
 def _setting(default: Any, help: str, env: bool = True) -> Any:
@@ -109,25 +97,13 @@ class Settings:
         "Most seconds to wait when a 429 or 503 asks for a pause (Retry-After); the wait "
         "is never shorter than retry_backoff's.",
     )
-    max_tokens_extract: int = _setting(
-        DEFAULT_MAX_TOKENS["extract"], "Most tokens of an extract reply (0: not sent)."
-    )
-    max_tokens_classify: int = _setting(
-        DEFAULT_MAX_TOKENS["classify"], "Most tokens of a classify reply (0: not sent)."
-    )
-    max_tokens_write: int = _setting(
-        DEFAULT_MAX_TOKENS["write"], "Most tokens of a write reply (0: not sent)."
-    )
-    max_tokens_select: int = _setting(
-        DEFAULT_MAX_TOKENS["select"], "Most tokens of a page selection reply (0: not sent)."
-    )
-    max_tokens_rewrite: int = _setting(
-        DEFAULT_MAX_TOKENS["rewrite"],
-        "Most tokens of a follow-up question rewritten (0: not sent).",
-    )
-    max_tokens_answer: int = _setting(
-        DEFAULT_MAX_TOKENS["answer"], "Most tokens of an answer (0: not sent)."
-    )
+    max_tokens_extract: int = _max_tokens("extract")
+    max_tokens_classify: int = _max_tokens("classify")
+    max_tokens_write: int = _max_tokens("write")
+    max_tokens_select: int = _max_tokens("select")
+    max_tokens_rewrite: int = _max_tokens("rewrite")
+    max_tokens_answer: int = _max_tokens("answer")
+    max_tokens_lint: int = _max_tokens("lint")
     max_prompt_chars: int = _setting(
         4_000_000,
         "Characters a prompt may have (about a million tokens, the largest context windows); "
@@ -139,11 +115,13 @@ class Settings:
         "before it is stored or sent on. Each JSON field is held to twice its schema bound "
         "(plus 100 characters or 8 items).",
     )
-    timeout_extract: float = _setting(DEFAULT_TIMEOUTS["extract"], "Seconds per extract call.")
-    timeout_classify: float = _setting(DEFAULT_TIMEOUTS["classify"], "Seconds per classify call.")
-    timeout_write: float = _setting(DEFAULT_TIMEOUTS["write"], "Seconds per write call.")
-    timeout_select: float = _setting(DEFAULT_TIMEOUTS["select"], "Seconds per page selection call.")
-    timeout_answer: float = _setting(DEFAULT_TIMEOUTS["answer"], "Seconds per answer call.")
+    timeout_extract: float = _timeout("extract")
+    timeout_classify: float = _timeout("classify")
+    timeout_write: float = _timeout("write")
+    timeout_select: float = _timeout("select")
+    timeout_rewrite: float = _timeout("rewrite")
+    timeout_answer: float = _timeout("answer")
+    timeout_lint: float = _timeout("lint")
     max_source_bytes: int = _setting(5_000_000, "Sources larger than this are refused.")
     max_transcript_bytes: int = _setting(
         50_000_000,
@@ -238,11 +216,13 @@ class Settings:
     )
 
     def timeout(self, stage: str) -> float:
-        return float(getattr(self, f"timeout_{stage}", DEFAULT_TIMEOUTS["default"]))
+        """Seconds per call of ``stage`` (kb_ai/stages.py names its setting)."""
+        return float(getattr(self, stage_of(stage).timeout_setting))
 
     def max_tokens(self, stage: str) -> int | None:
         """max_tokens to send for a stage; None for a stage without a setting, or 0."""
-        return int(getattr(self, f"max_tokens_{stage}", 0)) or None
+        setting = stage_of(stage).max_tokens_setting
+        return int(getattr(self, setting)) or None if setting else None
 
     @property
     def state_dir(self) -> Path:
@@ -291,16 +271,13 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "second_hop_pages": 0,
     "max_hops": 0,
     "max_retries": 0,
-    "timeout_extract": 900.0,
-    "timeout_classify": 600.0,
-    "timeout_write": 900.0,
-    "timeout_select": 300.0,
-    "timeout_answer": 600.0,
-    # What llama.cpp was held to before these settings: a grammar-bounded JSON reply
-    # finishes within 4,096; free text has no grammar to end it.
-    "max_tokens_extract": 4_096,
-    "max_tokens_write": 4_096,
-    "max_tokens_answer": 1_024,
+    # each stage's timeout and reply budget on the CPU (kb_ai/stages.py)
+    **{s.timeout_setting: s.local_timeout_s for s in own_stages()},
+    **{
+        s.max_tokens_setting: s.local_max_tokens
+        for s in STAGES.values()
+        if s.max_tokens_setting and s.local_max_tokens is not None
+    },
 }
 
 

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 
 from kb_ai.errors import CircuitOpenError, LLMError
 from kb_ai.settings import Settings
+from kb_ai.stages import stage_of
 
 # Statuses that say the request was wrong, not the endpoint: they do not trip the breaker.
 REQUEST_FAULT_STATUSES = frozenset({400, 413, 422})
@@ -46,6 +47,7 @@ class Breaker:
         self.model = model
         self.failures = 0  # calls in a row that failed for good
         self.timeouts = 0  # attempts in a row that timed out
+        self.slow_stage = ""  # the stage of the last of them
         self.last_error: LLMError | None = None
         self._open_since = 0.0  # when it last opened, or let a trial call through
         self._attempts: set[_Attempt] = set()
@@ -78,7 +80,10 @@ class Breaker:
         most_timeouts = self.settings.breaker_timeouts
         if most_timeouts > 0 and self.timeouts >= most_timeouts:
             what = f"did not answer {self.timeouts} times in a row"
-            hint = "or, if it is only slow, raise its timeout_<stage> or lower max_concurrency"
+            setting = stage_of(self.slow_stage).timeout_setting if self.slow_stage else None
+            hint = (
+                f"or, if it is only slow, raise {setting or 'its timeout'} or lower max_concurrency"
+            )
         else:
             what = f"failed {self.failures} calls in a row"
             hint = None
@@ -100,9 +105,10 @@ class Breaker:
         if threshold > 0 and self.failures >= threshold:
             self._open()
 
-    def timed_out(self, exc: LLMError) -> None:
-        """An attempt got no reply within its timeout."""
+    def timed_out(self, exc: LLMError, stage: str) -> None:
+        """An attempt of ``stage`` got no reply within its timeout."""
         self.timeouts += 1
+        self.slow_stage = stage
         self.last_error = exc
         most = self.settings.breaker_timeouts
         if most > 0 and self.timeouts >= most:

@@ -14,8 +14,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from kb_ai.stages import STAGES
+
 # Stages that answer a question someone is waiting for; every other stage is a compile's.
-ANSWERING = frozenset({"select", "follow", "rewrite", "answer", "doctor"})
+ANSWERING = frozenset(s.name for s in STAGES.values() if s.answering)
 WAIT_SLICE_S = 0.5  # how often a waiting call looks whether it was cancelled
 
 

@@ -33,6 +33,7 @@ from kb_ai.llm.parse import parse_reply
 from kb_ai.llm.store import CachedReply, CacheReceipt, CallRecord, CallStore, cache_key
 from kb_ai.llm.types import Completion, Usage
 from kb_ai.settings import Settings
+from kb_ai.stages import stage_of
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class LLMClient:
                 raise
             except LLMError as exc:
                 if isinstance(exc, LLMTimeoutError):
-                    self.breaker.timed_out(exc)
+                    self.breaker.timed_out(exc, stage)
                 if self._retry_now(exc, attempt) and not delivered:
                     await self._backoff(attempt, exc)
                     continue
@@ -299,7 +300,7 @@ class LLMClient:
                 raise
             except LLMError as exc:
                 if isinstance(exc, LLMTimeoutError):
-                    self.breaker.timed_out(exc)
+                    self.breaker.timed_out(exc, stage)
                 if self._retry_now(exc, attempt):
                     await self._backoff(attempt, exc)
                     continue
@@ -349,7 +350,7 @@ class LLMClient:
         return LLMTimeoutError(
             f"{self.model} did not answer within {request.timeout:g} s ({stage})",
             model=self.model,
-            hint=f"raise timeout_{stage} if the model is just slow",
+            hint=f"raise {stage_of(stage).timeout_setting} if the model is just slow",
         )
 
     # -- circuit breaker ----------------------------------------------------------------

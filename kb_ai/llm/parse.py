@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kb_ai.errors import LLMOutputError
+from kb_ai.stages import stage_of
 
 EXCERPT_CHARS = 200
 #: A field may run to twice its schema's maxLength (characters) or maxItems (items),
@@ -63,7 +64,7 @@ def check_finished(
 ) -> None:
     """Refuse a reply cut off at the token limit, or one with nothing in it."""
     if finish_reason == "length":
-        setting = f"max_tokens_{stage}" if stage else "max_tokens for this stage"
+        setting = (stage_of(stage).max_tokens_setting if stage else None) or "max_tokens"
         raise LLMOutputError(
             "reply was cut off at the token limit and is incomplete",
             model=model,
