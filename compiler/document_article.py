@@ -9,12 +9,12 @@ two top heading levels) has at least three entries."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import date
 
 from compiler.documents.sections import outline_sections, pages_of
 from compiler.recovery import journaled
-from compiler.result import CompileResult
-from compiler.work import Plan, Work
+from compiler.state import Plan, Work
 from wiki import Article, KnowledgeBase, derive_keys, read_article, write_article
 
 KIND = "reference"
@@ -61,25 +61,23 @@ def document_article(
 
 def write_document_articles(
     kb: KnowledgeBase,
-    work: list[Work],
+    work: Sequence[Work],
     plan: Plan,
-    written: dict[str, Article],
-    result: CompileResult,
-) -> None:
-    """The document article of each long document the run compiled, written (and added
-    to ``written`` and ``result``) once the subject articles it links to are."""
+    written: Mapping[str, Article],
+) -> dict[str, tuple[Article, bool]]:
+    """The document article of each long document the run compiled, written once the
+    subject articles it links to are: path -> (the article stored, whether it existed)."""
+    outlines: dict[str, tuple[Article, bool]] = {}
     for i, w in enumerate(work):
         src = w.source
-        if w.error or w.extraction is None or src.kind != "document" or len(src.chunks) < 2:
+        if not w.usable or src.kind != "document" or len(src.chunks) < 2:
             continue
-        fed = [
-            (p, written[p].title) for p, (_, _, idx) in plan.items() if i in idx and p in written
-        ]
+        fed = [(p, written[p].title) for p in plan.articles_of(i) if p in written]
         if not fed:
             continue
         # named apart from the subject articles (the writer often names one after the document)
         path = f"wiki/{KIND}/{w.slug}-outline.md"
-        if path in plan:  # the writer chose this path for a subject of its own
+        if path in plan.articles:  # the writer chose this path for a subject of its own
             continue
         existing = read_article(kb, path) if kb.resolve(path, under="wiki").is_file() else None
         if existing is not None and existing.sources != [w.raw_path]:
@@ -88,5 +86,5 @@ def write_document_articles(
         if article is None:
             continue
         with journaled(kb, path):
-            written[path] = write_article(kb, article)
-        (result.updated if existing else result.created).append(path)
+            outlines[path] = (write_article(kb, article), existing is not None)
+    return outlines

@@ -1,9 +1,9 @@
-"""One compile run: sources -> extract -> classify -> write -> index -> one git commit.
+"""One compile run: intake -> extract -> classify -> plan -> write -> index -> commit,
+under the knowledge base's compile lock, recorded for Status, ending in one git commit.
 
-Work runs concurrently (the LLM client bounds how many calls are in flight), but every
-decision that combines results is taken in input order, so the same input gives the
-same wiki whichever call finishes first. Ctrl-C cancels what is in flight and commits
-what finished.
+The stages live in compiler/stages.py and pass one RunState (compiler/state.py) from
+one to the next; this module holds the run around them. Ctrl-C cancels what is in
+flight and commits what finished.
 """
 
 from __future__ import annotations
@@ -14,69 +14,57 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing, suppress
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 
-from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
+from compiler._tasks import Interruptible, run_io
 from compiler.categories import ensure_categories
-from compiler.classify import CatalogRanker, Target, classify_source
-from compiler.document_article import write_document_articles
+from compiler.classify import CatalogRanker
 from compiler.documents import convert_process
-from compiler.extract import Extraction, extract_source
 from compiler.intake import Pending, pending_paths, still_pending
-from compiler.links import LinkTargets, link_mentions
-from compiler.recompose import delete_left, needs_rewrite, plan_rewrite
-from compiler.record import (
-    INDEX_FINGERPRINT,
-    commit_message,
-    log_run,
-    record_sources,
-    update_search,
-    write_run_indexes,
-)
-from compiler.recovery import finish_journal, journaled, reconcile, unfinished_run
-from compiler.result import CompileResult, Failure
+from compiler.mode import PROMPTS, choose_mode, extraction_version
+from compiler.record import INDEX_FINGERPRINT
+from compiler.recovery import reconcile, unfinished_run
+from compiler.result import CompileResult
 from compiler.review import hold_for_review
 from compiler.runs import RunTracker
-from compiler.source_article import name_source, own_source, source_article, source_targets
 from compiler.sources import Source
-from compiler.work import Plan, Work, allocate_work, plan_articles, taken_slugs
-from compiler.write import Material, compile_article
-from kb_ai.errors import KbAiError
-from kb_ai.llm import LLM, open_llm
-from kb_ai.prompts import PromptLibrary
-from kb_ai.settings import Settings
-from wiki import (
-    Article,
-    CatalogEntry,
-    ExtractionRecord,
-    KnowledgeBase,
-    RawSource,
-    all_sources,
-    commit_all,
-    current_catalog,
-    get_meta,
-    open_state,
-    read_article,
-    read_extraction,
-    record_run,
-    write_extraction,
-    write_raw,
+from compiler.stages import (
+    ProgressFn,
+    RunContext,
+    commit_stage,
+    extract_stage,
+    index_stage,
+    plan_stage,
+    write_stage,
 )
-from wiki import write_article as store_article
-from wiki.git import stage_ahead
+from compiler.state import RunState
+from kb_ai.llm import LLM, open_llm
+from kb_ai.settings import Settings
+from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
 from wiki.lock import KbLock
 
-PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
-ProgressFn = Callable[..., None]
+__all__ = ["PROMPTS", "Compiler", "compile_run", "extraction_version"]
 
 
-def extraction_version(small: bool = False) -> str:
-    """The version of the extract prompts (notes and transcripts, or a small model's
-    naming prompt): a change to one is lag."""
-    if small:
-        return "small-" + PROMPTS.version("extract_small")[:12]
-    return PROMPTS.version("extract")[:6] + PROMPTS.version("extract_transcript")[:6]
+async def compile_run(
+    kb: KnowledgeBase,
+    settings: Settings,
+    inputs: Iterable[str | Path] | Sequence[Source],
+    *,
+    force: bool = False,
+    llm_factory: Callable[..., LLM] = open_llm,
+    progress: ProgressFn | None = None,
+    started_by: str = "cli",
+) -> CompileResult:
+    """Compile ``inputs`` into ``kb`` in one run: files, folders and URLs by name, or
+    sources already read (compiler/intake.py reads queued tasks into them)."""
+    compiler = Compiler(
+        kb, settings, llm_factory=llm_factory, progress=progress, started_by=started_by
+    )
+    items = list(inputs)
+    if items and all(isinstance(i, Source) for i in items):
+        return await compiler.compile_sources(items, force=force)  # type: ignore[arg-type]
+    return await compiler.compile_paths(items, force=force)  # type: ignore[arg-type]
 
 
 class Compiler:
@@ -105,13 +93,6 @@ class Compiler:
         self.llm_factory = llm_factory
         self.progress = progress or (lambda *a, **k: None)
         self._tasks = Interruptible()
-        self._llm: LLM | None = None
-        self._catalog: list[CatalogEntry] = []  # as the run started
-        # Articles a revised source no longer feeds: path -> the raw paths that left it.
-        self._dropped: dict[str, set[str]] = {}
-        self._origins: dict[str, str] = {}  # raw path -> the file it was compiled from
-        self._catalog_ns = 0
-        self._work: dict[str, Work] = {}  # raw path -> its source's work, once all read
 
     # -- entry points ---------------------------------------------------------------
 
@@ -158,29 +139,26 @@ class Compiler:
                 pending = still_pending(pending, known, result, force=force)
             self._tasks.install_handler()
             tracker.start(len(pending))
-            forward, self.progress = self.progress, tracker
             try:
                 # A run killed before its commit left articles: settled before anything.
-                result.commit = await run_io(reconcile, self.kb)
+                result = replace(result, commit=await run_io(reconcile, self.kb))
                 if pending:
-                    await self._run_pipeline(pending, result, known)
+                    state = RunState(result=result, known=known, pending=tuple(pending))
+                    result = (await self._run_stages(state, tracker)).result
             except BaseException as exc:
                 tracker.finish("failed", {"error": str(exc) or type(exc).__name__}, None)
                 raise
             finally:
-                self.progress = forward
                 self._tasks.remove_handler()
                 lock.release()
-                await self._close_llm()
-            if self._llm is not None:
-                result.usage = self._llm.usage
-        result.interrupted = self.interrupted
-        result.duration_s = time.monotonic() - started
+        result = replace(
+            result, interrupted=self.interrupted, duration_s=time.monotonic() - started
+        )
         if tracker.run_id is not None:
-            state = "interrupted" if result.interrupted else "done"
+            outcome = "interrupted" if result.interrupted else "done"
             if result.failed and not result.compiled:
-                state = "failed"
-            tracker.finish(state, result.as_dict(), result.commit)
+                outcome = "failed"
+            tracker.finish(outcome, result.as_dict(), result.commit)
             run_id = tracker.run_id
         else:
             with closing(open_state(self.kb)) as conn:
@@ -192,302 +170,58 @@ class Compiler:
                     result.commit,
                 )
         if self.settings.review and result.commit:  # main stays as it was until approved
-            result.review = await run_io(
+            review = await run_io(
                 hold_for_review, self.kb, run_id, result.commit, list(result.compiled)
             )
+            result = replace(result, review=review)
         return result
 
-    async def _run_pipeline(
-        self, pending: Sequence[Pending], result: CompileResult, known: dict
-    ) -> None:
-        llm = self._llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
+    async def _run_stages(self, state: RunState, progress: ProgressFn) -> RunState:
+        """The stages with the model client open for them (closed however they end); the
+        result carries the client's usage."""
+        llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
+        try:
+            state = await self._stages(llm, state, progress)
+        finally:
+            await _close(llm)  # closing twice is harmless
+        return replace(state, result=replace(state.result, usage=llm.usage))
+
+    async def _stages(self, llm: LLM, state: RunState, progress: ProgressFn) -> RunState:
+        """extract (and classify) -> plan -> write -> index -> commit."""
         categories = ensure_categories(self.kb, self.settings)
+        mode = choose_mode(self.settings, categories)  # once: small models name sources
         # Articles modified after this are read again at the end. A second early: file
         # times come from the kernel's coarse clock, which lags time.time_ns() a little.
-        self._catalog_ns = time.time_ns() - 1_000_000_000
+        state = replace(state, catalog_ns=time.time_ns() - 1_000_000_000)
         with closing(open_state(self.kb)) as conn:
             fingerprint = get_meta(conn, INDEX_FINGERPRINT)
         # Only classify needs the catalog: it loads while the first sources are extracted
         # (a wiki of 10,000 articles took ~0.5 s to load and rank before the first call).
-        ranker_ready = asyncio.ensure_future(run_io(self._load_catalog, fingerprint))
+        ranker = asyncio.ensure_future(run_io(_load_ranker, self.kb, fingerprint))
+        ctx = RunContext(self.kb, self.settings, llm, mode, self._tasks, progress, ranker)
         try:
-            await self._run_stages(pending, result, known, llm, categories, ranker_ready)
+            state = await extract_stage(ctx, state)
+            if not state.work:  # nothing could be read: nothing to write, log or commit
+                return state
+            state = plan_stage(ctx, state, await asyncio.shield(ranker))
+            state = await write_stage(ctx, state)
+            # Nothing more to ask the model: its connections and call log close meanwhile.
+            closed = asyncio.ensure_future(_close(llm))
+            try:
+                state = await index_stage(ctx, state)
+                return await commit_stage(ctx, state)
+            finally:
+                await closed
         finally:
             with suppress(Exception):  # a failure to load it was reported by classify
-                await ranker_ready
+                await ranker
 
-    def _load_catalog(self, fingerprint: str | None) -> CatalogRanker:
-        self._catalog = current_catalog(self.kb, fingerprint)
-        return CatalogRanker(self._catalog)
 
-    async def _run_stages(
-        self,
-        pending: Sequence[Pending],
-        result: CompileResult,
-        known: dict,
-        llm: LLM,
-        categories: Sequence[str],
-        ranker_ready: asyncio.Future,
-    ) -> None:
-        self.progress("stage", name="extract", total=len(pending))
+def _load_ranker(kb: KnowledgeBase, fingerprint: str | None) -> CatalogRanker:
+    return CatalogRanker(current_catalog(kb, fingerprint))
 
-        async def prepare(w: Work) -> None:
-            await self._prepare(llm, w, ranker_ready, categories)
-            self.progress("advance", name="extract", item=w.source.origin)
 
-        # Sources are read one after another, in input order (which hands out raw slugs
-        # deterministically), each starting on its way to the model once read.
-        work: list[Work] = []
-        tasks = []
-        taken = taken_slugs(known)
-        for item in pending:
-            if self.interrupted:
-                result.failed.append(Failure(item.origin, "interrupted before it was read"))
-                continue
-            try:
-                src = item if isinstance(item, Source) else await run_io(item.read)
-            except KbAiError as exc:
-                result.failed.append(Failure(item.origin, str(exc)))
-                self.progress("advance", name="extract", item=item.origin)
-                continue
-            result.redactions += src.redactions
-            w = allocate_work(src, known, taken)
-            work.append(w)
-            tasks.append(self._tasks.spawn(prepare(w)))
-        if not work:  # nothing could be read: nothing to write, log or commit
-            return
-        outcomes = await self._tasks.collect(tasks)
-        for w, outcome in zip(work, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                w.error = str(outcome)
-            elif outcome is CANCELLED:
-                w.error = "interrupted before it finished"
-        existing = (await asyncio.shield(ranker_ready)).by_path
-        existing_paths = set(existing)
-        if self.settings.writes_from_sources:  # one article per source, in input order
-            source_targets(work, existing, categories)
-        self._work = {w.raw_path: w for w in work}
-        plan = plan_articles(work, existing_paths, self._dropped)
-        self._origins = {w.raw_path: w.source.origin for w in work}
-        if self.interrupted:
-            plan = {}
-        # Every raw copy and extraction of the run is on disk, and each article is once
-        # written: git hashes them while the model writes the rest, not after the last.
-        stager = Stager(partial(stage_ahead, self.kb))
-        stager.add("raw", "extraction")
-        try:
-            written, article_errors = await self._write_articles(llm, plan, result, stager)
-        finally:
-            await stager.close()  # before the commit, which stages too
-        # Nothing more to ask the model: its connections and call log close meanwhile.
-        closed = asyncio.ensure_future(self._close_llm())
-        try:
-            await self._finish(work, plan, written, article_errors, result)
-        finally:
-            await closed
-
-    async def _close_llm(self) -> None:
-        """Close the client (it may be asked to close again: closing twice is harmless)."""
-        if self._llm is not None and hasattr(self._llm, "aclose"):
-            await self._llm.aclose()
-
-    async def _write_articles(
-        self, llm: LLM, plan: dict, result: CompileResult, stager: Stager
-    ) -> tuple[dict[str, Article], dict[str, str]]:
-        """Write every planned article; returns the paths stored and the errors by path."""
-        self.progress("stage", name="write", total=len(plan))
-        # Stored on disk, by path: what the run commits, whatever else happens.
-        written: dict[str, Article] = {}
-        # Every article of the wiki as it will be after the run: mentions become links.
-        targets = LinkTargets.of(
-            [(e.path, e.title) for e in self._catalog]
-            + [(path, target.title) for path, (target, _, _) in plan.items()]
-        )
-
-        notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
-
-        async def write(path: str, target: Target, material: list[Material]) -> None:
-            # File work runs in threads: an fsync per file on the event loop held back
-            # every other call in flight.
-            existing = (
-                await asyncio.to_thread(read_article, self.kb, path) if target.exists else None
-            )
-            rewrite = None
-            dropped = self._dropped.get(path, set())
-            if existing is not None and needs_rewrite(
-                existing, material, dropped, self.settings.patch_threshold_chars
-            ):
-                rewrite = await run_io(
-                    plan_rewrite,
-                    self.kb,
-                    existing,
-                    material,
-                    dropped,
-                    self.settings.patch_threshold_chars,
-                )
-            if rewrite is not None:
-                if not rewrite.material:
-                    gone = await run_io(delete_left, self.kb, existing, dropped, self._origins)
-                    result.deleted.append(gone)
-                    stager.add(path)
-                    return
-                target, material, existing = rewrite.target, rewrite.material, rewrite.existing
-            own = self.settings.writes_from_sources and own_source(self._work, material, existing)
-            article = (
-                source_article(own, target, existing, notes.setdefault(path, []))
-                if own
-                else await compile_article(
-                    llm,
-                    PROMPTS,
-                    target,
-                    material,
-                    existing,
-                    patch_threshold=self.settings.patch_threshold_chars,
-                    notes=notes.setdefault(path, []),
-                    material_chars=self.settings.write_material_chars,
-                    prompt_chars=self.settings.max_prompt_chars,
-                )
-            )
-            if rewrite is not None:
-                article = rewrite.finish(article)
-            article = replace(article, body=link_mentions(article.body, targets, article.path))
-
-            def store() -> None:
-                with journaled(self.kb, path):
-                    written[path] = store_article(self.kb, article)
-
-            await run_io(store)
-            stager.add(path)
-            self.progress("advance", name="write", item=path)
-
-        items = list(plan.items())
-        outcomes = await self._tasks.run_all(write(p, t, m) for p, (t, m, _) in items)
-        article_errors: dict[str, str] = {}
-        result.deleted.sort(key=lambda d: d.path)  # in path order, whichever went first
-        deleted = {d.path for d in result.deleted}
-        for (path, (target, _, _)), outcome in zip(items, outcomes, strict=True):
-            result.checks += [f"{path}: {note}" for note in notes.get(path, [])]
-            if path in deleted:
-                continue
-            if path in written:
-                (result.updated if target.exists else result.created).append(path)
-            else:
-                reason = "interrupted" if outcome is CANCELLED else str(outcome)
-                article_errors[path] = f"writing {path} failed: {reason}"
-        return written, article_errors
-
-    async def _prepare(
-        self, llm: LLM, w: Work, ranker_ready: asyncio.Future, categories: Sequence[str]
-    ) -> None:
-        src = w.source
-        model = self.settings.model or ""
-        small = self.settings.writes_from_sources
-        version = extraction_version(small)
-        # A source seen for the first time has no earlier extraction: no thread to look.
-        has_old = (self.kb.extraction_dir / f"{w.slug}.md").is_file()
-        old = await run_io(self._read_previous_extraction, w.slug) if has_old else None
-        # The raw copy is written while the model reads the source, not before.
-        raw = asyncio.ensure_future(
-            run_io(
-                write_raw,
-                self.kb,
-                RawSource(
-                    slug=w.slug,
-                    title=src.title,
-                    origin=src.origin,
-                    kind=src.kind,
-                    checksum=src.checksum,
-                    ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    text=src.text,
-                    original=src.original,
-                    original_suffix=src.original_suffix,
-                ),
-            )
-        )
-        try:
-            reusable = (
-                old is not None
-                and old.source_checksum == src.checksum
-                and old.model == model
-                and old.prompt_version == version
-            )
-            if reusable:  # an interrupted or failed run already paid for this extraction
-                w.extraction = Extraction.from_data(old.data)
-            else:  # a small model only names the source: its text is the article
-                w.extraction = await (
-                    name_source(llm, PROMPTS, src, categories)
-                    if small
-                    else extract_source(llm, PROMPTS, src)
-                )
-                await run_io(
-                    write_extraction,
-                    self.kb,
-                    w.slug,
-                    ExtractionRecord(
-                        source=w.raw_path,
-                        source_checksum=src.checksum,
-                        model=model,
-                        prompt_version=version,
-                        extracted_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                        data=w.extraction.as_data(),
-                    ),
-                )
-                if old is not None and old.source_checksum != src.checksum and w.previous_articles:
-                    w.previous_text = Extraction.from_data(old.data).to_markdown()
-        finally:
-            await raw  # written even when the model failed: the next run reuses it
-        if small:  # no classify: targets are set in input order once all are named
-            return
-        # Shared by every source: shielded, so one cancelled source does not cancel it.
-        ranker = await asyncio.shield(ranker_ready)
-        self.progress("classify", item=src.origin)
-        w.targets = await classify_source(
-            llm,
-            PROMPTS,
-            source_title=src.title,
-            extraction=w.extraction,
-            ranker=ranker,
-            categories=categories,
-            budget_chars=self.settings.catalog_budget_chars,
-            max_new=self.settings.max_new_articles_per_source,
-        )
-
-    def _read_previous_extraction(self, slug: str) -> ExtractionRecord | None:
-        """The stored extraction of a source, or None when it is unreadable."""
-        try:
-            return read_extraction(self.kb, f"extraction/{slug}.md")
-        except (KbAiError, OSError, UnicodeDecodeError):  # gone or damaged: extract again
-            return None
-
-    async def _finish(
-        self,
-        work: list[Work],
-        plan: Plan,
-        written: dict[str, Article],
-        article_errors: dict[str, str],
-        result: CompileResult,
-    ) -> None:
-        if not self.interrupted:  # a long document's outline, linking what it fed
-            await run_io(write_document_articles, self.kb, work, plan, written, result)
-        record_sources(self.kb, work, plan, article_errors, result, model=self.settings.model or "",
-                       prompt_version=extraction_version(self.settings.writes_from_sources),
-                       interrupted=self.interrupted)  # fmt: skip
-        self.progress("stage", name="index", total=len(written))
-        deleted = [d.path for d in result.deleted]
-        if written or deleted:
-            await run_io(write_run_indexes, self.kb, self._catalog, self._catalog_ns, written)
-        log_run(self.kb, result, interrupted=self.interrupted)
-        # The search index is not versioned: it is brought up to date while git commits
-        # (git is a process of its own; two Python threads would only take turns).
-        search = (
-            asyncio.ensure_future(run_io(update_search, self.kb, written, deleted))
-            if written or deleted
-            else None
-        )
-        self.progress("stage", name="commit", total=0)
-        try:
-            result.commit = await run_io(commit_all, self.kb, commit_message(result))
-            await run_io(finish_journal, self.kb)
-        finally:
-            if search is not None:
-                await search
+async def _close(llm: LLM) -> None:
+    """Close the client (it may be asked to close again: closing twice is harmless)."""
+    if hasattr(llm, "aclose"):
+        await llm.aclose()
