@@ -109,10 +109,10 @@ class Compiler:
     ) -> CompileResult:
         """Compile sources handed over directly (the web queue, agent hooks)."""
         started = time.monotonic()
-        result = CompileResult(sources=len(sources))
         with closing(open_state(self.kb)) as conn:
             known = all_sources(conn)
-        pending = still_pending(sources, known, result, force=force)
+        pending, skipped = still_pending(sources, known, force=force)
+        result = CompileResult(sources=len(sources), skipped=skipped)
         return await self._compile(pending, result, started, known, force)
 
     # -- the run ---------------------------------------------------------------------
@@ -136,7 +136,8 @@ class Compiler:
                 # and what it compiled needs no second pass.
                 with closing(open_state(self.kb)) as conn:
                     known = all_sources(conn)
-                pending = still_pending(pending, known, result, force=force)
+                pending, skipped = still_pending(pending, known, force=force)
+                result = replace(result, skipped=[*result.skipped, *skipped])
             self._tasks.install_handler()
             tracker.start(len(pending))
             try:

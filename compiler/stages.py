@@ -23,7 +23,7 @@ from compiler.allocate import allocate_work, taken_slugs
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
 from compiler.extract import Extraction
-from compiler.intake import Unread
+from compiler.intake import Skipped, Unread
 from compiler.links import LinkTargets, link_mentions
 from compiler.mode import ComposedArticles
 from compiler.plan import plan_articles
@@ -84,6 +84,7 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
     to the model as soon as it is read."""
     ctx.progress("stage", name="extract", total=len(state.pending))
     failed: list[Failure] = []
+    skipped: list[str] = []
     redactions = 0
     work: list[Work] = []
     tasks: list[asyncio.Future] = []
@@ -98,10 +99,14 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
         if ctx.interrupted:
             failed.append(Failure(item.origin, "interrupted before it was read"))
             continue
-        try:
-            src = await run_io(item.read) if isinstance(item, Unread) else item
+        try:  # intake's deferred read (compiler/intake.py)
+            src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
         except KbAiError as exc:
             failed.append(Failure(item.origin, str(exc)))
+            ctx.progress("advance", name="extract", item=item.origin)
+            continue
+        if isinstance(src, Skipped):  # an agent session with nothing new
+            skipped.append(src.key)
             ctx.progress("advance", name="extract", item=item.origin)
             continue
         redactions += src.redactions
@@ -120,6 +125,7 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
     result = replace(
         state.result,
         failed=[*state.result.failed, *failed],
+        skipped=[*state.result.skipped, *skipped],
         redactions=state.result.redactions + redactions,
     )
     return replace(state, result=result, work=tuple(done))
