@@ -20,7 +20,7 @@ def taken_slugs(known: Mapping[str, Any]) -> set[str]:
 
 def allocate_work(src: Source, known: Mapping[str, Any], taken: set[str]) -> Work:
     """The work of ``src`` under its raw slug: its earlier one, or a new one not in
-    ``taken`` (which it joins: the run's own set of slugs handed out)."""
+    ``taken`` (the slugs held, and handed out so far in this run)."""
     row = known.get(src.origin)
     if row is not None and row["raw_path"]:
         raw_path = row["raw_path"]
@@ -30,5 +30,4 @@ def allocate_work(src: Source, known: Mapping[str, Any], taken: set[str]) -> Wor
         slug = unique_slug(slugify(src.title), taken)
         raw_path = f"raw/{slug}.md"
         previous = ()
-    taken.add(slug)
     return Work(src, slug, raw_path, previous)

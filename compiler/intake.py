@@ -13,9 +13,9 @@ first source goes to the model while the next ones are read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -45,6 +45,7 @@ from compiler.sources import (
     read_incoming,
     session_source,
 )
+from compiler.state import Pending, RunState, Skipped, Unread
 from kb_ai.errors import DocumentError, KbAiError, SourceError
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, open_state
@@ -52,27 +53,6 @@ from wiki import KnowledgeBase, all_sources, open_state
 #: Text files read from a submitted archive (documents by their format).
 TEXT_MEMBERS = (".md", ".markdown", ".txt", ".rst")
 MAX_NAMED = 10  # members named in the error of an archive none of whose members compiled
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """An agent session with nothing to compile now, and why."""
-
-    key: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Unread:
-    """A changed datum, hashed but not read yet: read when the run reaches it, with the
-    sources state.db knows then (``read(known)``)."""
-
-    origin: str
-    checksum: str
-    read: Callable[[Mapping[str, Any]], Source | Skipped]
-
-
-Pending = Source | Unread
 
 
 def read_pending(
@@ -105,15 +85,17 @@ def is_current(row: Any, checksum: str) -> bool:
 # -- paths: files, folders, archives, URLs ------------------------------------------------
 
 
-def pending_paths(
+def intake_paths(
     kb: KnowledgeBase,
     paths: Iterable[str | Path],
     settings: Settings,
+    *,
     force: bool,
     converter: ConvertProcess | None,
-) -> tuple[list[Pending], CompileResult, dict]:
-    """(what to compile, the result so far, the sources state.db knows) of the files and
-    folders ``paths`` name; ``converter`` converts their documents."""
+) -> RunState:
+    """The run's first state: what the files, folders, archives and URLs ``paths`` name
+    have to compile (unread), what is unchanged or unusable in its result, and the
+    sources state.db knows; ``converter`` converts their documents."""
     candidates, problems = discover(paths, archive_limits(settings))
     with closing(open_state(kb)) as conn:
         known = all_sources(conn)
@@ -137,7 +119,15 @@ def pending_paths(
             read = partial(_read_unread, item, limits, force=force, converter=converter)
             pending.append(Unread(cand.origin, checksum, read))
     result = CompileResult(sources=len(candidates), skipped=skipped, failed=failed)
-    return pending, result, known
+    return RunState(result=result, known=known, pending=tuple(pending))
+
+
+def intake_sources(kb: KnowledgeBase, sources: Sequence[Source], *, force: bool) -> RunState:
+    """The run's first state for sources read already (the queue's, a hook's)."""
+    with closing(open_state(kb)) as conn:
+        known = all_sources(conn)
+    return still_pending(RunState(CompileResult(sources=len(sources)), known, tuple(sources)),
+                         known, force=force)  # fmt: skip
 
 
 def _read_unread(
@@ -176,17 +166,17 @@ def archive_limits(settings: Settings) -> ArchiveLimits:
     )
 
 
-def still_pending(
-    pending: Sequence[Pending], known: Mapping[str, Any], *, force: bool
-) -> tuple[list[Pending], list[str]]:
-    """(``pending`` without what ``known`` says is compiled, the origins of that)."""
+def still_pending(state: RunState, known: Mapping[str, Any], *, force: bool) -> RunState:
+    """``state`` with ``known`` as the sources state.db knows, and without what it says
+    is compiled (that goes to the result's skipped)."""
     still, skipped = [], []
-    for item in pending:
+    for item in state.pending:
         if not force and is_current(known.get(item.origin), item.checksum):
             skipped.append(item.origin)
         else:
             still.append(item)
-    return still, skipped
+    result = replace(state.result, skipped=[*state.result.skipped, *skipped])
+    return replace(state, result=result, known=known, pending=tuple(still))
 
 
 # -- queued tasks: uploads, submitted URLs, agent hooks -----------------------------------

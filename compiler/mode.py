@@ -123,9 +123,6 @@ class SourceArticles(ComposedArticles):
         return source_article(own, target, existing, notes)
 
 
-Mode = ComposedArticles  # the type of either
-
-
 def choose_mode(settings: Settings, categories: Sequence[str]) -> ComposedArticles:
     """The run's mode: a small model names sources, any other model composes articles."""
     small = settings.writes_from_sources

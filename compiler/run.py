@@ -20,7 +20,7 @@ from compiler._tasks import Interruptible, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker
 from compiler.documents import convert_process
-from compiler.intake import Pending, pending_paths, still_pending
+from compiler.intake import intake_paths, intake_sources, still_pending
 from compiler.mode import PROMPTS, choose_mode, extraction_version
 from compiler.record import INDEX_FINGERPRINT
 from compiler.recovery import reconcile, unfinished_run
@@ -99,35 +99,26 @@ class Compiler:
     async def compile_paths(
         self, paths: Iterable[str | Path], *, force: bool = False
     ) -> CompileResult:
+        """Compile the files, folders, archives and URLs ``paths`` name."""
         started = time.monotonic()
         with convert_process(self.settings) as converter:  # each document: convert_timeout
-            pending, result, known = pending_paths(self.kb, paths, self.settings, force, converter)
-            return await self._compile(pending, result, started, known, force)
+            state = intake_paths(self.kb, paths, self.settings, force=force, converter=converter)
+            return await self._compile(state, started, force)
 
     async def compile_sources(
         self, sources: Sequence[Source], *, force: bool = False
     ) -> CompileResult:
-        """Compile sources handed over directly (the web queue, agent hooks)."""
+        """Compile sources read already (the web queue, agent hooks)."""
         started = time.monotonic()
-        with closing(open_state(self.kb)) as conn:
-            known = all_sources(conn)
-        pending, skipped = still_pending(sources, known, force=force)
-        result = CompileResult(sources=len(sources), skipped=skipped)
-        return await self._compile(pending, result, started, known, force)
+        return await self._compile(intake_sources(self.kb, sources, force=force), started, force)
 
     # -- the run ---------------------------------------------------------------------
 
-    async def _compile(
-        self,
-        pending: Sequence[Pending],
-        result: CompileResult,
-        started: float,
-        known: dict,
-        force: bool,
-    ) -> CompileResult:
+    async def _compile(self, state: RunState, started: float, force: bool) -> CompileResult:
+        """Intake's state through the stages, under the compile lock, recorded as a run."""
         run_started = datetime.now(UTC)
         tracker = RunTracker(self.kb, self.started_by, self.progress)
-        if pending or unfinished_run(self.kb):
+        if state.pending or unfinished_run(self.kb):
             lock = KbLock(self.kb.state_dir / "compile.lock")
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
@@ -135,17 +126,15 @@ class Compiler:
                 # The run we waited for changed the state: its raw slugs are taken now,
                 # and what it compiled needs no second pass.
                 with closing(open_state(self.kb)) as conn:
-                    known = all_sources(conn)
-                pending, skipped = still_pending(pending, known, force=force)
-                result = replace(result, skipped=[*result.skipped, *skipped])
+                    state = still_pending(state, all_sources(conn), force=force)
             self._tasks.install_handler()
-            tracker.start(len(pending))
+            tracker.start(len(state.pending))
             try:
                 # A run killed before its commit left articles: settled before anything.
-                result = replace(result, commit=await run_io(reconcile, self.kb))
-                if pending:
-                    state = RunState(result=result, known=known, pending=tuple(pending))
-                    result = (await self._run_stages(state, tracker)).result
+                commit = await run_io(reconcile, self.kb)
+                state = replace(state, result=replace(state.result, commit=commit))
+                if state.pending:
+                    state = await self._run_stages(state, tracker)
             except BaseException as exc:
                 tracker.finish("failed", {"error": str(exc) or type(exc).__name__}, None)
                 raise
@@ -153,7 +142,7 @@ class Compiler:
                 self._tasks.remove_handler()
                 lock.release()
         result = replace(
-            result, interrupted=self.interrupted, duration_s=time.monotonic() - started
+            state.result, interrupted=self.interrupted, duration_s=time.monotonic() - started
         )
         if tracker.run_id is not None:
             outcome = "interrupted" if result.interrupted else "done"

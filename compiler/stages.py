@@ -111,6 +111,7 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
             continue
         redactions += src.redactions
         w = allocate_work(src, state.known, taken)
+        taken.add(w.slug)
         work.append(w)
         tasks.append(ctx.tasks.spawn(prepare(w)))
     outcomes = await ctx.tasks.collect(tasks)

@@ -8,17 +8,37 @@ returned, whichever call finished first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.classify import Target
 from compiler.extract import Extraction
-from compiler.intake import Pending
 from compiler.result import CompileResult
 from compiler.sources import Source
 from compiler.write import Material
 from wiki import Article, CatalogEntry
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An agent session with nothing to compile now, and why."""
+
+    key: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A changed datum, hashed but not read yet: read when the run reaches it, with the
+    sources state.db knows then (``read(known)``)."""
+
+    origin: str
+    checksum: str
+    read: Callable[[Mapping[str, Any]], Source | Skipped]
+
+
+Pending = Source | Unread
 
 
 @dataclass(frozen=True)
