@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 
 from compiler.documents.sections import outline_sections, pages_of
+from compiler.hand_edits import Held, look_at, store_merged
 from compiler.recovery import journaled
 from compiler.state import Plan, Work
-from wiki import Article, KnowledgeBase, derive_keys, read_article, write_article
+from wiki import Article, KnowledgeBase, derive_keys, read_article
 
 KIND = "reference"
 
@@ -64,10 +65,12 @@ def write_document_articles(
     work: Sequence[Work],
     plan: Plan,
     written: Mapping[str, Article],
-) -> dict[str, tuple[Article, bool]]:
+) -> tuple[dict[str, tuple[Article, bool]], list[Held]]:
     """The document article of each long document the run compiled, written once the
-    subject articles it links to are: path -> (the article stored, whether it existed)."""
+    subject articles it links to are: path -> (the article stored, whether it existed);
+    and those not written because a person's edit of them meets the update (review)."""
     outlines: dict[str, tuple[Article, bool]] = {}
+    held: list[Held] = []
     for i, w in enumerate(work):
         src = w.source
         if not w.usable or src.kind != "document" or len(src.chunks) < 2:
@@ -86,5 +89,10 @@ def write_document_articles(
         if article is None:
             continue
         with journaled(kb, path):
-            outlines[path] = (write_article(kb, article), existing is not None)
-    return outlines
+            look = look_at(kb, path) if existing else None
+            stored = store_merged(kb, article, look, [])
+        if isinstance(stored, Held):
+            held.append(stored)
+            continue
+        outlines[path] = (stored.article, existing is not None)
+    return outlines, held

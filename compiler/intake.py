@@ -32,6 +32,7 @@ from compiler.documents import (
     read_member,
 )
 from compiler.documents.formats import DOCUMENT_EXTENSIONS, supported_summary
+from compiler.identity_index import Arrival
 from compiler.redact import redact, redact_name
 from compiler.result import CompileResult, Failure
 from compiler.sessions import SESSION_FORMATS, increment, key_of_origin, session_checksums
@@ -46,7 +47,7 @@ from compiler.sources import (
     session_source,
 )
 from compiler.state import Pending, RunState, Skipped, Unread
-from kb_ai.errors import DocumentError, KbAiError, SourceError
+from kb_ai.errors import DocumentError, KbAiError, SourceError, UsageError
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, open_state
 
@@ -92,10 +93,14 @@ def intake_paths(
     *,
     force: bool,
     converter: ConvertProcess | None,
+    revises: str = "",
 ) -> RunState:
     """The run's first state: what the files, folders, archives and URLs ``paths`` name
     have to compile (unread), what is unchanged or unusable in its result, and the
-    sources state.db knows; ``converter`` converts their documents."""
+    sources state.db knows; ``converter`` converts their documents. ``revises``: the id
+    of the source the one document named revises (``kb-ai compile --revises``)."""
+    paths = list(paths)
+    force = force or bool(revises)  # the same text again, now said to be a revision
     candidates, problems = discover(paths, archive_limits(settings))
     with closing(open_state(kb)) as conn:
         known = all_sources(conn)
@@ -119,15 +124,37 @@ def intake_paths(
             read = partial(_read_unread, item, limits, force=force, converter=converter)
             pending.append(Unread(cand.origin, checksum, read))
     result = CompileResult(sources=len(candidates), skipped=skipped, failed=failed)
-    return RunState(result=result, known=known, pending=tuple(pending))
+    arrivals = said_revises(paths, pending, revises) if revises else {}
+    return RunState(result=result, known=known, pending=tuple(pending), arrivals=arrivals)
 
 
-def intake_sources(kb: KnowledgeBase, sources: Sequence[Source], *, force: bool) -> RunState:
-    """The run's first state for sources read already (the queue's, a hook's)."""
+def said_revises(
+    paths: Sequence[str | Path], pending: Sequence[Pending], revises: str
+) -> dict[str, Arrival]:
+    """``kb-ai compile --revises ID``: the arrival of the one document it names."""
+    if len(pending) > 1:
+        raise UsageError(
+            f"--revises names the source one document revises, and {len(pending)} were "
+            f"given ({', '.join(str(p) for p in paths)})",
+            hint="compile that one file with --revises, and the others without it",
+        )
+    return {item.origin: Arrival(revises=revises) for item in pending}
+
+
+def intake_sources(
+    kb: KnowledgeBase,
+    sources: Sequence[Source],
+    *,
+    force: bool,
+    arrivals: Mapping[str, Arrival] | None = None,
+) -> RunState:
+    """The run's first state for sources read already (the queue's, a hook's);
+    ``arrivals``: by origin, the file name each came under and what it revises."""
     with closing(open_state(kb)) as conn:
         known = all_sources(conn)
-    return still_pending(RunState(CompileResult(sources=len(sources)), known, tuple(sources)),
-                         known, force=force)  # fmt: skip
+    first = RunState(CompileResult(sources=len(sources)), known, tuple(sources),
+                     arrivals=dict(arrivals or {}))  # fmt: skip
+    return still_pending(first, known, force=force)
 
 
 def _read_unread(
@@ -168,10 +195,13 @@ def archive_limits(settings: Settings) -> ArchiveLimits:
 
 def still_pending(state: RunState, known: Mapping[str, Any], *, force: bool) -> RunState:
     """``state`` with ``known`` as the sources state.db knows, and without what it says
-    is compiled (that goes to the result's skipped)."""
+    is compiled (that goes to the result's skipped), but for every source a person says
+    revises another (the same text again, now said to be a revision)."""
     still, skipped = [], []
+    said = {o for o, a in state.arrivals.items() if a.revises}
     for item in state.pending:
-        if not force and is_current(known.get(item.origin), item.checksum):
+        current = is_current(known.get(item.origin), item.checksum)
+        if not force and item.origin not in said and current:
             skipped.append(item.origin)
         else:
             still.append(item)

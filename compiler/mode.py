@@ -17,6 +17,7 @@ from pathlib import Path
 
 from compiler.classify import CatalogRanker, Target, classify_source
 from compiler.extract import Extraction, extract_source
+from compiler.revisions import keep_articles
 from compiler.source_article import name_source, own_source, source_article, source_targets
 from compiler.sources import Source
 from compiler.state import Work
@@ -62,7 +63,7 @@ class ComposedArticles:
             budget_chars=self.settings.catalog_budget_chars,
             max_new=self.settings.max_new_articles_per_source,
         )
-        return tuple(targets)
+        return keep_articles(w, targets, ranker.by_path)  # a revision keeps its article
 
     def place(self, work: Sequence[Work], existing: Mapping[str, CatalogEntry]) -> tuple[Work, ...]:
         """The work with its targets (classify set them already)."""

@@ -10,6 +10,10 @@ A worker claims tasks with a lease, and holds a lock file named after itself
 the next worker takes the task at once when the owner's lock file is free (the kernel
 released it with the dead process), else when the lease expires. Duplicate content is
 recognised by its hash. Failed tasks keep their error and can be retried.
+
+Beside each spooled copy, ``inbox-about/<id>.json`` keeps what the task table knows of it (title,
+file name, kind, origin), so a state.db that was lost gets its queue back: every copy
+still in the inbox (queued, running or failed then) is queued again (see wiki/rebuild.py).
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from compiler.redact import redact_name, redact_submitted
-from kb_ai.errors import NotFoundError, SourceError, UsageError
-from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, one_line
+from kb_ai.errors import NotFoundError, SourceError, StorageError, UsageError, file_storage_error
+from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, atomic_write_text, one_line
 from wiki.actors import Actor
 from wiki.lock import KbLock
+from wiki.state import note_rebuilt, state_loss
 
 MIGRATIONS = (
     "CREATE TABLE tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, filename TEXT NOT NULL,"
@@ -38,6 +43,8 @@ MIGRATIONS = (
     "ALTER TABLE tasks ADD COLUMN origin TEXT",
     # who submitted it (wiki/actors.py, as JSON): the author of the commit compiling it
     "ALTER TABLE tasks ADD COLUMN actor TEXT",
+    # the id of the source a person said the document revises (compiler/identity.py)
+    "ALTER TABLE tasks ADD COLUMN revises TEXT",
 )
 STATES = ("queued", "running", "done", "failed")
 COLUMNS = (
@@ -58,6 +65,7 @@ COLUMNS = (
     "updated_at",
     "origin",
     "actor",
+    "revises",
 )
 
 
@@ -118,6 +126,10 @@ class TaskQueue:
         self.kb = kb
         self.conn = conn
         apply_migrations(conn, "queue", MIGRATIONS)
+        loss = state_loss(conn)
+        lost = loss is not None and "tasks" not in (loss.get("rebuilt") or {})
+        if lost and not conn.in_transaction:  # (in one: the next queue opened does it)
+            self._requeue_inbox()
 
     @property
     def inbox(self) -> Path:
@@ -125,6 +137,62 @@ class TaskQueue:
 
     def spool_path(self, task_id: str) -> Path:
         return self.inbox / f"{task_id}.txt"
+
+    def _about_path(self, task_id: str) -> Path:
+        return self.kb.state_dir / "inbox-about" / f"{task_id}.json"
+
+    def _drop_copy(self, task_id: str) -> None:
+        self.spool_path(task_id).unlink(missing_ok=True)
+        self._about_path(task_id).unlink(missing_ok=True)
+
+    def _requeue_inbox(self) -> None:
+        """state.db was made again: each copy in the inbox is a task again, queued. In
+        one write transaction, so two threads doing it at once queue each copy once."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            loss = state_loss(self.conn)
+            if loss is None or "tasks" in (loss.get("rebuilt") or {}):  # done meanwhile
+                self.conn.commit()
+                return
+            known = {r[0] for r in self.conn.execute("SELECT id FROM tasks")}
+            count = 0
+            for path in sorted(self.inbox.glob("*.txt")) if self.inbox.is_dir() else []:
+                if path.stem not in known:
+                    self._requeue(path)
+                    count += 1
+            note_rebuilt(self.conn, tasks=count)
+            self.conn.commit()
+        except BaseException:
+            self.conn.rollback()
+            raise
+
+    def _requeue(self, path: Path) -> None:
+        task_id = path.stem
+        about = self._about_path(task_id)
+        try:
+            meta = json.loads(about.read_text(encoding="utf-8")) if about.is_file() else {}
+        except (OSError, ValueError):
+            meta = {}
+        content = path.read_bytes()
+        now = _stamp(_now())
+        self.conn.execute(
+            "INSERT INTO tasks (id, title, filename, kind, checksum, size, state,"
+            " created_at, updated_at, origin, actor, revises)"
+            " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+            (
+                task_id,
+                str(meta.get("title") or f"recovered upload {task_id}"),
+                str(meta.get("filename") or ""),
+                str(meta.get("kind") or "note"),
+                str(meta.get("checksum") or hashlib.sha256(content).hexdigest()),
+                int(meta.get("size") or len(content)),
+                str(meta.get("created_at") or now),
+                now,
+                meta.get("origin"),
+                meta.get("actor"),
+                meta.get("revises"),
+            ),
+        )
 
     def submit(
         self,
@@ -135,6 +203,7 @@ class TaskQueue:
         kind: str = "note",
         origin: str | None = None,
         actor: Actor | None = None,
+        revises: str = "",
     ) -> tuple[dict[str, Any], bool]:
         """Queue a document. Returns (task, created); created is False for a duplicate of a
         task that is queued, running or done (a failed one is queued again).
@@ -142,7 +211,9 @@ class TaskQueue:
         ``origin`` names a document that changes over time (an agent session captured at
         every turn): a newer version replaces a still-queued older one, and compiles as a
         revision of the same source. ``actor``: who submitted it, the author of the
-        commit that compiles it (see :func:`task_actor`)."""
+        commit that compiles it (see :func:`task_actor`). ``revises``: the id of the
+        source a person said it revises; such a document is queued even when its content
+        was compiled before."""
         if not content.strip():
             raise UsageError(
                 "The document is empty", hint="paste some text or choose a non-empty file"
@@ -166,32 +237,51 @@ class TaskQueue:
         existing = self.conn.execute(
             "SELECT * FROM tasks WHERE checksum = ? ORDER BY created_at DESC LIMIT 1", (checksum,)
         ).fetchone()
-        if existing is not None:
+        if existing is not None and not revises:
             task = self._row(existing)
             if task["state"] == "failed":
                 return self.retry(task["id"]), True
             return task, False
         task_id = uuid.uuid4().hex[:16]
-        atomic_write_bytes(self.spool_path(task_id), stored)
         now = _stamp(_now())
         clean_title = one_line(redact_name(title))[:200]
-        with self.conn:
-            self.conn.execute(
-                "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at, updated_at, origin, actor)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
-                (
-                    task_id,
-                    clean_title,
-                    one_line(redact_name(filename))[:200],
-                    kind,
-                    checksum,
-                    len(content),
-                    now,
-                    now,
-                    origin,
-                    json.dumps(actor.as_dict()) if actor is not None else None,
-                ),
+        clean_filename = one_line(redact_name(filename))[:200]
+        who = json.dumps(actor.as_dict()) if actor is not None else None
+        about = {"title": clean_title, "filename": clean_filename, "kind": kind}
+        about |= {"origin": origin, "actor": who, "checksum": checksum, "size": len(content)}
+        about["revises"] = revises.strip() or None
+        try:
+            atomic_write_bytes(self.spool_path(task_id), stored)
+            atomic_write_text(
+                self._about_path(task_id),
+                json.dumps({**about, "created_at": now}, ensure_ascii=False),
             )
+        except OSError as exc:  # a full disk, a read-only folder: nothing was queued
+            self._drop_copy(task_id)
+            raise file_storage_error(exc, self.inbox, "keep the upload in") from exc
+        try:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at,"
+                    " updated_at, origin, actor, revises)"
+                    " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                    (
+                        task_id,
+                        clean_title,
+                        clean_filename,
+                        kind,
+                        checksum,
+                        len(content),
+                        now,
+                        now,
+                        origin,
+                        who,
+                        about["revises"],
+                    ),
+                )
+        except StorageError:  # not queued: no copy left behind for a rebuild to find
+            self._drop_copy(task_id)
+            raise
         return self.get(task_id), True
 
     def claim(
@@ -282,7 +372,7 @@ class TaskQueue:
                 ),
             )
         if state == "done" and not held:
-            self.spool_path(task_id).unlink(missing_ok=True)
+            self._drop_copy(task_id)
 
     def held_in_review(self, branch: str) -> list[dict[str, Any]]:
         """The done tasks whose run waits on ``branch`` (review/<run>)."""
@@ -300,7 +390,7 @@ class TaskQueue:
         tasks = self.held_in_review(branch)
         if approved:
             for task in tasks:
-                self.spool_path(task["id"]).unlink(missing_ok=True)
+                self._drop_copy(task["id"])
             return tasks
         run = branch.removeprefix("review/")
         error = (
@@ -340,7 +430,7 @@ class TaskQueue:
             raise UsageError(f"Task {task_id} is being compiled; delete it when it has finished")
         with self.conn:
             self.conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
-        self.spool_path(task_id).unlink(missing_ok=True)
+        self._drop_copy(task_id)
 
     def get(self, task_id: str) -> dict[str, Any]:
         row = self.conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()

@@ -109,7 +109,14 @@ def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> N
     lines += [f"created {p}" for p in result.created]
     lines += [f"updated {p}" for p in result.updated]
     lines += [f"deleted {d.path}: {d.cause}" for d in result.deleted]
+    lines += [f"held {p}: its update meets a hand edit (review)" for p in result.held]
     lines += [f"failed {f.source}: {f.error}" for f in result.failed]
+    lines += [f"revised {r.raw_path} ({r.way}) from {r.origin}" for r in result.revisions]
+    lines += [
+        f"new source {m.raw_path} may revise {m.candidates[0][0]} "
+        f"(similarity {m.candidates[0][1]:.2f}: {m.reason})"
+        for m in result.maybe_revisions
+    ]
     lines += [f"checked {c}" for c in result.checks]
     if result.redactions:
         lines.append(f"redacted {result.redactions} secret(s) or private span(s) before storing")
@@ -133,5 +140,6 @@ def commit_message(result: CompileResult) -> str:
         *(f"created {p}" for p in result.created),
         *(f"updated {p}" for p in result.updated),
         *(f"deleted {d.path}: {d.cause}" for d in result.deleted),
+        *(f"held {p}: its update meets a hand edit, which stays (review)" for p in result.held),
     ]
     return head + ("\n\n" + "\n".join(body) if body else "")

@@ -21,11 +21,13 @@ from typing import Any
 
 from compiler.classify import Target
 from compiler.documents.citations import base_path
+from compiler.hand_edits import Held, look_at, store_merged
 from compiler.links import LinkTargets, link_mentions
 from compiler.origins import file_of
 from compiler.recompose import stored_source
 from compiler.record import INDEX_FINGERPRINT
 from compiler.redact import redact_name
+from compiler.review import hold_hand_edits
 from compiler.runs import RunTracker
 from compiler.write import compile_article
 from kb_ai.errors import KbAiError, UsageError
@@ -47,7 +49,6 @@ from wiki import (
     set_meta,
     write_indexes,
 )
-from wiki import write_article as store_article
 from wiki.indexing import refresh_search_index, remove_from_tables
 from wiki.lock import KbLock
 from wiki.state import delete_source, set_source_articles, source_articles
@@ -68,6 +69,8 @@ class RemoveResult:
     removed: list[Removed] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)  # articles with no source left
     rewritten: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # rewrites meeting a hand edit (review)
+    held_review: str | None = None
     commit: str | None = None
     usage: Usage = field(default_factory=Usage)
 
@@ -76,6 +79,8 @@ class RemoveResult:
             "removed": [{"origin": r.origin, "raw_path": r.raw_path} for r in self.removed],
             "deleted": self.deleted,
             "rewritten": self.rewritten,
+            "held": self.held,
+            "held_review": self.held_review,
             "commit": self.commit,
             "usage": self.usage.as_dict(),
         }
@@ -184,9 +189,10 @@ async def remove_sources(
     # Status lists it beside the compiles: what went, and the articles it deleted.
     run = RunTracker(kb, started_by, lambda *a, **k: None)
     summary: dict[str, Any] = {"removed": [r.origin for r in removed]}
+    held: list[Held] = []
     try:
         run.start(len(removed))
-        await _remove(kb, settings, result, reason, llm_factory)
+        await _remove(kb, settings, result, reason, llm_factory, held)
     except BaseException as exc:
         stopped = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
         run.finish("interrupted" if stopped else "failed", {**summary, "error": str(exc)}, None)
@@ -197,6 +203,8 @@ async def remove_sources(
         run.finish("done", summary, result.commit)
     finally:
         lock.release()
+    if held:  # a person's version stays on main; the rewrite waits beside it
+        result.held_review = await asyncio.to_thread(hold_hand_edits, kb, run.run_id or "rm", held)
     return result
 
 
@@ -206,6 +214,7 @@ async def _remove(
     result: RemoveResult,
     reason: str,
     llm_factory: Callable[..., LLM],
+    held: list[Held],
 ) -> None:
     gone = {r.raw_path for r in result.removed}
     fed = [a for a in _articles(kb) if gone & _raw_paths(a)]
@@ -230,9 +239,16 @@ async def _remove(
             result.usage = llm.usage
             if hasattr(llm, "aclose"):
                 await llm.aclose()
-    # Every model call succeeded: now the files change.
-    written = {a.path: store_article(kb, a) for a in rewritten}
+    # Every model call succeeded: now the files change, merged with a person's edits.
+    written: dict[str, Article] = {}
+    for a in rewritten:
+        stored = store_merged(kb, a, look_at(kb, a.path), [])
+        if isinstance(stored, Held):
+            held.append(stored)
+        else:
+            written[a.path] = stored.article
     result.rewritten = sorted(written)
+    result.held = sorted(h.path for h in held)
     for path in result.deleted:
         delete_article(kb, path)
     for r in result.removed:
@@ -252,6 +268,7 @@ async def _remove(
     lines = [f"removed {r.raw_path} ({r.origin}): {reason}" for r in result.removed]
     lines += [f"deleted {p} (no source left)" for p in result.deleted]
     lines += [f"rewrote {p} without it" for p in result.rewritten]
+    lines += [f"held {p}: its rewrite meets a hand edit (review)" for p in result.held]
     append_log(kb, "rm", lines)
     head = (
         f"rm: {len(result.removed)} source(s) removed, {len(result.deleted)} article(s)"

@@ -47,6 +47,42 @@ class Deletion:
         }
 
 
+@dataclass(frozen=True)
+class Revision:
+    """A document the run took as a revision of the source in ``raw_path``, and how it
+    knew (see compiler/identity.py)."""
+
+    origin: str
+    raw_path: str
+    way: str
+    similarity: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"origin": self.origin, "raw_path": self.raw_path, "way": self.way}
+        if self.similarity is not None:
+            out["similarity"] = round(self.similarity, 3)
+        return out
+
+
+@dataclass(frozen=True)
+class MaybeRevision:
+    """A document compiled as a new source (``raw_path``) that may revise one of
+    ``candidates`` ((raw path, similarity), best first): a person says which."""
+
+    origin: str
+    raw_path: str
+    candidates: tuple[tuple[str, float], ...]
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "raw_path": self.raw_path,
+            "candidates": [{"raw_path": r, "similarity": round(s, 3)} for r, s in self.candidates],
+            "reason": self.reason,
+        }
+
+
 @dataclass
 class CompileResult:
     sources: int = 0
@@ -63,6 +99,12 @@ class CompileResult:
     redactions: int = 0  # secrets and <private> spans removed before storing or sending
     checks: list[str] = field(default_factory=list)  # what the checks changed to accept a reply
     review: str | None = None  # the branch the run waits on for approval (review mode)
+    revisions: list[Revision] = field(default_factory=list)  # documents known as revisions
+    maybe_revisions: list[MaybeRevision] = field(default_factory=list)  # new, perhaps not
+    # raw copies a revision said to be of another source replaced: (old, the one now)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # articles whose update meets a hand edit
+    held_review: str | None = None  # the branch those updates wait on
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,4 +122,9 @@ class CompileResult:
             "redactions": self.redactions,
             "checks": self.checks,
             "review": self.review,
+            "revisions": [r.as_dict() for r in self.revisions],
+            "maybe_revisions": [m.as_dict() for m in self.maybe_revisions],
+            "superseded": [{"raw_path": old, "by": new} for old, new in self.superseded],
+            "held": self.held,
+            "held_review": self.held_review,
         }

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError, UsageError
@@ -39,11 +42,17 @@ from wiki import (
     set_meta,
     write_indexes,
 )
-from wiki.git import commit_paths
+from wiki.git import _run, commit_paths, signed
+from wiki.hand_edits import base_path
 from wiki.indexing import refresh_search_index, remove_from_tables
+from wiki.lint import WARNING, Finding
 from wiki.lock import KbLock
 
+if TYPE_CHECKING:
+    from compiler.hand_edits import Held
+
 PREFIX = "review/"
+EDITS = "-edits"  # a review of kb-ai's updates of hand-edited articles: review/<run>-edits
 INDEX_FINGERPRINT = "index_fingerprint"  # compiler/record.py's meta key
 MIGRATIONS = (
     """CREATE TABLE reviews (
@@ -142,6 +151,76 @@ def hold_for_review(kb: KnowledgeBase, run_id: int | str, commit: str, sources: 
     return branch
 
 
+def hold_hand_edits(kb: KnowledgeBase, run_id: int | str, held: Sequence[Held]) -> str:
+    """Put kb-ai's updates of articles a person changed on ``review/<run>-edits``, off
+    main as it is: main keeps the person's versions until a person approves. Returns
+    the branch. (Made with git's plumbing: the working tree and index stay as they are.)"""
+    run = f"{run_id}{EDITS}"
+    branch = PREFIX + run
+    lines = [f"review: kb-ai's update of {len(held)} hand-edited article(s) (run {run_id})", ""]
+    with KbLock(kb.state_dir / "compile.lock"), tempfile.TemporaryDirectory() as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        head = git(kb, "rev-parse", "HEAD").strip()
+        _run(kb, ("read-tree", head), env=env)
+        for h in held:
+            blob = _run(kb, ("hash-object", "-w", "--stdin"), stdin=h.proposal).stdout.strip()
+            _run(kb, ("update-index", "--add", "--cacheinfo", f"100644,{blob},{h.path}"), env=env)
+            if h.proposal != h.generated:  # the merge base after approval: kb-ai's own
+                blob = _run(kb, ("hash-object", "-w", "--stdin"), stdin=h.generated).stdout.strip()
+                info = f"100644,{blob},{base_path(h.path)}"
+                _run(kb, ("update-index", "--add", "--cacheinfo", info), env=env)
+            else:
+                _run(kb, ("update-index", "--force-remove", base_path(h.path)), env=env)
+            lines.append(f"held {h.path}: {h.reason}; the hand edit ({h.by}) stays on main")
+        tree = _run(kb, ("write-tree",), env=env).stdout.strip()
+        message = signed("\n".join(lines))
+        commit = git(kb, "commit-tree", tree, "-p", head, "-m", message).strip()
+        git(kb, "branch", "-f", branch, commit)
+        with closing(_db(kb)) as conn, conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, '[]', ?, ?, 'pending')",
+                (run, branch, head, commit, message,
+                 datetime.now(UTC).isoformat(timespec="seconds")),
+            )  # fmt: skip
+    return branch
+
+
+def held_versions(kb: KnowledgeBase, review: Review) -> list[dict[str, str]]:
+    """For a review of hand-edited articles: each article's two versions, the person's
+    (on main) and kb-ai's new one, and what approving puts on main."""
+    if not review.run.endswith(EDITS):
+        return []
+    out = []
+    for path in _changed_articles(kb, review.base, review.commit):
+        proposal = git(kb, "show", f"{review.commit}:{path}")
+        kept = _run(kb, ("show", f"{review.commit}:{base_path(path)}"), check=False)
+        person = _run(kb, ("show", f"HEAD:{path}"), check=False)
+        out.append(
+            {
+                "path": path,
+                "person": person.stdout if person.returncode == 0 else "",
+                "kb_ai": kept.stdout if kept.returncode == 0 else proposal,
+                "proposal": proposal,
+            }
+        )
+    return out
+
+
+def waiting_hand_edits(kb: KnowledgeBase) -> list[Finding]:
+    """`kb-ai lint`'s findings for the articles whose update waits on a hand edit."""
+    findings = []
+    for review in list_reviews(kb):
+        if not review.run.endswith(EDITS):
+            continue
+        for line in review.summary.splitlines():
+            if line.startswith("held "):
+                path, _, why = line[5:].partition(": ")
+                findings.append(Finding("hand-edit", WARNING, path,
+                    f"kb-ai's update waits for review ({why}): `kb-ai review show {review.run}`,"
+                    " then approve (kb-ai's version) or reject (keep the hand edit)"))  # fmt: skip
+    return findings
+
+
 def _undo_on_main(kb: KnowledgeBase, base: str, run: str, keep: set[str]) -> None:
     """Main back at ``base``: only the files the run changed are put back (nothing else
     in the directory is touched); ``keep`` stays as the run left it."""
@@ -193,6 +272,8 @@ def approve_review(kb: KnowledgeBase, run: str) -> str | None:
             git(kb, "merge", "-q", "--ff-only", review.commit)
         else:
             _merge(kb, review)
+        if review.run.endswith(EDITS):  # held articles only: their index lines follow
+            _index_approved(kb, review)
         changed = _changed_articles(kb, before, "HEAD")
         with closing(_db(kb)) as conn:
             _restore_tables(kb, conn, changed)
@@ -250,7 +331,17 @@ def _merge(kb: KnowledgeBase, review: Review) -> None:
     with closing(open_state(kb)) as conn:
         set_meta(conn, INDEX_FINGERPRINT, fingerprint)
     git(kb, "add", "-A", "--", "index", "log.md")
-    git(kb, "commit", "-q", "-m", f"review: approve run {review.run}\n\n{review.summary}")
+    git(kb, "commit", "-q", "-m", signed(f"review: approve run {review.run}\n\n{review.summary}"))
+
+
+def _index_approved(kb: KnowledgeBase, review: Review) -> None:
+    """The indexes and log.md after approving a review of hand-edited articles (its
+    branch holds the articles only), in a commit of their own."""
+    fingerprint = write_indexes(kb, build_catalog(kb))
+    append_log(kb, "review", [f"approved kb-ai's update of hand-edited articles ({review.branch})"])
+    with closing(open_state(kb)) as conn:
+        set_meta(conn, INDEX_FINGERPRINT, fingerprint)
+    commit_paths(kb, f"review: approve {review.run}: indexes", ["index", "log.md"])
 
 
 def _changed_articles(kb: KnowledgeBase, old: str, new: str) -> list[str]:

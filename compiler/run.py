@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import closing, suppress
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -20,12 +20,14 @@ from compiler._tasks import Interruptible, run_io
 from compiler.categories import ensure_categories
 from compiler.classify import CatalogRanker
 from compiler.documents import convert_process
+from compiler.identity_index import Arrival
 from compiler.intake import intake_paths, intake_sources, still_pending
 from compiler.mode import PROMPTS, choose_mode, extraction_version
 from compiler.record import INDEX_FINGERPRINT
 from compiler.recovery import reconcile, unfinished_run
 from compiler.result import CompileResult
-from compiler.review import hold_for_review
+from compiler.review import hold_for_review, hold_hand_edits
+from compiler.revisions import retire_superseded
 from compiler.runs import RunTracker
 from compiler.sources import Source
 from compiler.stages import (
@@ -97,20 +99,28 @@ class Compiler:
     # -- entry points ---------------------------------------------------------------
 
     async def compile_paths(
-        self, paths: Iterable[str | Path], *, force: bool = False
+        self, paths: Iterable[str | Path], *, force: bool = False, revises: str = ""
     ) -> CompileResult:
-        """Compile the files, folders, archives and URLs ``paths`` name."""
+        """Compile the files, folders, archives and URLs ``paths`` name; ``revises``: the
+        id of the source the one document named is a revision of (``--revises``)."""
         started = time.monotonic()
         with convert_process(self.settings) as converter:  # each document: convert_timeout
-            state = intake_paths(self.kb, paths, self.settings, force=force, converter=converter)
+            state = intake_paths(self.kb, paths, self.settings, force=force,
+                                 converter=converter, revises=revises)  # fmt: skip
             return await self._compile(state, started, force)
 
     async def compile_sources(
-        self, sources: Sequence[Source], *, force: bool = False
+        self,
+        sources: Sequence[Source],
+        *,
+        force: bool = False,
+        arrivals: Mapping[str, Arrival] | None = None,
     ) -> CompileResult:
-        """Compile sources read already (the web queue, agent hooks)."""
+        """Compile sources read already (the web queue, agent hooks); ``arrivals``: by
+        origin, the file name each came under and what it revises."""
         started = time.monotonic()
-        return await self._compile(intake_sources(self.kb, sources, force=force), started, force)
+        state = intake_sources(self.kb, sources, force=force, arrivals=arrivals)
+        return await self._compile(state, started, force)
 
     # -- the run ---------------------------------------------------------------------
 
@@ -141,8 +151,14 @@ class Compiler:
             finally:
                 self._tasks.remove_handler()
                 lock.release()
+        commit = await retire_superseded(
+            self.kb, self.settings, state.result, self.llm_factory, self.started_by
+        )
         result = replace(
-            state.result, interrupted=self.interrupted, duration_s=time.monotonic() - started
+            state.result,
+            commit=commit,
+            interrupted=self.interrupted,
+            duration_s=time.monotonic() - started,
         )
         if tracker.run_id is not None:
             outcome = "interrupted" if result.interrupted else "done"
@@ -164,6 +180,9 @@ class Compiler:
                 hold_for_review, self.kb, run_id, result.commit, list(result.compiled)
             )
             result = replace(result, review=review)
+        if state.held:  # the person's version stays on main; kb-ai's waits beside it
+            held_review = await run_io(hold_hand_edits, self.kb, run_id, list(state.held))
+            result = replace(result, held_review=held_review)
         return result
 
     async def _run_stages(self, state: RunState, progress: ProgressFn) -> RunState:

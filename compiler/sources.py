@@ -250,7 +250,7 @@ def source_from_document(
     )
     return Source(
         origin=origin,
-        title=doc.title or redact(guess_title(doc.title_text(), Path(name).stem))[0],
+        title=redact(document_title(doc.title, doc.title_text(), name))[0],
         kind="document",
         text=doc.text,
         checksum=hashlib.sha256(data).hexdigest(),
@@ -374,17 +374,17 @@ def _decode_known(data: bytes, name: str) -> str:
 
 
 def guess_title(text: str, fallback: str) -> str:
-    """A title for ``text``: its first heading or short first line, else ``fallback`` (a
-    file name). Redacted before it is cleaned: "ghp_..." loses no "_" to hide in."""
+    """The first heading of ``text``, else its first line when it reads like a title,
+    else ``fallback`` (a file name) made readable; a heading with no letter or digit
+    (a rule, an emoji) is no title. "Untitled" only when there is no name at all.
+    Redacted before it is cleaned: "ghp_..." loses no "_" to hide in."""
     text, fallback = redact(text[:4000])[0], redact_name(fallback)
-    m = _HEADING.search(text)
-    if m:
-        return _clean_title(m.group(2))
-    m = _RST_TITLE.search(text)
-    if m:
-        return _clean_title(m.group(2))
+    for pattern, group in ((_HEADING, 2), (_RST_TITLE, 2)):
+        for m in pattern.finditer(text):
+            if _has_word(m.group(group)):
+                return _clean_title(m.group(group))
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if 0 < len(first) <= 80 and not first.endswith((".", ",", ";", ":")):
+    if 0 < len(first) <= 80 and not first.endswith((".", ",", ";", ":")) and _has_word(first):
         return _clean_title(first)
     stem = re.sub(r"[-_]+", " ", fallback).strip()
     return stem[:1].upper() + stem[1:] if stem else "Untitled"
@@ -392,6 +392,28 @@ def guess_title(text: str, fallback: str) -> str:
 
 def _clean_title(title: str) -> str:
     return re.sub(r"[*_`]+", "", title).strip()[:120] or "Untitled"
+
+
+def _has_word(text: str) -> bool:
+    return re.search(r"[^\W_]", re.sub(r"[*_`]+", "", text)) is not None
+
+
+# What tools write into a document's title field when nobody gave it one.
+_PLACEHOLDER_TITLE = re.compile(
+    r"(?:untitled|untitled document|document\s*\d*|title|no title|new document|"
+    r"microsoft (?:word|powerpoint|excel) - .*|.*\.(?:docx?|pdf|dvi|pptx?|xlsx?|tex|odt|rtf))"
+    r"(?:[\s_-]*\d+)?",
+    re.I,
+)
+
+
+def document_title(title: str, text: str, name: str) -> str:
+    """A document's title: its metadata title unless that is a placeholder ("Untitled",
+    "Microsoft Word - x.docx", a file name), else its first heading or its file name."""
+    meta = title.strip()
+    if meta and _has_word(meta) and not _PLACEHOLDER_TITLE.fullmatch(meta):
+        return meta
+    return guess_title(text, Path(name).stem)
 
 
 def chunk_text(text: str, limit: int) -> list[str]:

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
-from compiler.allocate import allocate_work, taken_slugs
+from compiler.allocate import Identities, allocate_source, taken_slugs
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
 from compiler.extract import Extraction
+from compiler.hand_edits import Held, look_at, store_merged
+from compiler.identity_index import SourceIndex
 from compiler.intake import Skipped, Unread
 from compiler.links import LinkTargets, link_mentions
 from compiler.mode import ComposedArticles
@@ -47,13 +50,13 @@ from wiki import (
     KnowledgeBase,
     RawSource,
     commit_all,
-    read_article,
+    open_state,
     read_extraction,
     write_extraction,
     write_raw,
 )
-from wiki import write_article as store_article
 from wiki.git import stage_ahead
+from wiki.hand_edits import commit_pending_edits, load_versions, save_versions
 
 ProgressFn = Callable[..., None]
 
@@ -89,31 +92,36 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
     work: list[Work] = []
     tasks: list[asyncio.Future] = []
     taken = taken_slugs(state.known)
+    found = Identities()  # revisions recognised, perhaps-revisions, copies superseded
 
     async def prepare(w: Work) -> Work:
         w = await classify(ctx, await extract(ctx, w))
         ctx.progress("advance", name="extract", item=w.source.origin)
         return w
 
-    for item in state.pending:
-        if ctx.interrupted:
-            failed.append(Failure(item.origin, "interrupted before it was read"))
-            continue
-        try:  # intake's deferred read (compiler/intake.py)
-            src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
-        except KbAiError as exc:
-            failed.append(Failure(item.origin, str(exc)))
-            ctx.progress("advance", name="extract", item=item.origin)
-            continue
-        if isinstance(src, Skipped):  # an agent session with nothing new
-            skipped.append(src.key)
-            ctx.progress("advance", name="extract", item=item.origin)
-            continue
-        redactions += src.redactions
-        w = allocate_work(src, state.known, taken)
-        taken.add(w.slug)
-        work.append(w)
-        tasks.append(ctx.tasks.spawn(prepare(w)))
+    with closing(open_state(ctx.kb, any_thread=True)) as conn:
+        index = await run_io(SourceIndex, ctx.kb, conn, state.known)
+        for item in state.pending:
+            if ctx.interrupted:
+                failed.append(Failure(item.origin, "interrupted before it was read"))
+                continue
+            try:  # intake's deferred read (compiler/intake.py)
+                src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
+                if isinstance(src, Skipped):  # an agent session with nothing new
+                    skipped.append(src.key)
+                    ctx.progress("advance", name="extract", item=item.origin)
+                    continue
+                # where a document gets its raw slug: the one of the source it revises
+                w = await run_io(partial(allocate_source, src, state.known, taken, index, found,
+                                         arrival=state.arrivals.get(src.origin)))  # fmt: skip
+            except KbAiError as exc:
+                failed.append(Failure(item.origin, str(exc)))
+                ctx.progress("advance", name="extract", item=item.origin)
+                continue
+            redactions += src.redactions
+            taken.add(w.slug)
+            work.append(w)
+            tasks.append(ctx.tasks.spawn(prepare(w)))
     outcomes = await ctx.tasks.collect(tasks)
     done: list[Work] = []
     for w, task, outcome in zip(work, tasks, outcomes, strict=True):
@@ -128,6 +136,9 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
         failed=[*state.result.failed, *failed],
         skipped=[*state.result.skipped, *skipped],
         redactions=state.result.redactions + redactions,
+        revisions=[*state.result.revisions, *found.revisions],
+        maybe_revisions=[*state.result.maybe_revisions, *found.maybe_revisions],
+        superseded=[*state.result.superseded, *found.superseded],
     )
     return replace(state, result=result, work=tuple(done))
 
@@ -224,6 +235,10 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     it); what the checks changed goes to the result's checks."""
     plan = state.plan
     ctx.progress("stage", name="write", total=len(plan.articles))
+    # An article changed by hand and not committed becomes the person's own commit,
+    # never part of kb-ai's (whose trailer would claim the person's words).
+    if plan.articles:
+        await run_io(commit_pending_edits, ctx.kb)
     # Every raw copy and extraction of the run is on disk, and each article is once
     # written: git hashes them while the model writes the rest, not after the last.
     stager = Stager(partial(stage_ahead, ctx.kb))
@@ -231,6 +246,9 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     written: dict[str, Article] = {}  # stored on disk: what the run commits, whatever else
     deleted: dict[str, Deletion] = {}
     notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
+    held: list[Held] = []  # not written: the new version meets a person's change
+    wrote: dict[str, str | None] = {}  # path -> blob id of kb-ai's own text stored
+    versions = await run_io(_load_versions, ctx.kb)  # path -> kb-ai's last blob there
     # Every article of the wiki as it will be after the run: mentions become links.
     links = LinkTargets.of(
         [(e.path, e.title) for e in state.catalog]
@@ -243,7 +261,11 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         target, material = planned.target, list(planned.material)
         # File work runs in threads: an fsync per file on the event loop held back
         # every other call in flight.
-        existing = await asyncio.to_thread(read_article, ctx.kb, path) if target.exists else None
+        # a person's change to the article: the writer works from kb-ai's own last
+        # version, and the change is merged in when the new one is stored
+        known = versions.get(path)
+        look = await asyncio.to_thread(look_at, ctx.kb, path, known) if target.exists else None
+        existing = look.existing if look is not None else None
         dropped = set(plan.dropped.get(path, ()))
         threshold = ctx.settings.patch_threshold_chars
         rewrite = None
@@ -263,7 +285,12 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
 
         def store() -> None:
             with journaled(ctx.kb, path):
-                written[path] = store_article(ctx.kb, article)
+                stored = store_merged(ctx.kb, article, look, mine)
+            if isinstance(stored, Held):
+                held.append(stored)
+            else:
+                written[path] = stored.article
+                wrote[path] = stored.blob
 
         await run_io(store)
         stager.add(path)
@@ -274,7 +301,11 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         outcomes = await ctx.tasks.run_all(write(p, a) for p, a in items)
     finally:
         await stager.close()  # before the commit, which stages too
-    created, updated, checks = [], [], []
+    if wrote:
+        await run_io(_save_versions, ctx.kb, wrote)
+    held.sort(key=lambda h: h.path)
+    held_paths = {h.path for h in held}
+    created, updated, checks, kept = [], [], [], []
     errors: dict[str, str] = {}
     for (path, planned), outcome in zip(items, outcomes, strict=True):
         checks += [f"{path}: {note}" for note in notes.get(path, [])]
@@ -282,6 +313,8 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
             continue
         if path in written:
             (updated if planned.target.exists else created).append(path)
+        elif path in held_paths:  # its source is compiled: the update waits for a person
+            kept.append(path)
         else:
             reason = "interrupted" if outcome is CANCELLED else str(outcome)
             errors[path] = f"writing {path} failed: {reason}"
@@ -293,8 +326,20 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         # in path order, whichever went first
         deleted=[*r.deleted, *sorted(deleted.values(), key=lambda d: d.path)],
         checks=[*r.checks, *checks],
+        held=[*r.held, *kept],
     )
-    return replace(state, result=result, written=written, article_errors=errors)
+    return replace(state, result=result, written=written, article_errors=errors,
+                   held=(*state.held, *held))  # fmt: skip
+
+
+def _load_versions(kb: KnowledgeBase) -> dict[str, str]:
+    with closing(open_state(kb)) as conn:
+        return load_versions(conn)
+
+
+def _save_versions(kb: KnowledgeBase, wrote: dict[str, str | None]) -> None:
+    with closing(open_state(kb)) as conn:
+        save_versions(conn, wrote)
 
 
 # -- index and commit ---------------------------------------------------------------------
@@ -303,15 +348,19 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
 async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     """Long documents' outlines, each source's outcome in state.db, the master index,
     the topics and log.md."""
-    written, result = dict(state.written), state.result
+    written, result, held = dict(state.written), state.result, state.held
     if not ctx.interrupted:  # a long document's outline, linking what it fed
-        outlines = await run_io(write_document_articles, ctx.kb, state.work, state.plan, written)
+        outlines, kept = await run_io(
+            write_document_articles, ctx.kb, state.work, state.plan, written
+        )
         written.update({path: article for path, (article, _) in outlines.items()})
         result = replace(
             result,
             created=[*result.created, *(p for p, (_, old) in outlines.items() if not old)],
             updated=[*result.updated, *(p for p, (_, old) in outlines.items() if old)],
+            held=[*result.held, *(h.path for h in kept)],
         )
+        held = (*held, *kept)
     compiled, failed = record_sources(
         ctx.kb,
         state.work,
@@ -328,7 +377,7 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     if written or result.deleted:
         await run_io(write_run_indexes, ctx.kb, state.catalog, state.catalog_ns, written)
     log_run(ctx.kb, result, interrupted=ctx.interrupted)
-    return replace(state, result=result, written=written)
+    return replace(state, result=result, written=written, held=held)
 
 
 async def commit_stage(ctx: RunContext, state: RunState) -> RunState:

@@ -14,6 +14,8 @@ from typing import Any
 
 from compiler.classify import Target
 from compiler.extract import Extraction
+from compiler.hand_edits import Held
+from compiler.identity_index import Arrival
 from compiler.result import CompileResult
 from compiler.sources import Source
 from compiler.write import Material
@@ -53,6 +55,7 @@ class Work:
     extraction: Extraction | None = None
     targets: tuple[Target, ...] = ()
     error: str | None = None
+    revision: bool = False  # a revision of a source compiled from elsewhere (identity)
 
     @property
     def usable(self) -> bool:
@@ -85,7 +88,7 @@ class Plan:
 @dataclass(frozen=True)
 class RunState:
     """The run so far. Stages fill it in order: intake (pending), extract and classify
-    (work), plan, write (written, errors), index and commit (result)."""
+    (work), plan, write (written, errors, held), index and commit (result)."""
 
     result: CompileResult
     known: Mapping[str, Any]  # state.db's sources by origin, as the run started
@@ -96,6 +99,8 @@ class RunState:
     plan: Plan = field(default_factory=Plan)
     written: Mapping[str, Article] = field(default_factory=dict)  # stored, by path
     article_errors: Mapping[str, str] = field(default_factory=dict)  # by path
+    arrivals: Mapping[str, Arrival] = field(default_factory=dict)  # by origin (identity)
+    held: tuple[Held, ...] = ()  # articles whose new version meets a person's change
 
     @property
     def origins(self) -> dict[str, str]:

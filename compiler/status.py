@@ -13,6 +13,7 @@ from compiler.run import extraction_version
 from kb_ai.llm import usage_totals
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, last_run, list_articles, open_state
+from wiki.state import state_loss
 
 
 def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
@@ -26,6 +27,7 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
     with closing(open_state(kb)) as conn:
         rows = all_sources(conn)
         run = last_run(conn)
+        lost = state_loss(conn)
     failed, changed, missing, lag = [], [], [], []
     for origin, row in sorted(rows.items()):
         if row["status"] != "ok":
@@ -70,6 +72,8 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
         "stale": {"changed": changed, "missing": missing, "lag": lag},
         "last_run": last,
         "usage": usage_totals(kb.state_db),
+        # state.db was found missing and made again: when, what was rebuilt, what is lost
+        "state_lost": lost,
     }
 
 

@@ -16,11 +16,12 @@ from typing import Any
 
 from compiler.captures import release_orphans, retry_due, take_spool
 from compiler.documents import convert_process, format_of
+from compiler.identity_index import Arrival
 from compiler.intake import read_task
 from compiler.queue import TaskQueue, hold_owner, release_owner, task_actor
 from compiler.run import Compiler
 from compiler.sources import Source
-from kb_ai.errors import KbAiError
+from kb_ai.errors import KbAiError, StorageError
 from kb_ai.hooks import spool
 from kb_ai.hooks.run import STARTING, announce_worker, withdraw_worker
 from kb_ai.llm import LLM, open_llm
@@ -42,6 +43,33 @@ def by_actor(tasks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     for task in tasks:
         groups.setdefault(repr(task.get("actor")), []).append(task)
     return list(groups.values())
+
+
+def arrivals_of(tasks: list[dict[str, Any]], by_origin: dict[str, list[str]]) -> dict[str, Arrival]:
+    """By origin: the file name each submitted source came under (an archive member's
+    is in its origin) and the source its sender said it revises (compiler/identity.py)."""
+    task_of = {t["id"]: t for t in tasks}
+    out = {}
+    for origin, ids in by_origin.items():
+        task = task_of[ids[-1]]
+        name = "" if "#" in origin else task["filename"]
+        out[origin] = Arrival(name=name, revises=task.get("revises") or "")
+    return out
+
+
+def identity_notes(result: Any, origins: list[str]) -> list[str]:
+    """What the run found of these sources' identity, in words for Status."""
+    mine = set(origins)
+    notes = [f"revised {r.raw_path} ({r.way})" for r in result.revisions if r.origin in mine]
+    for m in result.maybe_revisions:
+        if m.origin in mine:
+            raw, score = m.candidates[0]
+            ident = raw.removeprefix("raw/").removesuffix(".md")
+            notes.append(
+                f"compiled as a new source, {m.raw_path}; it may revise {raw} (similarity "
+                f"{score:.2f}): if it does, submit it again with This revises: {ident}"
+            )
+    return notes
 
 
 class Worker:
@@ -211,7 +239,9 @@ class Worker:
         if self.stopping:
             compiler.interrupt()
         try:
-            result = await compiler.compile_sources(sources)
+            result = await compiler.compile_sources(sources, arrivals=arrivals_of(tasks, by_origin))
+        except StorageError:  # not the batch's fault: the pool hands its tasks back
+            raise
         except KbAiError as exc:  # e.g. no model configured: every task of the batch says why
             with closing(open_state(self.kb)) as conn:
                 queue = TaskQueue(self.kb, conn)
@@ -242,6 +272,8 @@ class Worker:
                     if task_id in archives
                 ]
                 outcome = {**summary, "failed": members} if members else summary
+                if notes := identity_notes(result, mine):
+                    outcome = {**outcome, "identity": notes}
                 if len(bad) < len(mine):  # something of it compiled: done, saying what did not
                     queue.finish(task_id, result=outcome)
                     continue

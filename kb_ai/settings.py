@@ -211,6 +211,11 @@ class Settings:
         "Commit each compile run to a branch review/<run id> for a person to approve"
         " (kb-ai review), instead of to main.",
     )
+    web_editor: str = _setting(
+        "web user",
+        "The author name of what the web UI commits (the editor's saves, approvals):"
+        " the server has one shared token, so it cannot tell people apart.",
+    )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
     )

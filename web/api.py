@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from compiler.identity_index import check_source_id
 from compiler.queue import TaskQueue
 from kb_ai.errors import UsageError
 from kb_ai.service import OpenKb, submitting
@@ -25,26 +26,25 @@ def ok(status: int = 200, **data: Any) -> JSONResponse:
     return JSONResponse({"ok": True, **data}, status_code=status)
 
 
-# -- health and the queue -------------------------------------------------------------------
-
-
-async def healthz(request: Request) -> JSONResponse:
-    svc = services(request)
-
-    def check() -> dict[str, Any]:
-        with svc.db() as conn:
-            counts = TaskQueue(svc.kb, conn).counts()
-        return {"queue": counts, "workers": svc.pool.size if svc.pool else 0}
-
-    return ok(**await svc.run(check))
+# -- the queue (/healthz is in web/health.py) -------------------------------------------
 
 
 def queue_submissions(svc: Services, okb: OpenKb, items: list[Submission]) -> list[dict[str, Any]]:
     """Spool and record each submission as ``okb``'s actor (the author of the commit that
     compiles it); returns the tasks, duplicates marked."""
+    for item in items:  # an id that names no source is refused before anything is queued
+        if item.revises:
+            check_source_id(svc.kb, item.revises)
     items = [fetch_submission(i, svc.settings) if i.url else i for i in items]
     documents = [
-        Document(i.title, i.content, filename=i.filename, kind=i.kind, origin=i.url or None)
+        Document(
+            i.title,
+            i.content,
+            filename=i.filename,
+            kind=i.kind,
+            origin=i.url or None,
+            revises=i.revises,
+        )  # fmt: skip
         for i in items
     ]
     out = [
@@ -177,7 +177,6 @@ async def session(request: Request) -> JSONResponse:
 
 def routes() -> list[Route]:
     return [
-        Route("/healthz", healthz),
         Route("/api/submit", submit, methods=["POST"]),
         Route("/api/tasks", tasks),
         Route("/api/tasks/events", task_stream),

@@ -6,6 +6,7 @@ process (on a thread of their own, see web/pool.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -23,7 +24,7 @@ from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
 from kb_ai.settings import Settings
-from web import api, csrf, pages, upkeep
+from web import api, csrf, editor, health, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.pool import WorkerPool
@@ -45,6 +46,8 @@ def create_app(
     status_interval: float = 0.5,
     worker_poll_seconds: float = 1.0,
     worker_lease_seconds: float = 600.0,
+    worker_retry_seconds: float = 1.0,
+    health_limits: health.HealthLimits | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     extra_lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager]] = (),
 ) -> Starlette:
@@ -52,13 +55,17 @@ def create_app(
 
     ``token``: required on every request when set (see web/auth.py; writes also need
     to come from the server's own pages or a script).
+    ``worker_retry_seconds``: a worker's first pause after a failure (it doubles with each
+    failure in a row); ``health_limits``: when /healthz says unhealthy (web/health.py).
     ``extra_routes``: more routes behind the same guard (`kb-ai serve` mounts the MCP
     server at /mcp this way); ``extra_lifespans``: what those routes run while the app does.
-    ``actor``: who the requests act as (the author of what they commit); an anonymous web
-    user until people sign in. ``llm_factory``: the model client maker (tests' fakes).
+    ``actor``: who the requests act as (the author of what they commit); until people
+    sign in, a web user named by the ``web_editor`` setting. ``llm_factory``: the model
+    client maker (tests' fakes).
     """
     factory = {"llm_factory": llm_factory} if llm_factory is not None else {}
-    okb = open_kb(settings=settings, actor=actor or Actor("web", "web user"), **factory)
+    actor = actor or Actor("web", settings.web_editor.strip() or "web user")
+    okb = open_kb(settings=settings, actor=actor, **factory)
     kb = okb.kb
     svc = Services(
         okb=okb,
@@ -79,6 +86,7 @@ def create_app(
                 size=workers,
                 poll_seconds=worker_poll_seconds,
                 lease_seconds=worker_lease_seconds,
+                retry_seconds=worker_retry_seconds,
             )
             svc.pool.start()
         try:
@@ -87,15 +95,20 @@ def create_app(
                     await stack.enter_async_context(enter())
                 yield {}
         finally:
-            for task in list(svc.background):  # answers still being written
+            unfinished = list(svc.background)  # answers still being written
+            for task in unfinished:
                 task.cancel()
+            # let each settle (an unanswered question is kept in its session)
+            await asyncio.gather(*unfinished, return_exceptions=True)
             await svc.aclose()
             if svc.pool is not None:
                 svc.pool.stop()
 
     routes: list[BaseRoute] = [
+        Route("/healthz", health.healthz),
         *api.routes(),
         *pages.routes(),
+        *editor.routes(),
         *upkeep.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         Route("/favicon.ico", _favicon),  # browsers ask for it whatever the page says
@@ -109,6 +122,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.services = svc
+    app.state.health_limits = health_limits or health.HealthLimits()
     app.state.csrf = csrf_token
     return app
 

@@ -29,7 +29,7 @@ from wiki import (
     recent_runs,
     show_diff,
 )
-from wiki.state import pid_alive
+from wiki.state import pid_alive, state_loss
 
 PUBLIC_TASK_FIELDS = (
     "id", "title", "filename", "kind", "checksum", "size", "state", "stage", "error",
@@ -46,7 +46,9 @@ def public_task(task: dict[str, Any]) -> dict[str, Any]:
 def queue_now(kb: KnowledgeBase) -> dict[str, Any]:
     """The queue as Status shows it now: the newest 200 tasks, counts, recent runs."""
     with closing(open_state(kb)) as conn:
-        return queue_snapshot(TaskQueue(kb, conn))
+        snap = queue_snapshot(TaskQueue(kb, conn))
+        snap["state_lost"] = state_loss(conn)  # state.db was made again: Status says so
+        return snap
 
 
 def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:
@@ -145,7 +147,7 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
     }
 
 
-def history_view(kb: KnowledgeBase, raw_path: str) -> list[dict[str, str]]:
+def history_view(kb: KnowledgeBase, raw_path: str) -> list[dict[str, str | bool]]:
     path = article_path(raw_path)
     if not kb.resolve(path, under="wiki").is_file():
         raise NotFoundError(f"no article {path}")

@@ -5,6 +5,11 @@ the workers run on their own event loop in one background thread, and a long com
 never stalls a page or a chat stream. A worker that is stopped commits what it finished
 and hands its other leased tasks back to the queue; one that dies leaves leases that the
 next server takes over at once (compiler/queue.py).
+
+Storage faults (a full disk, a corrupted or read-only state.db) never end a worker: it
+waits, with a backoff, and tries again; the tasks it held go back to the queue once the
+database takes writes again. :meth:`WorkerPool.health` says what each worker is doing,
+and starts the pool's thread again should it have ended (see web/health.py).
 """
 
 from __future__ import annotations
@@ -13,14 +18,27 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from contextlib import closing
+from dataclasses import dataclass
 
 from compiler.queue import TaskQueue
+from kb_ai.errors import StorageError
 from kb_ai.service import OpenKb, compiling
 from kb_ai.service.compiling import Worker
 from wiki import open_state
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerState:
+    """What one worker is doing, as the pool sees it (read from other threads)."""
+
+    running: bool = False  # inside its loop; False while it waits to try again
+    failures: int = 0  # failures in a row (each within max_retry_seconds of the last try)
+    error: str | None = None  # the last failure, while it lasts
+    retry_at: float | None = None  # time.time() of the next attempt, while waiting
 
 
 class WorkerPool:
@@ -34,21 +52,66 @@ class WorkerPool:
         size: int = 1,
         poll_seconds: float = 1.0,
         lease_seconds: float = 600.0,
+        retry_seconds: float = 1.0,
+        max_retry_seconds: float = 60.0,
     ) -> None:
         self.okb = okb  # through the application layer, as its actor (see compiling.worker)
         self.kb = okb.kb
         self.size = max(1, size)
         self.poll_seconds = poll_seconds
         self.lease_seconds = lease_seconds
+        self.retry_seconds = retry_seconds
+        self.max_retry_seconds = max(retry_seconds, max_retry_seconds)
         self.workers: list[Worker] = []
+        self.states: dict[str, WorkerState] = {}
+        self.restarts = 0  # times the pool's thread had ended and was started again
+        self._stopped = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._main: asyncio.Task | None = None
         self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kb-ai-workers", daemon=True)
+        self._restarting = threading.Lock()
+        self._thread = self._new_thread()
+
+    def _new_thread(self) -> threading.Thread:
+        return threading.Thread(target=self._run, name="kb-ai-workers", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
         self._ready.wait(timeout=10)
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def health(self) -> dict[str, object]:
+        """The workers as /healthz reports them. A pool whose thread ended without being
+        stopped (it never should) is started again here, and says so."""
+        restarted = False
+        with self._restarting:  # two health checks at once start one thread
+            if not self._stopped and not self._thread.is_alive():
+                log.error("the compile workers' thread had ended; starting it again")
+                self.restarts += 1
+                self._ready.clear()
+                self._thread = self._new_thread()
+                self.start()
+                restarted = True
+        now = time.time()
+        workers = [
+            {
+                "running": state.running,
+                "failures": state.failures,
+                "error": state.error,
+                "retry_in": None if state.retry_at is None else max(0.0, state.retry_at - now),
+            }
+            for state in list(self.states.values())
+        ]
+        return {
+            "size": self.size,
+            "alive": sum(1 for w in workers if w["running"]) if self.alive() else 0,
+            "thread": self.alive(),
+            "restarted": restarted,
+            "restarts": self.restarts,
+            "workers": workers,
+        }
 
     def wake(self) -> None:
         """Tell idle workers that a task was queued (safe from any thread)."""
@@ -61,6 +124,7 @@ class WorkerPool:
         a compile in progress cancels its model calls, commits what it finished and hands
         the rest of its tasks back to the queue. One that has not ended after ``grace``
         seconds is cancelled outright."""
+        self._stopped = True
         if self._loop is None or not self._thread.is_alive():
             return
         with contextlib.suppress(RuntimeError):
@@ -85,6 +149,7 @@ class WorkerPool:
             )
             for _ in range(self.size)
         ]
+        self.states = {w.owner: WorkerState() for w in self.workers}
         self._ready.set()
         runs = [asyncio.create_task(self._keep_running(w)) for w in self.workers]
         try:
@@ -95,23 +160,59 @@ class WorkerPool:
             await asyncio.gather(*runs, return_exceptions=True)
 
     async def _keep_running(self, worker: Worker) -> None:
-        """A worker whose loop fails unexpectedly (a locked database, a full disk) fails
-        the tasks it held with the reason, logs it, and starts again after a pause, so the
-        server keeps compiling and no task waits out its lease."""
+        """Run ``worker`` until it is stopped, whatever fails: nothing ends this loop but
+        a stop. After a failure the worker settles the tasks it held (a storage fault
+        hands them back to the queue, since they are not at fault; anything else fails
+        them with the reason) and starts again after a pause that doubles with each
+        failure in a row, up to ``max_retry_seconds``. Settling needs the database too:
+        while it fails, the worker waits and tries again, and no task waits out its
+        lease once the database is back."""
+        state = self.states[worker.owner]
+        unsettled: tuple[bool, str] | None = None  # (storage fault?, error) to settle
         while not worker.stopping:
+            started = time.monotonic()
             try:
+                if unsettled is not None:
+                    await asyncio.to_thread(self._settle_held, worker.owner, *unsettled)
+                    unsettled = None
+                state.running, state.retry_at, state.error = True, None, None
                 await worker.run_forever()
-            except Exception as exc:
-                log.exception("compile worker failed; restarting it in 5 s")
-                self._fail_held(worker.owner, f"the compile failed: {type(exc).__name__}: {exc}")
-                await asyncio.sleep(5)
+                continue
+            except StorageError as exc:
+                log.warning("compile worker: %s", exc)
+                error = str(exc)
+                unsettled = unsettled or (True, f"the compile stopped: {exc}")
+            except Exception as exc:  # a bug or an unforeseen fault: logged whole, survived
+                log.exception("compile worker failed")
+                error = f"{type(exc).__name__}: {exc}"
+                unsettled = unsettled or (False, f"the compile failed: {error}")
+            state.running, state.error = False, error
+            if time.monotonic() - started > self.max_retry_seconds:
+                state.failures = 0  # it had run well for a while: a new run of failures
+            state.failures += 1
+            pause = min(self.retry_seconds * 2 ** (state.failures - 1), self.max_retry_seconds)
+            state.retry_at = time.time() + pause
+            log.warning("compile worker: trying again in %.0f s", pause)
+            worker.wake.clear()
+            with contextlib.suppress(TimeoutError):  # a stop wakes it at once
+                await asyncio.wait_for(worker.wake.wait(), pause)
+        state.running = False
 
-    def _fail_held(self, owner: str, error: str) -> None:
+    def _settle_held(self, owner: str, storage: bool, error: str) -> None:
+        """The tasks ``owner`` held when its loop failed: back to the queue after a
+        storage fault, failed with ``error`` otherwise."""
         with closing(open_state(self.kb)) as conn:
             queue = TaskQueue(self.kb, conn)
-            for task in queue.list(limit=10_000):
-                if task["state"] == "running" and task["lease_owner"] == owner:
-                    queue.finish(task["id"], error=error)
+            held = [
+                task["id"]
+                for task in queue.list(limit=10_000)
+                if task["state"] == "running" and task["lease_owner"] == owner
+            ]
+            if storage:
+                queue.release(held, owner)
+                return
+            for task_id in held:
+                queue.finish(task_id, error=error)
 
     def _wake_all(self) -> None:
         for worker in self.workers:

@@ -3,21 +3,24 @@
 An answer is produced by a task of its own, not by the response: a client that goes away
 mid-stream stops receiving, but the answer is still finished and saved to its chat
 session, so reopening the session shows it. Nothing a user asked is lost to a dropped
-connection.
+connection, nor to the server stopping (SIGTERM): an open answer stream then ends with
+an ``error`` event in the one error shape, and the question is kept in its session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 from sse_starlette import EventSourceResponse, JSONServerSentEvent
 from starlette.requests import Request
 
-from kb_ai.errors import LLMError, UsageError
+from kb_ai.errors import LLMError, StorageError, UsageError
 from kb_ai.service import OpenKb, error_body, error_fields
 from kb_ai.service.asking import ask_events
 from retrieval import Answer, AskEvent, ChatStore, Done, Error, Turn, check_question
@@ -26,7 +29,12 @@ from web.render import render_markdown
 from web.services import Services, services
 from web.uploads import json_object
 
+log = logging.getLogger(__name__)
 PING_SECONDS = 15
+#: How long an answer stream has, once the server is stopping, to send its last event.
+SHUTDOWN_GRACE_SECONDS = 2.0
+STOPPING = "the server is stopping before the answer is done: ask it again when the server is back"
+KEPT = " (the question is kept in its chat session)"
 
 
 async def task_stream(request: Request) -> EventSourceResponse:
@@ -36,7 +44,15 @@ async def task_stream(request: Request) -> EventSourceResponse:
     async def events() -> AsyncIterator[JSONServerSentEvent]:
         last = None
         while True:
-            snap = await svc.run(content.queue_now, svc.kb)
+            try:
+                snap = await svc.run(content.queue_now, svc.kb)
+            except StorageError as exc:  # said, in the one shape; the stream goes on
+                data = error_fields(exc)
+                if last != data["error"]:
+                    last = data["error"]
+                    yield JSONServerSentEvent(data, event="error")
+                await asyncio.sleep(max(svc.status_interval, 1.0))
+                continue
             key = json.dumps(snap, sort_keys=True)
             if key != last:
                 last = key
@@ -72,15 +88,36 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     okb = svc.acting(request)
     producer = asyncio.create_task(_answer(svc, okb, llm, question, history, paths, sid, events))
     svc.keep(producer)
+    shutdown = anyio.Event()  # set by sse-starlette when the server is stopping
 
     async def relay() -> AsyncIterator[JSONServerSentEvent]:
-        while (event := await events.get()) is not None:
-            yield JSONServerSentEvent(event["data"], event=event["type"])
+        stopping = asyncio.ensure_future(shutdown.wait())
+        try:
+            while True:
+                following = asyncio.ensure_future(events.get())
+                await asyncio.wait({following, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():  # the server stops before the answer is done
+                    following.cancel()
+                    said = STOPPING + (KEPT if sid else "")
+                    data = error_body(said, 503, kind="ServerStopping", session=sid)
+                    yield JSONServerSentEvent(data, event="error")
+                    return
+                if (event := following.result()) is None:
+                    return
+                yield JSONServerSentEvent(event["data"], event=event["type"])
+        finally:
+            stopping.cancel()
 
     headers = {"X-Session-Id": sid} if sid else {}
     if created:  # the page lists the new chat at once (percent-encoded: headers are latin-1)
         headers["X-Session-Title"] = quote(created["title"], safe="")
-    return EventSourceResponse(relay(), ping=PING_SECONDS, headers=headers)
+    return EventSourceResponse(
+        relay(),
+        ping=PING_SECONDS,
+        headers=headers,
+        shutdown_event=shutdown,
+        shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,
+    )
 
 
 def _open_session(
@@ -106,20 +143,31 @@ async def _answer(
     sid: str | None,
     out: asyncio.Queue,
 ) -> None:
+    answered = False  # saved with its answer
     try:
         events = ask_events(okb, question, history=history, paths=paths or None, llm=llm)
         async for event in events:
             if isinstance(event, Done) and sid:
                 await svc.run(_save, svc, sid, question, event.answer)
+                answered = True
             if isinstance(event, Error) and isinstance(event.error, LLMError):
                 svc.drop_chat_llm(llm)  # incl. an open breaker and a failed selection
             await out.put({"type": event.type, "data": event_data(event, sid)})
+    except asyncio.CancelledError:  # the server is stopping: the question stays asked
+        if sid and not answered:
+            try:
+                _save_question(svc, sid, question)
+            except StorageError as exc:
+                log.warning("could not keep the question in chat session %s: %s", sid, exc)
+        raise
+    except StorageError as exc:  # the one line that says what to do, in the one shape
+        await out.put({"type": "error", "data": {**error_fields(exc), "session": sid}})
     except Exception as exc:  # tell the reader the answer broke off, then let it surface
         broke = error_body("the server failed while answering", 500, kind=type(exc).__name__)
         await out.put({"type": "error", "data": {**broke, "session": sid}})
         raise
     finally:
-        await out.put(None)
+        out.put_nowait(None)
 
 
 def event_data(event: AskEvent, sid: str | None) -> dict[str, Any]:
@@ -131,6 +179,12 @@ def event_data(event: AskEvent, sid: str | None) -> dict[str, Any]:
     if isinstance(event, Done):
         data |= {"html": render_markdown(event.answer.answer), "session": sid}
     return data
+
+
+def _save_question(svc: Services, sid: str, question: str) -> None:
+    """Keep a question that was not answered (the server stopped meanwhile)."""
+    with svc.db() as conn:
+        ChatStore(conn).append(sid, "user", question)
 
 
 def _save(svc: Services, sid: str, question: str, answer: Answer) -> None:

@@ -55,7 +55,8 @@ async def reviews(request: Request) -> Response:
 
     def load() -> list[dict]:
         return [
-            r.as_dict() | {"lines": diff_lines(reviewing.diff(okb, r.run))}
+            r.as_dict()
+            | {"lines": diff_lines(reviewing.diff(okb, r.run)), "held": reviewing.held(okb, r)}
             for r in reviewing.reviews(okb)
         ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import PurePosixPath
 from typing import Any
@@ -40,6 +40,7 @@ class Submission:
     filename: str
     kind: str
     url: str = ""  # a page or document to fetch (compiler/documents) when it is queued
+    revises: str = ""  # the id of the source it revises, as the sender said (the form)
 
 
 def display_name(name: str | None) -> str:
@@ -133,9 +134,10 @@ def _from_json(body: Any, limits: Limits) -> Submission:
     if body.get("url") is not None:
         return _url(body.get("url"), body.get("title") or "")
     content, title, kind = body.get("content"), body.get("title") or "", body.get("kind") or "note"
-    if not isinstance(content, str) or not isinstance(title, str):
-        raise UsageError('"content" and "title" must be strings')
-    return _pasted(title, content, kind, limits)
+    revises = body.get("revises") or ""
+    if not isinstance(content, str) or not isinstance(title, str) or not isinstance(revises, str):
+        raise UsageError('"content", "title" and "revises" must be strings')
+    return replace(_pasted(title, content, kind, limits), revises=revises.strip())
 
 
 def _url(url: Any, title: Any) -> Submission:
@@ -170,7 +172,8 @@ async def _from_form(
     if ctype != "multipart/form-data":
         async with request.form(max_files=limits.max_files, max_fields=limits.max_fields,
                                 max_part_size=limits.max_file_bytes) as form:  # fmt: skip
-            return _read_form(form, limits, check_form, [])
+            accepted, rejected = _read_form(form, limits, check_form, [])
+            return said_revises(form, accepted), rejected
     parser = CappedParser(
         request.headers,
         request.stream(),
@@ -197,7 +200,7 @@ async def _from_form(
                                  "too_large": isinstance(exc, TooLargeError)})  # fmt: skip
     finally:
         await form.close()
-    return accepted, rejected
+    return said_revises(form, accepted), rejected
 
 
 def _read_form(
@@ -218,6 +221,20 @@ def _read_form(
     if not accepted and not files:
         raise UsageError("Nothing to submit", hint="paste some text, or choose files")
     return accepted, []
+
+
+def said_revises(form: FormData, accepted: list[Submission]) -> list[Submission]:
+    """The submissions with the form's "This revises" field, which names the source one
+    document revises (several at once: refused, the field cannot say which)."""
+    revises = form.get("revises")
+    if not isinstance(revises, str) or not revises.strip():
+        return accepted
+    if len(accepted) > 1:
+        raise UsageError(
+            f'"This revises" names the source of one document, and {len(accepted)} were sent',
+            hint="submit the revision on its own, and the other documents without the field",
+        )
+    return [replace(item, revises=revises.strip()) for item in accepted]
 
 
 async def _from_file(upload: UploadFile, name: str, passed: FileLimit | None) -> Submission:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kb_ai.errors import KbAiError, NotFoundError, UsageError
 from wiki._frontmatter import dump_document, load_document
 from wiki.files import atomic_write_text
+from wiki.hand_edits import drop_base
 from wiki.slugs import is_slug
 
 if TYPE_CHECKING:
@@ -74,6 +75,13 @@ def article_from(rel: str, meta: dict[str, Any], body: str) -> Article:
 
 def write_article(kb: KnowledgeBase, article: Article) -> Article:
     """Write ``article`` atomically; returns it as written (summary cut to 200 chars)."""
+    written = normalise_article(kb, article)
+    atomic_write_text(kb.resolve(written.path, under="wiki"), article_text(written))
+    return written
+
+
+def normalise_article(kb: KnowledgeBase, article: Article) -> Article:
+    """``article`` as :func:`write_article` would store it (its path checked)."""
     path = kb.resolve(article.path, under="wiki")
     rel = kb.relpath(path)
     parts = rel.split("/")
@@ -88,7 +96,7 @@ def write_article(kb: KnowledgeBase, article: Article) -> Article:
         )
     if article.type != parts[1]:
         raise UsageError(f"{rel} is in wiki/{parts[1]}/ but its type is {article.type!r}")
-    written = replace(
+    return replace(
         article,
         path=rel,
         title=one_line(article.title),
@@ -99,8 +107,6 @@ def write_article(kb: KnowledgeBase, article: Article) -> Article:
         created=_iso(article.created),
         updated=_iso(article.updated),
     )
-    atomic_write_text(path, article_text(written))
-    return written
 
 
 def article_text(article: Article) -> str:
@@ -181,11 +187,13 @@ def _plain_entry(entry: os.DirEntry[str], where: str, *, folder: bool) -> bool:
 
 
 def delete_article(kb: KnowledgeBase, rel: str) -> bool:
-    """Remove the article at ``rel``; False if there was none."""
+    """Remove the article at ``rel`` (and kb-ai's kept version of it, if it held a hand
+    edit); False if there was none."""
     path = kb.resolve(rel, under="wiki")
     if not path.is_file():
         return False
     path.unlink()
+    drop_base(kb, rel)
     if path.parent != kb.wiki_dir and not any(path.parent.iterdir()):
         path.parent.rmdir()
     return True

@@ -27,7 +27,14 @@ class Repository(Protocol):
 
 
 #: What kb-ai versions; everything else in the KB directory is left to the user.
-VERSIONED = ("raw", "extraction", "wiki", "index", "log.md", "kb-ai.toml", ".gitignore")
+#: bases/ keeps kb-ai's own last version of each article that holds a hand edit
+#: (the base of the next three-way merge, see wiki/hand_edits.py).
+VERSIONED = (
+    "raw", "extraction", "wiki", "bases", "index", "log.md", "kb-ai.toml", ".gitignore"
+)  # fmt: skip
+#: The trailer every commit kb-ai makes itself carries: what a commit without it changed
+#: in an article is a person's (wiki/hand_edits.py).
+TRAILER = "Kb-Ai-Commit"
 
 KB_AI_IDENTITY = ("-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost")
 
@@ -45,15 +52,21 @@ def git(kb: Repository, *args: str) -> str:
 
 
 def _run(
-    kb: Repository, args: tuple[str, ...], check: bool = True, stdin: str | None = None
+    kb: Repository,
+    args: tuple[str, ...],
+    check: bool = True,
+    stdin: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
     command = ["git", *_identity_args(str(kb.root), *_identity_env()), *args]
     actor = getattr(kb, "actor", None)
-    env = {**os.environ, **actor.git_env()} if actor is not None else None
+    extra = {**(actor.git_env() if actor is not None else {}), **(env or {})}
+    env = {**os.environ, **extra} if extra else None
     try:
         proc = subprocess.run(
-            command, cwd=kb.root, input=stdin, capture_output=True, text=True, check=False, env=env
-        )
+            command, cwd=kb.root, input=stdin, capture_output=True, text=True, check=False,
+            env=env,
+        )  # fmt: skip
     except FileNotFoundError as exc:
         raise KbAiError(
             "git is not installed", hint="install git; kb-ai keeps its history in it"
@@ -107,7 +120,9 @@ def commit_all(kb: Repository, message: str) -> str | None:
     Returns the short sha of the new commit, or None when nothing had changed.
     """
     paths = [p for p in VERSIONED if (kb.root / p).exists()]
-    if len(paths) < len(VERSIONED):  # a part deleted from disk may still be tracked
+    # A part deleted from disk may still be tracked. (bases/, made on the first merge
+    # of a hand edit, is never deleted by kb-ai once made: not there, never made.)
+    if len(paths) < len(VERSIONED) - ("bases" not in paths):
         tracked = set(git(kb, "ls-files", "-z", "--", *VERSIONED).split("\0"))
         tracked_tops = {path.split("/", 1)[0] for path in tracked if path}
         paths = [p for p in VERSIONED if p in paths or p in tracked_tops]
@@ -132,13 +147,36 @@ def commit_paths(kb: Repository, message: str, paths: list[str]) -> str | None:
     git(kb, "add", "-A", "--", *paths)
     if _run(kb, ("diff", "--cached", "--quiet", "--", *paths), check=False).returncode == 0:
         return None
-    git(kb, "commit", "-q", "-m", message, "--", *paths)
+    git(kb, "commit", "-q", "-m", signed(message), "--", *paths)
     return head_sha(kb)
+
+
+#: Subjects of kb-ai's commits from before they carried the trailer.
+_KB_AI_SUBJECTS = (
+    "compile:",
+    "review: approve",
+    "Create the kb-ai knowledge base",
+    "Add what the kb-ai knowledge base",
+    "Settings of compile run",
+    "rm:",
+    "lint --fix:",
+)
+
+
+def is_kb_ai_commit(subject: str, trailer: str) -> bool:
+    """Whether a commit is kb-ai's own work (its trailer, or an older kb-ai subject), not
+    a person's edit."""
+    return bool(trailer.strip()) or subject.startswith(_KB_AI_SUBJECTS)
+
+
+def signed(message: str) -> str:
+    """``message`` with kb-ai's trailer: the commit is kb-ai's work, not a person's edit."""
+    return f"{message.rstrip()}\n\n{TRAILER}: yes"
 
 
 def _commit_staged(kb: Repository, message: str) -> str | None:
     # Commit first, ask why only when it fails: one git process less on every run.
-    args = ("commit", "-q", "-m", message)
+    args = ("commit", "-q", "-m", signed(message))
     proc = _run(kb, args, check=False)
     if proc.returncode != 0:
         if _run(kb, ("diff", "--cached", "--quiet"), check=False).returncode == 0:
@@ -147,21 +185,26 @@ def _commit_staged(kb: Repository, message: str) -> str | None:
     return head_sha(kb)
 
 
-def file_history(kb: Repository, rel: str) -> list[dict[str, str]]:
+def file_history(kb: Repository, rel: str) -> list[dict[str, str | bool]]:
     """The commits that changed ``rel`` (following renames), newest first.
 
-    Each is ``{"sha": short sha, "date": ISO 8601 author date, "subject": first line}``.
+    Each is ``{"sha": short sha, "date": ISO 8601 author date, "author": who made the
+    change, "subject": first line, "by_hand": True for a commit that is not kb-ai's}``.
     """
     kb.resolve(rel, under="")
     if head_sha(kb) is None:
         return []
-    out = git(kb, "log", "--follow", "--format=%h%x1f%aI%x1f%s%x1e", "--", rel)
+    fields = f"%h%x1f%aI%x1f%an%x1f%(trailers:key={TRAILER},valueonly)%x1f%s%x1e"
+    out = git(kb, "log", "--follow", f"--format={fields}", "--", rel)
     history = []
     for record in out.split("\x1e"):
         record = record.strip("\n")
         if record:
-            sha, date, subject = record.split("\x1f", 2)
-            history.append({"sha": sha, "date": date, "subject": subject})
+            sha, date, author, trailer, subject = record.split("\x1f", 4)
+            history.append(
+                {"sha": sha, "date": date, "author": author, "subject": subject,
+                 "by_hand": not is_kb_ai_commit(subject, trailer)}
+            )  # fmt: skip
     return history
 
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from wiki.articles import Article, list_articles, read_article, read_articles
 from wiki.catalog import entry_for, format_entry
 from wiki.layout import KnowledgeBase
+from wiki.schema import apply_migrations
 from wiki.search import SearchDoc, SearchIndex
-from wiki.state import apply_migrations
 
 CATALOG_MIGRATIONS = (
     "CREATE TABLE catalog_lines (path TEXT PRIMARY KEY, slug TEXT NOT NULL, line TEXT NOT NULL)",

@@ -25,8 +25,8 @@ from wiki.layout import KnowledgeBase
 from wiki.linkcheck import LinkResolver
 from wiki.lintfacts import REQUIRED_FIELDS, ArticleFacts, gather_facts
 from wiki.raw import list_raw
+from wiki.schema import apply_migrations
 from wiki.search import SearchIndex
-from wiki.state import apply_migrations
 
 __all__ = ["ERROR", "WARNING", "Finding", "LintReport", "REQUIRED_FIELDS", "lint_wiki"]
 

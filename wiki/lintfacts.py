@@ -30,23 +30,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb_ai.errors import KbAiError
+from kb_ai.errors import KbAiError, StorageError, storage_cause
 from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
 from wiki._frontmatter import load_document
 from wiki.articles import article_from
 from wiki.catalog import entry_for, format_entry
 from wiki.extraction import read_extraction_data
+from wiki.hand_edits import base_path
 from wiki.indexing import search_doc
 from wiki.layout import KnowledgeBase
 from wiki.linkcheck import body_links, prose_lines
+from wiki.schema import apply_migrations
 from wiki.search import content_hash
-from wiki.state import apply_migrations
 
 __all__ = ["REQUIRED_FIELDS", "ArticleFacts", "gather_facts"]
 
 REQUIRED_FIELDS = ("title", "type", "summary", "sources", "created", "updated")
 #: Part of every stamp: bump it with any change to what the facts hold or how they are found.
-VERSION = "4"
+VERSION = "5"  # 5: a hand edit merged into an article is not held to its sources
 RECENT_NS = 2_000_000_000
 MIGRATIONS = (
     "CREATE TABLE lint_facts (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, facts TEXT NOT NULL)",
@@ -109,7 +110,7 @@ def gather_facts(
                 if body is None:  # kept, but a source's extraction changed: read again
                     found, body = _read(kb, rel)
                 if found.error is None:
-                    found.unsupported = materials.unsupported(found, body or "")
+                    found.unsupported = materials.unsupported(found, kb_ai_lines(kb, rel, body))
                     found.material = key
                 changed = True
         facts[rel] = found
@@ -118,6 +119,17 @@ def gather_facts(
     if conn is not None:
         _save(conn, store, set(kept) - set(on_disk))
     return facts
+
+
+def kb_ai_lines(kb: KnowledgeBase, rel: str, body: str | None) -> str:
+    """The lines of ``body`` that are kb-ai's: a person's lines merged into the article
+    (those not in kb-ai's own version, kept under bases/) are the person's word, not a
+    claim its sources must state."""
+    base = kb.root / base_path(rel)
+    if not body or not base.is_file():
+        return body or ""
+    own = set(base.read_text(encoding="utf-8").splitlines())
+    return "\n".join(line for line in body.splitlines() if line in own)
 
 
 def _read(kb: KnowledgeBase, rel: str) -> tuple[ArticleFacts, str]:
@@ -316,7 +328,7 @@ def _save(conn: sqlite3.Connection, rows: list[tuple[str, str, str]], gone: set[
         with conn:
             conn.executemany("INSERT OR REPLACE INTO lint_facts VALUES (?, ?, ?)", rows)
             conn.executemany("DELETE FROM lint_facts WHERE path = ?", [(p,) for p in gone])
-    except sqlite3.OperationalError as exc:
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+    except (StorageError, sqlite3.OperationalError) as exc:
+        cause = exc.cause if isinstance(exc, StorageError) else storage_cause(exc)
+        if cause != "busy":
             raise

@@ -9,11 +9,17 @@ the caller commits).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from kb_ai.errors import StorageError, file_storage_error, storage_error
+from wiki.rebuild import LOST, sources_on_disk
+from wiki.schema import apply_migrations
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
@@ -57,21 +63,229 @@ WIKI_MIGRATIONS = (
 
 #: meta key: set when the run under way has recorded its sources (its articles are kept).
 RUN_RECORDED = "run_recorded"
+#: meta key: when state.db was found missing and made again (see wiki/rebuild.py);
+#: a JSON object {"at": ..., "rebuilt": null or what was rebuilt from the KB}.
+STATE_LOST = "state_lost"
+
+log = logging.getLogger(__name__)
+
+
+class StateCursor(sqlite3.Cursor):
+    """A cursor whose storage failures (a full disk, a corrupted file) are StorageError."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> StateCursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise _translated(exc, self.connection, "read or write") from exc
+
+    def executemany(self, sql: str, seq: Any, /) -> StateCursor:
+        try:
+            return super().executemany(sql, seq)
+        except sqlite3.Error as exc:
+            raise _translated(exc, self.connection, "write to") from exc
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise _translated(exc, self.connection, "read") from exc
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        except sqlite3.Error as exc:
+            raise _translated(exc, self.connection, "read") from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise _translated(exc, self.connection, "read") from exc
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise _translated(exc, self.connection, "read") from exc
+
+
+class StateConnection(sqlite3.Connection):
+    """A connection to state.db whose storage failures cross out of it as StorageError
+    (what failed, where, what to do), so every edge can say so in one line; the faults
+    of a statement (a syntax error, a missing table) stay sqlite3 errors."""
+
+    path = ""
+
+    def cursor(self, factory: Any = StateCursor) -> StateCursor:  # type: ignore[override]
+        return super().cursor(factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> StateCursor:  # type: ignore[override]
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, seq: Any, /) -> StateCursor:  # type: ignore[override]
+        return self.cursor().executemany(sql, seq)
+
+    def executescript(self, script: str, /) -> sqlite3.Cursor:
+        try:
+            return super().executescript(script)
+        except sqlite3.Error as exc:
+            raise _translated(exc, self, "write to") from exc
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        except sqlite3.Error as exc:
+            raise _translated(exc, self, "write to") from exc
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> bool:
+        try:
+            return super().__exit__(kind, value, traceback)
+        except sqlite3.Error as exc:
+            raise _translated(exc, self, "write to") from exc
+
+
+def _translated(exc: sqlite3.Error, conn: Any, doing: str) -> Exception:
+    path = getattr(conn, "path", "") or "state.db"
+    return storage_error(exc, path, doing) or exc
 
 
 def open_state(kb: KnowledgeBase, *, any_thread: bool = False) -> sqlite3.Connection:
     """A connection to the KB's state.db (created and migrated as needed).
 
+    A state.db missing from a knowledge base that was used (it has sources or queued
+    uploads) is made again and the loss noted (``STATE_LOST``), never silently: the
+    compile worker and `kb-ai status` rebuild and report it (wiki/rebuild.py). Storage
+    failures (a full disk, a corrupted file) raise :class:`StorageError`.
+
     ``any_thread``: usable from other threads than this one, one at a time (the caller
     keeps them from using it at once)."""
-    kb.state_dir.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(kb.state_db, timeout=5.0, check_same_thread=not any_thread)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 5000")
-    _use_wal(conn)
-    conn.execute("PRAGMA synchronous = NORMAL")
-    apply_migrations(conn, "wiki", WIKI_MIGRATIONS)
+    try:
+        kb.state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(
+            f"Could not create the state folder {kb.state_dir}: {exc.strerror}",
+            path=str(kb.state_db),
+            cause="readonly" if isinstance(exc, PermissionError) else "io",
+            transient=False,
+            hint=f"make {kb.state_dir.parent} writable by this user",
+        ) from exc
+    if not kb.state_db.exists():
+        return _open_missing(kb, any_thread)
+    return _connect(kb, any_thread)
+
+
+def _connect(kb: KnowledgeBase, any_thread: bool, path: Path | None = None) -> StateConnection:
+    try:
+        conn = sqlite3.connect(
+            path or kb.state_db,
+            timeout=5.0,
+            check_same_thread=not any_thread,
+            factory=StateConnection,
+        )
+    except sqlite3.Error as exc:
+        raise _translated(exc, None, "open") from exc
+    conn.path = str(kb.state_db)
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout = 5000")
+        _use_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        apply_migrations(conn, "wiki", WIKI_MIGRATIONS)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _open_missing(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
+    """state.db is not there: made again under a lock (so two threads finding it gone
+    make one file), without the WAL and shared-memory files of the one that was deleted
+    (SQLite would replay the old WAL into the new file). In a knowledge base that was
+    used, the loss is noted and what the files hold rebuilt before the new file takes
+    the name, so no one opens it before it says what it lost (the queue is rebuilt from
+    that note)."""
+    from wiki.lock import KbLock  # wiki.lock imports nothing of state
+
+    lock = KbLock(kb.state_dir / "state.lock")
+    try:
+        lock.acquire()
+    except OSError as exc:  # a read-only folder, a full disk
+        raise file_storage_error(exc, kb.state_db, "create") from exc
+    try:
+        if kb.state_db.exists():  # another thread or process made it meanwhile
+            return _connect(kb, any_thread)
+        new = kb.state_db.with_name(".state.db.new")
+        for db in (new, kb.state_db):
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                if db is new or suffix:
+                    db.with_name(db.name + suffix).unlink(missing_ok=True)
+        conn = _connect(kb, False, new)
+        try:
+            if _was_used(kb):
+                _note_loss(kb, conn)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the file itself
+        finally:
+            conn.close()
+        try:
+            os.replace(new, kb.state_db)
+        except OSError as exc:
+            raise file_storage_error(exc, kb.state_db, "create") from exc
+        return _connect(kb, any_thread)
+    finally:
+        lock.release()
+
+
+def _note_loss(kb: KnowledgeBase, conn: sqlite3.Connection) -> None:
+    log.warning("%s was missing: made again, rebuilding it from the knowledge base", kb.state_db)
+    set_meta(conn, STATE_LOST, json.dumps({"at": _now(), "lost": LOST, "rebuilt": {}}))
+    note_rebuilt(conn, sources=_rebuild_sources(kb, conn))
+    log.warning("%s rebuilt: the sources in raw/ are known again; lost: %s", kb.state_db, LOST)
+
+
+def _rebuild_sources(kb: KnowledgeBase, conn: sqlite3.Connection) -> int:
+    """The ``sources`` rows of every raw source, as the files tell them (wiki/rebuild.py)."""
+    known = sources_on_disk(kb)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for src in known:
+            upsert_source(
+                conn,
+                src.origin,
+                raw_path=src.raw_path,
+                checksum=src.checksum,
+                model=src.model,
+                prompt_version=src.prompt_version,
+                status="ok" if src.error is None else "failed",
+                error=src.error,
+                articles=src.articles,
+                updated_at=src.ingested_at,
+            )
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return len(known)
+
+
+def state_loss(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """When state.db was found missing and made again, what was rebuilt and what is
+    lost (None: it never was)."""
+    value = get_meta(conn, STATE_LOST)
+    return json.loads(value) if value else None
+
+
+def note_rebuilt(conn: sqlite3.Connection, **rebuilt: int) -> None:
+    """Add to the loss note what was rebuilt (``sources=3``, ``tasks=1``)."""
+    loss = state_loss(conn) or {"at": _now(), "lost": LOST}
+    loss["rebuilt"] = {**(loss.get("rebuilt") or {}), **rebuilt}
+    set_meta(conn, STATE_LOST, json.dumps(loss))
+
+
+def _was_used(kb: KnowledgeBase) -> bool:
+    """Whether the knowledge base holds anything a state.db knew about: sources in raw/,
+    queued uploads in the inbox."""
+    return any(kb.raw_dir.glob("*.md")) or any((kb.state_dir / "inbox").glob("*"))
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:
@@ -85,55 +299,10 @@ def _use_wal(conn: sqlite3.Connection) -> None:
                 return
             conn.execute("PRAGMA journal_mode = WAL")
             return
-        except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", None) in (
-                sqlite3.SQLITE_BUSY,
-                sqlite3.SQLITE_LOCKED,
-            )
-            if not busy or attempt == 49:
+        except StorageError as exc:
+            if exc.cause != "busy" or attempt == 49:
                 raise
             time.sleep(0.1)
-
-
-def apply_migrations(conn: sqlite3.Connection, component: str, steps: tuple[str, ...]) -> int:
-    """Run the steps of ``component`` not yet applied, in order; returns its new version.
-
-    The applied version of each component is kept in the ``schema_versions`` table.
-    Append new steps to the end; never edit or reorder the old ones.
-    """
-    try:  # the common case, an up-to-date schema, takes no write lock
-        row = conn.execute(
-            "SELECT version FROM schema_versions WHERE component = ?", (component,)
-        ).fetchone()
-    except sqlite3.OperationalError:  # no schema_versions table yet
-        row = None
-    if row is not None and row[0] >= len(steps):
-        return row[0]
-    with conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_versions"
-            " (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-        )
-    # BEGIN IMMEDIATE: two processes opening a new state.db must not both migrate it.
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute(
-            "SELECT version FROM schema_versions WHERE component = ?", (component,)
-        ).fetchone()
-        version = row[0] if row else 0
-        for step in steps[version:]:
-            conn.execute(step)
-        if len(steps) > version:
-            conn.execute(
-                "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
-                " ON CONFLICT(component) DO UPDATE SET version = excluded.version",
-                (component, len(steps)),
-            )
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-    return max(version, len(steps))
 
 
 def get_source(conn: sqlite3.Connection, origin: str) -> sqlite3.Row | None:

@@ -171,6 +171,13 @@ def init(ctx: Context, no_hint: bool) -> None:
     is_flag=True,
     help="First remove the sources compiled from these folders that are gone from them.",
 )
+@click.option(
+    "--revises",
+    metavar="ID",
+    default="",
+    help="The one document given revises this source (its id: raw/<ID>.md), whatever "
+    "its path, name or text.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 @pass_context
 @translate_errors
@@ -182,6 +189,7 @@ def compile(
     force: bool,
     review: bool | None,
     prune: bool,
+    revises: str,
     as_json: bool,
 ) -> None:
     """Compile files, folders and URLs into wiki articles; one git commit per run.
@@ -192,6 +200,10 @@ def compile(
     (sheet markers), .csv .tsv (any encoding), .html .htm (main content), .epub,
     .ipynb, .msg .eml, .rss .atom .xml (feeds), .zip (each member a source).
     URLs (http, https) are fetched: public addresses only unless fetch_allow says so.
+
+    A document that revises a source the wiki has (another folder, an upload, a
+    rename) replaces it: found by a kb-id in its frontmatter, --revises, git's rename
+    detection, its file name and title, or nearly the same text (see the README).
 
     Unchanged sources are skipped without a model call. Exit status: 0 when every
     source compiled or was unchanged, 1 when some failed, 2 for bad usage, 130 when
@@ -211,7 +223,9 @@ def compile(
     with StageProgress(enabled=not as_json and terminal) as bar:
         # not a terminal (a log, a script): a line per source finished instead of a bar
         progress = LineProgress() if not as_json and not terminal else bar
-        result = asyncio.run(compiling.compile_paths(okb, paths, force=force, progress=progress))
+        result = asyncio.run(
+            compiling.compile_paths(okb, paths, force=force, progress=progress, revises=revises)
+        )
     if as_json:
         click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
     else:
@@ -235,6 +249,22 @@ def _print_compile(result: Any) -> None:
         click.echo(f"  updated  {path}")
     for deletion in result.deleted:
         click.echo(f"  deleted  {deletion.path}: {deletion.cause}")
+    for rev in result.revisions:
+        click.echo(f"  revised  {rev.raw_path} ({rev.way}): {rev.origin}")
+    for maybe in result.maybe_revisions:
+        raw, score = maybe.candidates[0]
+        ident = raw.removeprefix("raw/").removesuffix(".md")
+        click.echo(
+            f"  new      {maybe.raw_path} may revise {raw} (similarity {score:.2f}: "
+            f"{maybe.reason}); if it does: kb-ai compile --revises {ident} {maybe.origin}"
+        )
+    for path in result.held:
+        click.echo(f"  held     {path}: its update meets a hand edit, which stays as it is")
+    if result.held_review:
+        click.echo(
+            f"  kb-ai review show {result.held_review[7:]} shows both versions; approve takes"
+            " kb-ai's, reject keeps the hand edit"
+        )
     if result.redactions:
         click.echo(
             f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything"
@@ -267,6 +297,10 @@ def print_removal(result: Any, as_json: bool) -> None:
         click.echo(f"  deleted  {path} (no source left)")
     for path in result.rewritten:
         click.echo(f"  rewrote  {path}")
+    for path in result.held:
+        click.echo(f"  held     {path}: its rewrite meets a hand edit, which stays as it is")
+    if result.held_review:
+        click.echo(f"  kb-ai review show {result.held_review[7:]} shows both versions")
     u = result.usage
     click.echo(
         f"Removed {len(result.removed)} source(s); commit {result.commit or '-'}"
@@ -289,6 +323,14 @@ def status(ctx: Context, as_json: bool) -> None:
         click.echo(json.dumps(report, ensure_ascii=False))
         return
     click.echo(f"Knowledge base {kb.root}")
+    lost = report["state_lost"]
+    if lost:
+        rebuilt = ", ".join(f"{n} {what}" for what, n in (lost.get("rebuilt") or {}).items())
+        click.echo(
+            f"  state.db  missing, made again at {lost['at']}"
+            + (f"; rebuilt {rebuilt} from the knowledge base" if rebuilt else "")
+            + f"; lost: {lost.get('lost')}"
+        )
     click.echo(f"  articles  {report['articles']}")
     s = report["sources"]
     click.echo(f"  sources   {s['total']} ({s['ok']} compiled, {s['failed']} failed)")

@@ -31,8 +31,10 @@ from kb_ai.cli import EXIT_FAILED, Context, main, pass_context, translate_errors
 @pass_context
 @translate_errors
 def lint(ctx: Context, fix: bool, deep: bool, budget: int, as_json: bool) -> None:
-    """Check the wiki: links, indexes, sources, frontmatter, state tables, and numbers,
-    dates and names no source states. No model call unless --deep.
+    """Check the wiki: links, indexes, sources, frontmatter, state tables, numbers,
+    dates and names no source states, articles with one title (and the values they
+    disagree on), sources that look like revisions of each other. No model call unless
+    --deep. --fix also merges duplicates that came from revisions of one source.
 
     Exit status: 0 when no error remains (warnings allowed), 1 when some do.
     """

@@ -55,8 +55,15 @@ def show(ctx: Context, run: str) -> None:
     okb = _kb(ctx)
     r = reviewing.review(okb, run)
     click.echo(f"run {r.run} ({r.state}) on {r.branch}\n\n{r.summary}\n")
-    if r.state == "pending":
-        click.echo(reviewing.diff(okb, r.run))
+    if r.state != "pending":
+        return
+    for held in reviewing.held(okb, r):  # an update that meets a hand edit: both versions
+        click.echo(f"=== {held['path']}: the hand edit (on main; reject keeps it)")
+        click.echo(held["person"])
+        click.echo(f"=== {held['path']}: kb-ai's new version")
+        click.echo(held["kb_ai"])
+        click.echo("=== what approve puts on main, against main:")
+    click.echo(reviewing.diff(okb, r.run))
 
 
 @review.command()

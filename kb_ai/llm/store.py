@@ -10,19 +10,21 @@ the client's lifetime.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb_ai.errors import StorageError, storage_error
 from kb_ai.llm._transport import RawReply
 
 log = logging.getLogger(__name__)
@@ -104,13 +106,27 @@ def cache_key(
 
 def _connect(db_path: Path) -> sqlite3.Connection:
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db_path, timeout=30, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    # A lost log row or cache entry after a power cut costs a model call, not data:
-    # skip the fsync per commit, which cost ~6 ms per call on the event loop.
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.executescript(SCHEMA)
+    with _translated(db_path, "open"):
+        conn = sqlite3.connect(db_path, timeout=30, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # A lost log row or cache entry after a power cut costs a model call, not
+            # data: skip the fsync per commit, which cost ~6 ms per call on the loop.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
     return conn
+
+
+@contextmanager
+def _translated(db_path: Path, doing: str) -> Iterator[None]:
+    """SQLite's storage failures (a full disk, a corrupted file) as StorageError."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise (storage_error(exc, db_path, doing) or exc) from exc
 
 
 class CallStore:
@@ -147,7 +163,8 @@ class CallStore:
         self._recorded: set[str] = set()  # keys this store cached since
         self._lookups = 0
         if db_path is not None:  # connect while the caller prepares its first call
-            self._submit(self._conn).add_done_callback(_report_failure)
+            # (a failure here is said by the first use, which meets it again)
+            self._submit(self._conn).add_done_callback(_note_failure)
 
     def _load_known(self) -> None:
         assert self.db_path is not None
@@ -155,7 +172,7 @@ class CallStore:
             with closing(_connect(self.db_path)) as conn:
                 rows = conn.execute("SELECT key FROM llm_cache LIMIT ?", (KNOWN_KEYS_MAX + 1,))
                 keys = {row[0] for row in rows}
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, StorageError) as exc:
             log.warning("could not read the response cache's keys: %s", exc)
             return
         self._known = keys if len(keys) <= KNOWN_KEYS_MAX else None
@@ -178,7 +195,11 @@ class CallStore:
             # while lookups go on through the store's thread. A question's few calls
             # never pay for it.
             threading.Thread(target=self._load_known, name="kb-ai-store-keys", daemon=True).start()
-        return await asyncio.wrap_future(self._submit(self.get, key))
+        try:
+            return await asyncio.wrap_future(self._submit(self.get, key))
+        except StorageError as exc:  # the cache saves calls; without it the call is made
+            log.warning("could not read the response cache: %s", exc)
+            return None
 
     def record(self, call: CallRecord, cache: tuple[str, CachedReply] | None = None) -> None:
         """Log ``call`` (and cache a reply) in the store's thread; returns at once.
@@ -221,7 +242,7 @@ class CallStore:
             self._flush_queued = False
         if not batch:
             return
-        with self._conn() as conn:
+        with self._using("write to") as conn, conn:
             for item in batch:
                 if isinstance(item, CallRecord):
                     self._insert_call(conn, item)
@@ -245,9 +266,27 @@ class CallStore:
             self._connection = _connect(self.db_path)
         return self._connection
 
+    @contextmanager
+    def _using(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The connection, its storage failures raised as StorageError; after one it is
+        dropped, so the next use opens the file again (it may have been replaced)."""
+        assert self.db_path is not None
+        try:
+            with _translated(self.db_path, doing):
+                yield self._conn()
+        except StorageError:
+            if self._connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection.close()
+                self._connection = None
+            raise
+
     def close(self) -> None:
         if self._pending:
-            self._flush()
+            try:
+                self._flush()
+            except StorageError as exc:  # as in the store's thread: logged, never raised
+                log.warning("could not write the model call log or cache: %s", exc)
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -255,28 +294,25 @@ class CallStore:
     def get(self, key: str) -> CachedReply | None:
         if self.db_path is None:
             return self._memory.get(key)
-        row = (
-            self._conn()
-            .execute(
+        with self._using("read") as conn:
+            row = conn.execute(
                 "SELECT text, finish_reason, prompt_tokens, completion_tokens "
                 "FROM llm_cache WHERE key = ?",
                 (key,),
-            )
-            .fetchone()
-        )
+            ).fetchone()
         return CachedReply(*row) if row else None
 
     def put(self, key: str, reply: CachedReply) -> None:
         if self.db_path is None:
             self._memory[key] = reply
             return
-        with self._conn() as conn:
+        with self._using("write to") as conn, conn:
             self._insert_cache(conn, key, reply)
 
     def log(self, record: CallRecord) -> None:
         if self.db_path is None:
             return
-        with self._conn() as conn:
+        with self._using("write to") as conn, conn:
             self._insert_call(conn, record)
 
     @staticmethod
@@ -344,6 +380,11 @@ class CacheReceipt:
             self._store.forget(self._key)
 
 
+def _note_failure(future: Future) -> None:
+    if future.exception() is not None:
+        log.debug("could not open the model call log: %s", future.exception())
+
+
 def _report_failure(future: Future) -> None:
     if future.exception() is not None:
         log.warning("could not write the model call log or cache: %s", future.exception())
@@ -364,7 +405,7 @@ def usage_totals(db_path: Path) -> dict:
     }
     if not Path(db_path).is_file():
         return totals
-    with closing(_connect(Path(db_path))) as conn:
+    with closing(_connect(Path(db_path))) as conn, _translated(Path(db_path), "read"):
         row = conn.execute(
             "SELECT COALESCE(SUM(cached = 0), 0), COALESCE(SUM(prompt_tokens), 0), "
             "COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_usd), 0.0), "

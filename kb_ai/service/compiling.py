@@ -37,11 +37,13 @@ async def compile_paths(
     *,
     force: bool = False,
     progress: ProgressFn | None = None,
+    revises: str = "",
 ) -> CompileResult:
-    """Compile files, folders and URLs in one run (one commit, authored by the actor)."""
+    """Compile files, folders and URLs in one run (one commit, authored by the actor);
+    ``revises``: the id of the source the one document given revises."""
     paths = list(paths)
     okb.note("compile", ", ".join(map(str, paths))[:200])
-    return await compiler(okb, progress=progress).compile_paths(paths, force=force)
+    return await compiler(okb, progress=progress).compile_paths(paths, force=force, revises=revises)
 
 
 def worker(okb: OpenKb, **options: Any) -> Worker:

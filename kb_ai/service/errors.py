@@ -12,11 +12,13 @@ from typing import Any
 
 from kb_ai.errors import (
     ConfigError,
+    EditConflictError,
     KbAiError,
     LLMError,
     NotFoundError,
     PathEscapeError,
     SourceError,
+    StorageError,
     UsageError,
 )
 
@@ -24,12 +26,14 @@ StatusTable = tuple[tuple[type[KbAiError], int], ...]
 
 # Most specific first: the first matching type decides the status.
 STATUS_BY_TYPE: StatusTable = (
+    (EditConflictError, 409),
     (PathEscapeError, 400),
     (ConfigError, 400),
     (UsageError, 400),
     (SourceError, 400),
     (NotFoundError, 404),
     (LLMError, 502),
+    (StorageError, 503),  # the server is up, its state database is not
 )
 
 

@@ -4,9 +4,11 @@ committed by the actor), and on request the model's."""
 from __future__ import annotations
 
 from compiler.lint_deep import deep_lint
+from compiler.lint_identity import lint_all
+from compiler.review import waiting_hand_edits
 from kb_ai.service.opened import OpenKb
 from wiki.lint import Finding
-from wiki.repair import LintReport, lint_and_fix
+from wiki.repair import LintReport
 
 
 def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
@@ -14,7 +16,9 @@ def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
     commit it (blocking: files, SQLite, git)."""
     if fix:
         okb.note("lint --fix")
-    return lint_and_fix(okb.kb, fix=fix)
+    report = lint_all(okb.kb, fix=fix)  # with what lint finds of one document made several
+    report.findings += waiting_hand_edits(okb.kb)  # updates that met a person's change
+    return report
 
 
 async def deep_findings(okb: OpenKb, *, budget: int = 20) -> list[Finding]:

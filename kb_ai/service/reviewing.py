@@ -8,6 +8,7 @@ from compiler.review import (
     Review,
     approve_review,
     get_review,
+    held_versions,
     list_reviews,
     reject_review,
     review_diff,
@@ -27,6 +28,12 @@ def review(okb: OpenKb, run: str) -> Review:
 def diff(okb: OpenKb, run: str) -> str:
     """What the run changes, as a diff against main."""
     return review_diff(okb.kb, run)
+
+
+def held(okb: OpenKb, review: Review) -> list[dict[str, str]]:
+    """For a review of articles a person edited: each one's two versions (the person's
+    on main, kb-ai's new one) and what approving puts on main."""
+    return held_versions(okb.kb, review)
 
 
 def approve(okb: OpenKb, run: str) -> str | None:

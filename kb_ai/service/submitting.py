@@ -22,6 +22,7 @@ class Document:
     filename: str = ""
     kind: str = "note"
     origin: str | None = None
+    revises: str = ""  # the id of the source it revises, as the sender said
 
 
 def submit(okb: OpenKb, documents: Iterable[Document]) -> list[tuple[dict[str, Any], bool]]:
@@ -39,6 +40,7 @@ def submit(okb: OpenKb, documents: Iterable[Document]) -> list[tuple[dict[str, A
                     kind=doc.kind,
                     origin=doc.origin,
                     actor=okb.actor,
+                    revises=doc.revises,
                 )
             )
     okb.note("submit", f"{len(out)} document(s)")

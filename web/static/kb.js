@@ -139,6 +139,7 @@ function taskRow(t) {
     for (const p of [...(t.result.created || []), ...(t.result.updated || [])]) {
       doc.append(el("a", { class: "made", href: "/" + p, text: p }), " ");
     }
+    for (const note of t.result.identity || []) doc.append(el("p", { class: "muted identity", text: note }));
     const left = t.result.failed || [];  // members of an archive that did not compile, and why
     if (left.length) {
       doc.append(el("p", { class: "error", text: `Not compiled: ${left.length} of its files` }),

@@ -1,0 +1,164 @@
+"""Hand edits last: where a compile writes an article, a person's change to it is merged
+in, never overwritten.
+
+Before the writer runs, :func:`look_at` finds the article's hand edit (wiki/hand_edits.py)
+and gives the writer kb-ai's own last version instead of the file: the writer's new
+version then differs from its last one only by what the material changed, and the
+person's lines never pass through a model or its checks. When the new version is
+stored, :func:`store_merged` merges the two changes three-way (``git merge-file``):
+
+- they do not overlap: the merge is stored, the person's lines word for word, and kb-ai's
+  own new version is kept under bases/ for the next merge;
+- they overlap, or a number the person's lines state is one kb-ai's old version stated
+  and its new one no longer does (the revised source now says otherwise): nothing is
+  written; the article is :class:`Held` for review (compiler/review.py puts kb-ai's
+  version on a review branch, the person's stays on main).
+
+The same holds for small models, whose articles are their source's own text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from kb_ai.errors import KbAiError
+from wiki import Article, KnowledgeBase, atomic_write_text, read_article
+from wiki._frontmatter import load_document
+from wiki.articles import article_from, article_text, normalise_article
+from wiki.hand_edits import (
+    EDIT_LOCK,
+    HandEdit,
+    base_path,
+    blob_id,
+    drop_base,
+    find_hand_edit,
+    keep_base,
+    merge_texts,
+)
+from wiki.lock import KbLock
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?![\w])")
+
+
+@dataclass(frozen=True)
+class Look:
+    """An article as the writer should see it, and what was on disk when it looked."""
+
+    existing: Article | None  # kb-ai's own last version when a person changed the file
+    hand: HandEdit | None
+    text: str  # the file's text when looked at ("" when there was none)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """An article as stored; ``blob``: the id of its file when it is kb-ai's own text
+    (None when it holds a merged hand edit)."""
+
+    article: Article
+    blob: str | None
+
+
+@dataclass(frozen=True)
+class Held:
+    """An article kb-ai did not write because its new version meets a person's change."""
+
+    path: str
+    person: str  # the file as the person left it (stays on main)
+    generated: str  # kb-ai's new version
+    proposal: str  # the merge, kb-ai's side taken where they overlap
+    reason: str
+    by: str  # the person's commits: "a1b2c3d by Ann"
+
+
+def look_at(kb: KnowledgeBase, path: str, known: str | None = None) -> Look:
+    """The article at ``path`` for the writer: kb-ai's own last version of it when a
+    person changed it since (see the module's docstring). ``known``: the blob id kb-ai
+    last wrote there (wiki.hand_edits.load_versions)."""
+    file = kb.resolve(path, under="wiki")
+    if not file.is_file():
+        return Look(None, None, "")
+    text = file.read_text(encoding="utf-8")
+    hand = find_hand_edit(kb, path, known)
+    if hand is None:
+        return Look(read_article(kb, path), None, text)
+    existing = _parse(path, hand.base) if hand.base else None
+    return Look(existing, hand, text)
+
+
+def store_merged(
+    kb: KnowledgeBase, article: Article, look: Look | None, notes: list[str]
+) -> Stored | Held:
+    """Store ``article`` (kb-ai's new version), merged with a person's change to the
+    file; returns what was stored, or the :class:`Held` article when nothing was."""
+    normal = normalise_article(kb, article)
+    generated = article_text(normal)
+    file = kb.resolve(normal.path, under="wiki")
+    if look is None or (look.hand is None and not look.text):  # a new article
+        atomic_write_text(file, generated)  # (as wiki.write_article would)
+        return Stored(normal, blob_id(generated))
+    with KbLock(kb.state_dir / EDIT_LOCK):  # an editor's save waits, or we wait for it
+        now = file.read_text(encoding="utf-8") if file.is_file() else ""
+        hand = look.hand if now == look.text else find_hand_edit(kb, normal.path)
+        if hand is None:
+            atomic_write_text(file, generated)
+            drop_base(kb, normal.path)
+            return Stored(normal, blob_id(generated))
+        merge = merge_texts(kb, hand.base, hand.current, generated)
+        reason = _overlap(merge.conflicts) or contradicted(hand, generated)
+        merged = None
+        if not reason:
+            try:
+                merged = _parse(normal.path, merge.text)
+            except KbAiError as exc:
+                reason = f"the merged frontmatter does not parse ({exc.message})"
+        if merged is None:
+            return Held(normal.path, hand.current, generated, merge.proposal, reason, hand.by())
+        atomic_write_text(file, merge.text)
+        if merge.text == generated:
+            drop_base(kb, normal.path)
+            return Stored(merged, blob_id(generated))
+        keep_base(kb, normal.path, generated)
+        notes.append(f"kept the hand edit ({hand.by()}) word for word: a three-way merge")
+        return Stored(merged, None)
+
+
+def _overlap(conflicts: int) -> str:
+    if not conflicts:
+        return ""
+    return f"the hand edit and kb-ai's new version change the same lines ({conflicts} place(s))"
+
+
+def contradicted(hand: HandEdit, generated: str) -> str:
+    """Why kb-ai's new version contradicts a line the person wrote ("" when it does not):
+    the line states a number kb-ai's last version stated and its new version no longer
+    does, so the source it came from now says something else."""
+    before = set(_NUMBER.findall(hand.base))
+    after = set(_NUMBER.findall(generated))
+    for line in person_lines(hand):
+        gone = [n for n in _NUMBER.findall(line) if n in before and n not in after]
+        if gone:
+            return (
+                f"the revised source no longer states {gone[0]}, which the hand edit says: "
+                f"{line.strip()[:200]!r}"
+            )
+    return ""
+
+
+def person_lines(hand: HandEdit) -> list[str]:
+    """The lines the person added or changed (their text as the file has it)."""
+    base, current = hand.base.splitlines(), hand.current.splitlines()
+    out = []
+    matcher = difflib.SequenceMatcher(a=base, b=current, autojunk=False)
+    for op, _, _, j1, j2 in matcher.get_opcodes():
+        if op in ("insert", "replace"):
+            out += [line for line in current[j1:j2] if line.strip()]
+    return out
+
+
+def _parse(path: str, text: str) -> Article:
+    return article_from(path, *load_document(text, path))
+
+
+__all__ = ["EDIT_LOCK", "Held", "Look", "Stored", "base_path", "look_at", "store_merged"]

@@ -1,0 +1,214 @@
+"""Hand edits last: a person's change to an article survives the next compile of its
+revised sources (a three-way merge against kb-ai's own last version), and where the two
+overlap the article is held for review with both versions, main unchanged. Through the
+CLI against the stand-in model over HTTP, in both the writing and the small-model mode."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kb_ai.cli import main
+from wiki import git, read_article
+from wiki.git import TRAILER
+
+CACHE = "wiki/decision/cache.md"
+A = "# Cache\n\nWe chose Redis for sessions. The TTL is 30 minutes.\n"
+B = "# Cache\n\nThe cache runs on 3 replicas in Frankfurt.\n"
+MINE = "Ask Priya Raman in #ops before anyone flushes the cache: a cold start costs 40 seconds."
+
+
+def run(kb, *args):
+    return CliRunner().invoke(main, ["--kb", str(kb.root), *args])
+
+
+def compile_json(kb, folder):
+    result = run(kb, "compile", "--json", str(folder))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output[result.output.index("{") :])
+
+
+def write(folder, name, text):
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+
+
+def commit_by_ann(kb, rel, text, message="Ops contact for the cache"):
+    kb.resolve(rel).write_text(text, encoding="utf-8")
+    ann = ("-c", "user.name=Ann Example", "-c", "user.email=ann@example.com")
+    git(kb, *ann, "commit", "-q", "-am", message)
+    return git(kb, "rev-parse", "--short", "HEAD").strip()
+
+
+def text_of(kb, rel):
+    return kb.resolve(rel, under="").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def cache_article(kb, fake_model, tmp_path):
+    """The cache article fed by two notes (one section each, b's first), as kb-ai wrote
+    it; a hand edit at its end is away from what a revision of b changes."""
+    notes = tmp_path / "notes"
+    write(notes, "a.md", A)
+    compile_json(kb, notes)
+    write(notes, "b.md", B)
+    compile_json(kb, notes)
+    body = read_article(kb, CACHE).body
+    assert body.index("## From raw/cache-2.md") < body.index("## From raw/cache.md")
+    return notes
+
+
+def test_a_sentence_added_by_hand_survives_revisions_of_the_source(kb, cache_article):
+    notes = cache_article
+    commit_by_ann(kb, CACHE, text_of(kb, CACHE).rstrip("\n") + f"\n\n{MINE}\n")
+
+    write(notes, "b.md", B.replace("3 replicas", "5 replicas"))
+    report = compile_json(kb, notes)
+    assert report["updated"] == [CACHE] and report["held"] == []
+    body = read_article(kb, CACHE).body
+    assert MINE in body.splitlines()  # word for word, a line of its own
+    assert "5 replicas" in body and "3 replicas" not in body and "30 minutes" in body
+    assert any("kept the hand edit" in c and "by Ann Example" in c for c in report["checks"])
+    # the compile's commit is kb-ai's; the article on main is the merge
+    assert f"{TRAILER}: yes" in git(kb, "log", "-1", "--format=%B")
+    assert MINE in git(kb, "show", f"HEAD:{CACHE}")
+    # kb-ai's own version, without Ann's line, is the base of the next merge
+    assert MINE not in text_of(kb, f"bases/{CACHE}")
+
+    write(notes, "b.md", B.replace("3 replicas", "7 replicas"))  # and again
+    report = compile_json(kb, notes)
+    body = read_article(kb, CACHE).body
+    assert MINE in body.splitlines() and "7 replicas" in body and "5 replicas" not in body
+    assert any("by Ann Example" in c for c in report["checks"])
+    # the person's words are theirs: lint does not hold them to the sources
+    lint = json.loads(run(kb, "lint", "--json").output)
+    assert lint["errors"] == 0 and not [f for f in lint["findings"] if f["path"] == CACHE]
+
+
+def test_an_edit_overlapping_the_update_is_held_for_review_with_both_versions(kb, cache_article):
+    notes = cache_article
+    before = text_of(kb, CACHE)
+    edited = before.replace("replicas in Frankfurt.", "replicas in Frankfurt and Paris.")
+    assert edited != before
+    sha = commit_by_ann(kb, CACHE, edited, "Paris too")
+    main_before = git(kb, "rev-parse", "HEAD").strip()
+
+    write(notes, "b.md", B.replace("3 replicas", "5 replicas"))
+    result = run(kb, "compile", str(notes))
+    assert result.exit_code == 0, result.output
+    assert f"held     {CACHE}" in result.output
+    # main: the person's version, in the file and in git
+    assert text_of(kb, CACHE) == edited
+    assert git(kb, "show", f"HEAD:{CACHE}") == edited
+    assert git(kb, "diff", main_before, "HEAD", "--", "wiki") == ""
+    # review: both versions, and who made the edit
+    listed = json.loads(run(kb, "review", "list", "--json").output)
+    (review,) = [r for r in listed if r["run"].endswith("-edits")]
+    shown = run(kb, "review", "show", review["run"]).output
+    assert "3 replicas in Frankfurt and Paris" in shown and "5 replicas in Frankfurt." in shown
+    assert f"{sha} by Ann Example" in shown
+    # lint lists it
+    lint = json.loads(run(kb, "lint", "--json").output)
+    assert [f["path"] for f in lint["findings"] if f["check"] == "hand-edit"] == [CACHE]
+    # approving takes kb-ai's update onto main
+    assert run(kb, "review", "approve", review["run"]).exit_code == 0
+    assert "5 replicas" in read_article(kb, CACHE).body
+    assert "Paris" not in read_article(kb, CACHE).body
+    lint = json.loads(run(kb, "lint", "--json").output)
+    assert not [f for f in lint["findings"] if f["check"] == "hand-edit"]
+
+
+def test_a_revision_contradicting_a_hand_written_sentence_is_held(kb, cache_article):
+    notes = cache_article
+    mine = "Each of the 3 replicas holds a full copy of the sessions."
+    edited = commit_by_ann(kb, CACHE, text_of(kb, CACHE).rstrip("\n") + f"\n\n{mine}\n")
+    assert edited
+    before = text_of(kb, CACHE)
+
+    write(notes, "b.md", B.replace("3 replicas", "5 replicas"))  # the source now says 5
+    report = compile_json(kb, notes)
+    assert report["held"] == [CACHE] and report["updated"] == []
+    assert text_of(kb, CACHE) == before  # never overwritten
+    (review,) = [r for r in json.loads(run(kb, "review", "list", "--json").output)]
+    assert "no longer states 3," in review["summary"]
+    # rejecting keeps the person's version and compiles nothing again
+    assert run(kb, "review", "reject", review["run"]).exit_code == 0
+    assert text_of(kb, CACHE) == before
+    assert compile_json(kb, notes)["compiled"] == []
+
+
+DEPLOY = """# How to deploy the invoice service
+
+Build the image with `make release` and push it to the registry.
+
+The deploy takes 15 minutes and runs from the release pipeline.
+
+Roll back with `make rollback` if the health check fails.
+
+The payments team owns the service.
+"""
+
+
+@pytest.fixture
+def small(fake_model, monkeypatch):
+    monkeypatch.setenv("KB_AI_SMALL_MODEL", "true")
+    return fake_model
+
+
+def test_small_model_mode_keeps_a_hand_edit_too(kb, small, tmp_path):
+    notes = tmp_path / "notes"
+    write(notes, "deploy.md", DEPLOY)
+    (path,) = compile_json(kb, notes)["created"]
+    mine = "Tell the support desk in #invoices before you start."
+    commit_by_ann(kb, path, text_of(kb, path).rstrip("\n") + f"\n\n{mine}\n")
+
+    write(notes, "deploy.md", DEPLOY.replace("15 minutes", "20 minutes"))
+    report = compile_json(kb, notes)
+    assert report["updated"] == [path]
+    body = read_article(kb, path).body
+    assert mine in body.splitlines() and "20 minutes" in body and "15 minutes" not in body
+
+    # an overlapping edit is held, and main keeps it
+    edited = text_of(kb, path).replace("runs from the release pipeline", "runs from Jenkins")
+    commit_by_ann(kb, path, edited, "It runs from Jenkins now")
+    write(notes, "deploy.md", DEPLOY.replace("15 minutes", "25 minutes"))
+    report = compile_json(kb, notes)
+    assert report["held"] == [path] and text_of(kb, path) == edited
+    assert git(kb, "show", f"HEAD:{path}") == edited
+
+
+def test_an_uncommitted_hand_edit_becomes_its_own_commit_not_kb_ais(kb, small, tmp_path):
+    notes = tmp_path / "notes"
+    write(notes, "deploy.md", DEPLOY)
+    (path,) = compile_json(kb, notes)["created"]
+    mine = "Tell the support desk in #invoices before you start."
+    kb.resolve(path).write_text(text_of(kb, path).rstrip("\n") + f"\n\n{mine}\n")
+
+    write(notes, "deploy.md", DEPLOY.replace("15 minutes", "20 minutes"))
+    compile_json(kb, notes)
+    assert mine in read_article(kb, path).body.splitlines()
+    out = git(kb, "log", "-2", "--format=%s%x1f%(trailers:key=Kb-Ai-Commit,valueonly)%x1e")
+    (compile_subject, compile_trailer), (edit_subject, edit_trailer) = [
+        r.strip("\n").split("\x1f") for r in out.split("\x1e")[:2]
+    ]
+    assert compile_subject.startswith("compile:") and compile_trailer.strip() == "yes"
+    assert edit_subject.startswith("Hand edits found in wiki/") and edit_trailer.strip() == ""
+
+
+def test_removing_a_source_never_drops_a_hand_edit_unseen(kb, cache_article):
+    mine = "Ask Priya in the ops channel before anyone flushes the cache by hand."
+    commit_by_ann(kb, CACHE, text_of(kb, CACHE).rstrip("\n") + f"\n\n{mine}\n")
+    edited = text_of(kb, CACHE)
+
+    result = run(kb, "rm", "raw/cache.md", "--json")  # a.md: the section beside the edit
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["held"] == [CACHE] and report["rewritten"] == []
+    assert text_of(kb, CACHE) == edited  # the person's version stays on main
+    shown = run(kb, "review", "show", report["held_review"][7:]).output
+    person, kb_ai = shown.split(f"=== {CACHE}: kb-ai's new version", 1)
+    kb_ai = kb_ai.split("=== what approve puts on main")[0]
+    assert mine in person and "30 minutes" in person  # the hand edit, as on main
+    assert "30 minutes" not in kb_ai and "Frankfurt" in kb_ai  # kb-ai's, without a.md

@@ -1,0 +1,93 @@
+"""Lint of a wiki where one document became several (as kb-ai made them before a
+document had an identity): the same title three times, the values they disagree on,
+sources alike; `kb-ai lint --fix` merges them into the newest revision, in one commit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from compiler.identity_index import SourceIndex
+from kb_ai.cli import main
+from wiki import git, list_articles, list_raw, read_article
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "notes"
+DEPLOY = (EXAMPLES / "deploy-howto.md").read_text(encoding="utf-8")
+TITLE = "How to deploy the invoice service"
+
+
+@pytest.fixture
+def small(fake_model, monkeypatch):
+    """The embedded model's way (an article per source), which made -2 and -3."""
+    monkeypatch.setenv("KB_AI_SMALL_MODEL", "true")
+    return fake_model
+
+
+def run(kb, *args, code=0):
+    result = CliRunner().invoke(main, ["--kb", str(kb.root), *map(str, args)])
+    assert result.exit_code == code, result.output
+    return result
+
+
+def lint_json(kb, *args, code=0):
+    return json.loads(run(kb, "lint", "--json", *args, code=code).output.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def three_copies(kb, small, tmp_path, monkeypatch):
+    """The deploy how-to at 15, 20 and 30 minutes, compiled from three folders by a kb-ai
+    that knew sources only by path (identity switched off, as before issue 25)."""
+    monkeypatch.setattr(SourceIndex, "identify", lambda self, src, arrival=None: None)
+    for folder, minutes in (("a", 15), ("b", 20), ("c", 30)):
+        note = tmp_path / folder / "deploy-howto.md"
+        note.parent.mkdir()
+        note.write_text(DEPLOY.replace("15 minutes", f"{minutes} minutes"), encoding="utf-8")
+        run(kb, "compile", note)
+    monkeypatch.undo()
+    monkeypatch.setenv("KB_AI_SMALL_MODEL", "true")
+    titled = [p for p in list_articles(kb) if read_article(kb, p).title == TITLE]
+    assert len(titled) == 3  # the wiki of the issue
+    return kb
+
+
+def test_lint_lists_duplicate_titles_disagreements_and_sources_alike(three_copies):
+    report = lint_json(three_copies)
+    checks = {}
+    for f in report["findings"]:
+        checks.setdefault(f["check"], []).append(f)
+    assert len(checks["duplicate-title"]) == 2
+    assert all(f["fixable"] for f in checks["duplicate-title"])
+    disagreements = " ".join(f["message"] for f in checks["undated-disagreement"])
+    assert "20 minutes" in disagreements and "15 minutes" in disagreements
+    alike = checks["revision-alike"]
+    assert len(alike) == 3  # every pair of the three copies
+    assert "--revises how-to-deploy-the-invoice-service" in alike[0]["message"]
+
+
+def test_lint_fix_merges_them_into_the_newest_in_one_commit(three_copies):
+    kb = three_copies
+    before = git(kb, "rev-list", "--count", "HEAD").strip()
+    report = lint_json(kb, "--fix")
+    assert git(kb, "rev-list", "--count", "HEAD").strip() == str(int(before) + 1)
+    assert "merged 2 duplicate article(s)" in git(kb, "log", "-1", "--format=%B")
+    (article,) = [read_article(kb, p) for p in list_articles(kb)]
+    assert article.title == TITLE and "30 minutes" in article.body
+    assert list_raw(kb) == article.sources  # the older raw copies went with their articles
+    assert not [
+        f for f in report["findings"] if f["check"] in ("duplicate-title", "revision-alike")
+    ]
+    # every folder compiled before is known as that one source: nothing comes back
+    again = run(kb, "compile", "--json", *(kb.root.parent / f for f in ("a", "b", "c")))
+    summary = json.loads(again.output.strip().splitlines()[-1])
+    assert not summary["created"] and len(list_articles(kb)) == 1
+
+
+def test_the_health_page_lists_them_too(three_copies, settings):
+    from tests.web.conftest import Model, make_client
+
+    with make_client(settings, Model(), start_worker=False) as client:
+        page = client.get("/health").text
+    assert 'data-check="duplicate-title"' in page and 'data-check="revision-alike"' in page
