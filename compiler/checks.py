@@ -154,13 +154,15 @@ def echoes(told: str, material: Sequence[str]) -> Callable[[str], bool]:
     not say who owns it." and a finding it was given into the article itself; having no
     name or number, no claim check caught them."""
     said = _shingles(told)
-    known = set().union(*map(_shingles, material)) if material else set()
+    known: list[set[tuple[str, ...]]] = []  # the material's runs, read at the first need
 
     def echo(passage: str) -> bool:
         runs = _shingles(passage)
-        if len(runs) < 2:
+        if len(runs) < 2 or len(runs & said) * 2 <= len(runs):
             return False
-        return len(runs & said) * 2 > len(runs) and len(runs & known) * 2 < len(runs)
+        if not known:
+            known.append(set().union(*map(_shingles, material)) if material else set())
+        return len(runs & known[0]) * 2 < len(runs)
 
     return echo
 

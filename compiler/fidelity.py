@@ -22,8 +22,10 @@ Every change is said in the extraction's ``notes``, which the writer sees.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Protocol
 
+from compiler._containment import contained
 from kb_ai.grounding import Evidence, Negations, fit_sentences, normalise, split_sentences
 
 
@@ -45,10 +47,11 @@ class Extraction(Protocol):
 
 #: Source sentences with a lost date or number added back per chunk of a source, at most.
 MAX_RESTORED = 12
-_CHECKED = ("date", "number")
+_CHECKED = frozenset(("date", "number"))
 _DIGIT = re.compile(r"\d")
 _LIST_LINE = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.+?)\s*$")
 _REPEATED_PHRASE = re.compile(r"(\b(?:\w+\W+){2,8}?)\1{2,}", re.U)
+_WORDS = re.compile(r"\w+")
 
 
 def check_extraction(
@@ -58,14 +61,15 @@ def check_extraction(
 
     ``restore`` False (a transcript, mostly tool output): nothing is added back from
     the source, only repeats and unfaithful statements are removed."""
+    evidence = Evidence(source)  # (indexed once: a large source's cost)
     _drop_repeats(ex)
     if restore:
         _complete_lists(ex, source)
-    _remove_unfaithful(ex, source)
+    _remove_unfaithful(ex, source, evidence)
     _whole_summary(ex, source)
     if restore:
         _restore_dated(ex, source, MAX_RESTORED * max(chunks, 1))
-    _ground_context(ex, source)
+    _ground_context(ex, evidence)
     return ex
 
 
@@ -77,7 +81,7 @@ def _dedupe(items: list[str]) -> tuple[list[str], int]:
     seen: set[str] = set()
     out = []
     for item in items:
-        m = _REPEATED_PHRASE.search(item)
+        m = _REPEATED_PHRASE.search(item) if _may_repeat(item) else None
         if m:  # "the cache the cache the cache ...": keep the phrase once
             item = item[: m.start()] + m.group(1) + item[m.end() :]
         key = _key(item)
@@ -85,6 +89,21 @@ def _dedupe(items: list[str]) -> tuple[list[str], int]:
             seen.add(key)
             out.append(item.strip())
     return out, len(items) - len(out)
+
+
+def _may_repeat(item: str) -> bool:
+    """Whether ``item`` may repeat a phrase (``_REPEATED_PHRASE``): some word, whole, is
+    said again two to eight words later and as far again (the phrase's first word, in
+    each of its three times). A look at the words; the pattern costs far more."""
+    words = _WORDS.findall(item)
+    if len(words) < 6:
+        return False
+    for word, n in Counter(words).items():
+        if n >= 3:
+            at = {i for i, w in enumerate(words) if w == word}
+            if any(i + k in at and i + 2 * k in at for i in at for k in range(2, 9)):
+                return True
+    return False
 
 
 def _drop_repeats(ex: Extraction) -> None:
@@ -122,15 +141,30 @@ def _source_lists(source: str) -> list[list[str]]:
 
 
 def _complete_lists(ex: Extraction, source: str) -> None:
+    """Each enumeration the model cut short of a source list (the list holding the most
+    of its items, the first of equals; when it holds at least half of them) is that list.
+
+    The source's items are indexed once and each of the model's items is looked up
+    (compiler._containment): comparing each enumeration with each list cost a large
+    source minutes."""
     lists = _source_lists(source)
-    for enum in ex.enumerations:
-        have = {_key(i) for i in enum["items"]}
-        best, best_hits = None, 0
-        for lst in lists:
-            hits = sum(1 for i in lst if _same_item(_key(i), have))
-            if hits > best_hits:
-                best, best_hits = lst, hits
-        if best is None or best_hits * 2 < len(enum["items"]):
+    if not lists or not ex.enumerations:
+        return
+    owners: dict[str, list[int]] = {}  # a source item's key -> its lists, once per time in each
+    for li, lst in enumerate(lists):
+        for item in lst:
+            owners.setdefault(_key(item), []).append(li)
+    haves = [{_key(i) for i in enum["items"]} for enum in ex.enumerations]
+    same = _same_items(list(owners), list(set().union(*haves)))
+    for enum, have in zip(ex.enumerations, haves, strict=True):
+        hits: Counter[int] = Counter()
+        for key in set().union(*(same.get(h, ()) for h in have)):
+            hits.update(owners[key])
+        if not hits:
+            continue
+        best_hits = max(hits.values())
+        best = lists[min(li for li, n in hits.items() if n == best_hits)]
+        if best_hits * 2 < len(enum["items"]):
             continue
         missing = len(best) - best_hits
         if missing > 0:
@@ -141,20 +175,29 @@ def _complete_lists(ex: Extraction, source: str) -> None:
             )
 
 
-def _same_item(key: str, have: set[str]) -> bool:
-    """Whether a source item is one the model kept (as it was, or shortened or
-    lengthened a little when it is long enough to tell)."""
-    if key in have:
-        return True
-    return len(key) >= 12 and any(len(h) >= 12 and (key in h or h in key) for h in have)
+def _same_items(source_keys: list[str], model_keys: list[str]) -> dict[str, set[str]]:
+    """Each of the model's item keys -> the source item keys that count as the same
+    item: the same key, or one inside the other when both have at least 12 characters
+    (an item shortened or lengthened a little)."""
+    known = set(source_keys)
+    same = {h: {h} if h in known else set() for h in model_keys}
+    long_source = [k for k in source_keys if len(k) >= _LONG_ITEM]
+    long_model = [h for h in model_keys if len(h) >= _LONG_ITEM]
+    for i, j in contained(long_source, long_model, _LONG_ITEM):
+        same[long_model[j]].add(long_source[i])
+    for i, j in contained(long_model, long_source, _LONG_ITEM):
+        same[long_model[i]].add(long_source[j])
+    return same
 
 
-def _remove_unfaithful(ex: Extraction, source: str) -> None:
-    evidence = Evidence(source)
+_LONG_ITEM = 12  # characters of an item key long enough to be matched inside another
+
+
+def _remove_unfaithful(ex: Extraction, source: str, evidence: Evidence) -> None:
     negations = Negations(source)
 
     def bad(text: str) -> bool:
-        if _DIGIT.search(text) and any(c.kind in _CHECKED for c in evidence.unsupported(text)):
+        if _DIGIT.search(text) and evidence.unsupported(text, _CHECKED):
             return True  # (numbers and dates are written with digits)
         return bool(negations.flips(text))
 
@@ -177,11 +220,10 @@ def _remove_unfaithful(ex: Extraction, source: str) -> None:
         )
 
 
-def _ground_context(ex: Extraction, source: str) -> None:
+def _ground_context(ex: Extraction, evidence: Evidence) -> None:
     """What a fact is about and when it held, kept where the source states it."""
     if not ex.fact_context:
         return
-    evidence = Evidence(source)
     dropped = 0
     for key, (about, held) in list(ex.fact_context.items()):
         if held and evidence.unsupported(held):
@@ -211,13 +253,13 @@ def _whole_summary(ex: Extraction, source: str) -> None:
 
 
 def _restore_dated(ex: Extraction, source: str, limit: int) -> None:
-    have = Evidence(ex.to_markdown())
+    have = Evidence(ex.to_markdown(), kinds=_CHECKED)
     restored: list[str] = []
     cut = False
     for sentence in split_sentences(_prose(source)):
         if not _DIGIT.search(sentence):
             continue
-        if not any(c.kind in _CHECKED for c in have.unsupported(sentence)):
+        if not have.unsupported(sentence):
             continue
         if len(restored) == limit:  # (the rest is not looked at: a large source's cost)
             cut = True

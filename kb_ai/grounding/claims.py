@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -63,7 +65,13 @@ for _n, _tens in enumerate(_words("twenty thirty forty fifty sixty seventy eight
     NUMBER_WORDS[_tens] = str(10 * _n)
     NUMBER_WORDS.update({f"{_tens}-{u}": str(10 * _n + i) for i, u in enumerate(_UNITS, 1)})
     NUMBER_WORDS.update({f"{_tens} {u}": str(10 * _n + i) for i, u in enumerate(_UNITS, 1)})
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b")
+_TENS_WORDS = frozenset(_words("twenty thirty forty fifty sixty seventy eighty ninety"))
+_UNIT_WORDS = frozenset(_UNITS)
+_SINGLE_NUMBER_WORDS = frozenset(w for w in NUMBER_WORDS if not re.search(r"[ -]", w))
+_JOINED_NUMBER = re.compile(
+    r"\b(" + "|".join(sorted(_TENS_WORDS)) + r")[ -](" + "|".join(_UNITS) + r")\b"
+)
+_WORD_RUN = re.compile(r"\w+")
 CJK_NUMERALS = {c: str(i) for i, c in enumerate("零一二三四五六七八九十")} | {"两": "2"}
 
 
@@ -83,13 +91,16 @@ class Claim:
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"  # noqa: E501
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?:1[5-9]\d\d|2\d\d\d)"
+# A year not after a digit or point, written to start with its first digit: a pattern
+# that starts with a look-behind is tried at every character, one that starts with a
+# digit only where there is one (several times faster on long material; the same
+# matches). The same for the numbers below.
+_YEAR_ALONE = r"(?:1(?<![\d.]1)[5-9]\d\d|2(?<![\d.]2)\d\d\d)"
 _DATE_PATTERNS = [
     # 2026-03-02, 2026/3/2, 2026.03.02
     (
         "ymd",
-        re.compile(
-            rf"(?<![\d.]){_YEAR}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])(?![\d])"
-        ),
+        re.compile(rf"{_YEAR_ALONE}([-/.])(?:0?[1-9]|1[0-2])\1(?:[12]\d|3[01]|0?[1-9])(?![\d])"),
     ),
     # 2026年3月2日, 2026年3月
     ("cjk", re.compile(rf"({_YEAR})\s*年\s*(?:(\d{{1,2}})\s*月(?:\s*(\d{{1,2}})\s*[日号])?)?")),
@@ -99,7 +110,7 @@ _DATE_PATTERNS = [
     # March 2, 2026 / March 2026 / March 2
     ("mdy", re.compile(rf"\b({_MONTH})\s+(?:({_DAY})(?:,?\s+({_YEAR}))?|({_YEAR}))\b", re.I)),
     # 2026-03 (a month)
-    ("ym", re.compile(rf"(?<![\d.]){_YEAR}-(?:0[1-9]|1[0-2])(?![\d-])")),
+    ("ym", re.compile(rf"{_YEAR_ALONE}-(?:0[1-9]|1[0-2])(?![\d-])")),
 ]
 _URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]]+[^\s<>()\[\].,;:!?'\"]")
 _LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
@@ -111,13 +122,13 @@ _JOINED = re.compile(
 )
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9][A-Za-z0-9_-]*(?<!-)(?![A-Za-z0-9_])")
 _UNIT_NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])"
+    r"(\d(?<![A-Za-z0-9_.]\d)\d*(?:\.\d+)?)([A-Za-z]{1,4}|[^\W\d_A-Za-z]{1,4})(?![A-Za-z0-9_])"
 )
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.I)
 _ACRONYM = re.compile(r"(?<![\w.])[A-Z][A-Z0-9&]{1,}s?(?![\w])")
 _INNER_CAPS = re.compile(r"(?<![\w.])[^\W\d_]*[a-z][A-Z]\w*(?![\w])")
 _NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![A-Za-z0-9_.,])\d+(?:\.\d+)?(?![\d])"
+    r"\d(?<![A-Za-z0-9_.,]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?(?![\d])|\d*(?:\.\d+)?(?![\d]))"
 )
 _LIST_MARK = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+", re.M)
 _ABBREVIATIONS = frozenset(_words("e.g i.e etc vs cf a.m p.m"))
@@ -192,18 +203,23 @@ def _sentence_starts(text: str) -> set[int]:
     return starts
 
 
-def extract_claims(text: str) -> list[Claim]:
-    """The claims in ``text``, in order of first appearance, each (kind, value) once.
+def extract_claims(text: str, kinds: Collection[str] = KINDS) -> list[Claim]:
+    """The claims in ``text`` of these ``kinds``, in order of first appearance, each
+    (kind, value) once.
 
     Not claimed: ordered-list numbers, link targets, words that only open a sentence
     ("Install the package"), the words of headings (their numbers and dates are).
+    Asked for numbers and dates only, the passes after theirs (names, acronyms) are
+    skipped: the claims are the same as those of every kind, filtered.
     """
     text = normalise(text)
+    digits = _DIGIT.search(text) is not None
+    if not digits and not set(kinds) - _DIGIT_KINDS:
+        return []
     found: list[tuple[int, Claim]] = []
     work = _LINK_TARGET.sub(lambda m: "]" + " " * (len(m.group(0)) - 1), text)
     work = _LIST_MARK.sub(lambda m: " " * len(m.group(0)), work)
     work = _CODE_FENCE.sub(lambda m: m.group(1) + " " * len(m.group(2)), work)
-    digits = _DIGIT.search(text) is not None
     # Each pass finds claims in what earlier passes left, then blanks what it found.
     spans: list[tuple[int, int]] = []
 
@@ -251,6 +267,8 @@ def extract_claims(text: str) -> list[Claim]:
         for m in _NUMBER.finditer(work):
             claim("number", m.start(), m.end(), number_value(m.group(0)))
         work = masked()
+    if not set(kinds) - _DIGIT_KINDS:  # (every later pass finds names and identifiers)
+        return _in_order(found, kinds)
     for m in _INNER_CAPS.finditer(work):
         claim("name", m.start(), m.end(), m.group(0).lower())
     work = masked()
@@ -258,23 +276,34 @@ def extract_claims(text: str) -> list[Claim]:
         claim("identifier", m.start(), m.end(), m.group(0).lower())
     work = masked()
     found += _names(text, work)
+    return _in_order(found, kinds)
+
+
+def _in_order(found: list[tuple[int, Claim]], kinds: Collection[str]) -> list[Claim]:
+    """The claims found (at their offsets) of these kinds, in order, each once."""
     seen: set[tuple[str, str]] = set()
     out = []
     for _, c in sorted(found, key=lambda p: p[0]):
-        if (c.kind, c.value) not in seen:
+        if c.kind in kinds and (c.kind, c.value) not in seen:
             seen.add((c.kind, c.value))
             out.append(c)
     return out
 
 
 _DIGIT = re.compile(r"\d")
-_MONTH_START = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.I)
+_DIGIT_KINDS = frozenset(("date", "number"))
+# A month's name as a whole word: what a date written with one needs ("decided" is none).
+_MONTH_WORD = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b",
+    re.I,
+)
 
 
 def _date_patterns(text: str) -> list[tuple[str, re.Pattern[str]]]:
     """The date patterns worth trying on ``text`` (month names and CJK dates only where
     such words occur: most of the cost of a claim search on long material)."""
-    months = _MONTH_START.search(text) is not None
+    months = _MONTH_WORD.search(text) is not None
     cjk = "年" in text or "月" in text
     return [
         (kind, pattern)
@@ -337,14 +366,37 @@ def _word_value(word: str) -> str:
 def material_numbers(text: str) -> set[str]:
     """Every number ``text`` states, as digits or as a word ("two", "十"), canonical."""
     text = normalise(text)
-    values = {v for m in _NUMBER.finditer(text) if (v := number_value(m.group(0)))}
-    values |= {v for m in _UNIT_NUMBER.finditer(text) if (v := number_value(m.group(1)))}
-    for m in re.finditer(r"\d+(?:\.\d+)?", text):  # digits inside identifiers, dates
-        if v := number_value(m.group(0)):
-            values.add(v)
-    values |= {NUMBER_WORDS[w] for w in _NUMBER_WORD.findall(text.lower())}
+    # each spelling converted once (a large material writes the same numbers often)
+    raw = set(_NUMBER.findall(text))
+    raw.update(m[0] for m in _UNIT_NUMBER.findall(text))
+    raw.update(_DIGITS.findall(text))  # digits inside identifiers, dates
+    values = {v for r in raw if (v := number_value(r))}
+    values |= _number_words(text.lower())
     values |= {v for c, v in CJK_NUMERALS.items() if c in text}
     return values
+
+
+def _number_words(low: str) -> set[str]:
+    """The values of the number words of ``low`` (lower case), each a whole word: a tens
+    word and a unit joined by one space or hyphen are one number ("twenty one" is 21,
+    not 20 and 1), any other is its own. (Read from the set of its words, not with one
+    pattern of every number word: that cost a large material seconds.)"""
+    words = set(_WORD_RUN.findall(low))
+    single = words & _SINGLE_NUMBER_WORDS
+    values: set[str] = set()
+    if single & _TENS_WORDS and single & _UNIT_WORDS:
+        joined: Counter[str] = Counter()  # how often each word is part of a joined number
+        for m in _JOINED_NUMBER.finditer(low):
+            values.add(NUMBER_WORDS[m.group(0)])
+            joined.update((m.group(1), m.group(2)))
+        if joined:  # a word counts alone when it is also written outside a joined number
+            alone = Counter(w for w in _WORD_RUN.findall(low) if w in joined)
+            single = {w for w in single if alone[w] > joined[w] or w not in joined}
+    values |= {NUMBER_WORDS[w] for w in single}
+    return values
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
 
 def material_dates(text: str) -> set[str]:
@@ -354,7 +406,11 @@ def material_dates(text: str) -> set[str]:
     if not _DIGIT.search(text):
         return out
     for kind, pattern in _date_patterns(text):
+        seen: set[str] = set()  # (a date written again has the same value)
         for m in pattern.finditer(text):
+            if m.group(0) in seen:
+                continue
+            seen.add(m.group(0))
             value = _date_value(kind, m)
             if not value:
                 continue

@@ -72,14 +72,17 @@ def find_repetition(text: str, *, min_chars: int = 24, baseline: str = "") -> li
     found: list[Repeat] = []
     seen: set[str] = set()
     for kind, split in (("paragraph", split_paragraphs), ("sentence", split_sentences)):
-        allowed: dict[str, int] = {}
-        for part in split(baseline) if baseline else []:
-            allowed[_key(part)] = allowed.get(_key(part), 0) + 1
         counts: dict[str, list[str]] = {}
         for part in split(text):
             key = _key(part)
             if len(key) >= min_chars and not _FENCE.match(part):
                 counts.setdefault(key, []).append(part)
+        repeated = {key for key, group in counts.items() if len(group) > 1}
+        allowed: dict[str, int] = {}  # (the baseline is read only for what text repeats)
+        for part in split(baseline) if baseline and repeated else []:
+            key = _key(part)
+            if key in repeated:
+                allowed[key] = allowed.get(key, 0) + 1
         for key, group in counts.items():
             if len(group) > max(1, allowed.get(key, 0)) and not any(key in s for s in seen):
                 found.append(Repeat(kind, group[0], len(group)))

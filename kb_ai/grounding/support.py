@@ -10,10 +10,11 @@ A claim is supported when the material states it, in any spelling: "1,000" and "
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kb_ai.grounding.claims import (
+    KINDS,
     Claim,
     extract_claims,
     material_dates,
@@ -23,33 +24,49 @@ from kb_ai.grounding.claims import (
 from kb_ai.grounding.shape import split_sentences
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_DIGIT_KINDS = frozenset(("date", "number"))
 
 
 class Evidence:
-    """The material of one piece of writing, indexed for looking claims up."""
+    """The material of one piece of writing, indexed for looking claims up.
 
-    def __init__(self, *texts: str) -> None:
-        self.text = ""
-        self.flat = ""
+    Built once per material and looked up many times: a lookup costs in proportion to
+    the claim, not to the material (but for an identifier that is not one word, which
+    is searched for in the text)."""
+
+    def __init__(self, *texts: str, kinds: Collection[str] = KINDS) -> None:
+        """``kinds``: the kinds of claim it is asked about (numbers and dates only: it
+        does not index the words, most of the cost on a large material)."""
+        self.kinds = frozenset(kinds)
+        self._flats: list[str] = []  # the material on one line, in pieces (see flat)
         self.numbers: set[str] = set()
         self.dates: set[str] = set()
         self.words: set[str] = set()
         self.add(*texts)
+
+    @property
+    def flat(self) -> str:
+        """The material lower-cased on one line, runs of space as one (joined when first
+        looked at after an ``add``: joining at each add cost a copy of it all)."""
+        if len(self._flats) > 1:
+            self._flats = [" ".join(self._flats)]
+        return self._flats[0] if self._flats else ""
 
     def add(self, *texts: str) -> None:
         """Take more material in (cheaper than indexing all of it again)."""
         joined = normalise("\n\n".join(t for t in texts if t))
         if not joined:
             return
-        low = joined.lower()
-        self.text = f"{self.text}\n\n{low}" if self.text else low
-        flat = " ".join(low.split())
-        self.flat = f"{self.flat} {flat}" if self.flat else flat
         self.numbers |= material_numbers(joined)
         self.dates |= material_dates(joined)
-        self.words |= {_word(w) for w in _WORD.findall(low)}
+        if self.kinds - _DIGIT_KINDS:
+            low = joined.lower()
+            self._flats.append(" ".join(low.split()))
+            self.words |= {_word(w) for w in set(_WORD.findall(low))}
 
     def supports(self, claim: Claim) -> bool:
+        if claim.kind not in self.kinds:
+            raise ValueError(f"this evidence was not indexed for {claim.kind} claims")
         if claim.kind == "number":
             return claim.value in self.numbers
         if claim.kind == "date":
@@ -60,16 +77,17 @@ class Evidence:
             return bool(day and day in self.dates and claim.value[:4] in self.numbers)
         if claim.kind == "identifier":
             value = " ".join(claim.value.split())
-            return value in self.flat or _word(value) in self.words
+            return _word(value) in self.words or value in self.flat
         # a name: each of its words stated somewhere (a possessive or plural ending aside)
         return all(
             w in self.words or w.rstrip("s") in self.words or w + "s" in self.words
             for w in _WORD.findall(claim.value)
         )
 
-    def unsupported(self, text: str) -> list[Claim]:
-        """The claims of ``text`` this material does not state, in order."""
-        return [c for c in extract_claims(text) if not self.supports(c)]
+    def unsupported(self, text: str, kinds: Collection[str] | None = None) -> list[Claim]:
+        """The claims of ``text`` (of these kinds, by default those it was indexed for)
+        this material does not state, in order."""
+        return [c for c in extract_claims(text, kinds or self.kinds) if not self.supports(c)]
 
 
 def _word(word: str) -> str:
@@ -226,7 +244,7 @@ class Negations:
         affirmed: set[tuple[str, str]] = set()
         for s in sentences:
             self.as_said.add(_flat_words(s))
-            if _NEGATION_HINT.search(s):
+            if _NEGATION_HINT.search(s) or not _may_state(s.lower(), by_first):
                 continue
             tokens = _tokens(s)
             stems = [_stem(t) for t in tokens]
@@ -239,8 +257,7 @@ class Negations:
         """Sentences of ``text`` that state without a negation what the source negates."""
         if not self._open:
             return []
-        low = normalise(text).lower()
-        if not any(w in low for w in self._open):  # (stems: "need" is in "needs")
+        if not _may_state(normalise(text).lower(), self._open):
             return []
         flips = []
         for sentence in split_sentences(normalise(text)):
@@ -262,6 +279,19 @@ class Negations:
                     flips.append(Flip(sentence, hit))
                     break
         return flips
+
+
+def _may_state(low: str, by_first: Mapping[str, object]) -> bool:
+    """Whether a word of ``low`` (a text, lower-cased) opens one of the pairs filed by
+    their first word: each sentence's words are words of the whole text, so where none
+    does, no sentence of it states one (nor flips it). A few pairs are looked for in the
+    text ("need" is in "needs"); many (a large source's), each word of the text in them."""
+    if len(by_first) <= _FEW_PAIRS:
+        return any(w in low for w in by_first)
+    return not by_first.keys().isdisjoint({_stem(_word(w)) for w in _WORD.findall(low)})
+
+
+_FEW_PAIRS = 32
 
 
 def _stated(

@@ -148,18 +148,19 @@ def test_the_editor_names_the_configured_editor_as_author(settings, model, tmp_p
 
 
 def test_an_update_meeting_an_edit_waits_on_the_review_page_with_both_versions(article):
-    """The revision's material goes first in the body, where the person put an intro."""
+    """The person and the revised note both change how long copies are kept."""
     client, kb, path = article
     base, text = edit_form(client, path)
-    mine = "Ops checks the backup report every Friday."
+    mine = "kept for thirty days in a separate account, encrypted with the ops key."
     token = csrf_token(client)
-    intro = text.replace("\n---\n\n", f"\n---\n\n{mine}\n\n", 1)
-    assert save(client, path, intro, base, token).status_code == 303
+    fact = "kept for thirty days in a separate account."
+    assert fact in text
+    assert save(client, path, text.replace(fact, mine), base, token).status_code == 303
     edited = kb.resolve(path).read_text(encoding="utf-8")
 
     from tests.web.conftest import NOTE, wait_for
 
-    revised = {**NOTE, "content": NOTE["content"] + "Restores are tested every quarter.\n"}
+    revised = {**NOTE, "content": NOTE["content"].replace("thirty days", "ninety days")}
     task = client.post("/api/submit", json=revised).json()["tasks"][0]
     assert wait_for(client, task["id"])["state"] == "done"
     assert kb.resolve(path).read_text(encoding="utf-8") == edited  # main: the person's
@@ -171,7 +172,7 @@ def test_an_update_meeting_an_edit_waits_on_the_review_page_with_both_versions(a
     person = held[held.index('<pre class="person">') : held.index("</pre>")]
     kb_ai = held[held.index('<pre class="kb-ai">') :]
     kb_ai = kb_ai[: kb_ai.index("</pre>")]
-    assert mine in person and mine not in kb_ai and "every quarter" in kb_ai
+    assert mine in person and mine not in kb_ai and "ninety days" in kb_ai
     run = re.search(r'action="/review/([^/"]+)/reject"', page).group(1)
     assert run.endswith("-edits")
 
