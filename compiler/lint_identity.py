@@ -29,6 +29,7 @@ from wiki import (
     current_catalog,
     delete_article,
     get_meta,
+    git,
     open_state,
     read_article,
     read_raw,
@@ -137,7 +138,7 @@ def plan_merges(kb: KnowledgeBase, alike: Iterable[tuple]) -> list[Merge]:
         raws = [a.sources[0] for a in single]
         if not all(frozenset(p) in linked for p in combinations(set(raws), 2)):
             continue
-        when = {r: _ingested(kb, r) for r in raws}
+        when = {r: (_ingested(kb, r), _commits_to(kb, r)) for r in raws}
         newest = max(single, key=lambda a: (when[a.sources[0]], a.updated, a.path))
         gone = [a for a in single if a.path != newest.path]
         merges.append(
@@ -238,6 +239,16 @@ def _numbered(body: str) -> dict[str, str]:
 
 def _years(sentence: str) -> bool:
     return any(1900 <= int(n) <= 2100 for n in re.findall(r"\b\d{4}\b", sentence))
+
+
+def _commits_to(kb: KnowledgeBase, raw: str) -> int:
+    """How far down the history the raw copy last changed: ``ingested_at`` has whole
+    seconds, so copies compiled within one second are told apart by their commits."""
+    try:
+        last = git(kb, "log", "-1", "--format=%H", "--", raw).strip()
+        return int(git(kb, "rev-list", "--count", last).strip()) if last else 0
+    except (KbAiError, ValueError):
+        return 0
 
 
 def _ingested(kb: KnowledgeBase, raw: str) -> str:

@@ -8,6 +8,7 @@ unknown key in kb-ai.toml is an error that names the keys that exist.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -76,6 +77,26 @@ class Settings:
         "(schema in the prompt only), or auto (chosen per provider).",
     )
     max_concurrency: int = _setting(8, "Model calls in flight at once.")
+    trusted_user_header: str | None = _setting(
+        None,
+        "Behind a sign-on proxy (oauth2-proxy, Authelia, ...): the request header that names "
+        "the signed-in person, e.g. X-Forwarded-User; believed only from trusted_proxies.",
+    )
+    trusted_proxies: str = _setting(
+        "",
+        "Addresses or networks (comma-separated, e.g. 10.0.0.5, 172.16.0.0/12) whose "
+        "trusted_user_header is believed.",
+    )
+    default_role: str = _setting(
+        "reader",
+        "The role of a person a sign-on proxy names who is not in kb-ai users: reader, "
+        "contributor, reviewer or admin.",
+    )
+    questions_per_minute: float = _setting(
+        0.0,
+        "Questions one person (or token) may ask the server a minute, with bursts of as "
+        "many; more get 429 with Retry-After (0: no limit).",
+    )
     max_retries: int = _setting(3, "Retries of a call that timed out or got a 429/5xx.")
     retry_backoff: float = _setting(1.0, "Seconds before the first retry; doubles each time.")
     breaker_threshold: int = _setting(
@@ -189,6 +210,12 @@ class Settings:
     select_k: int = _setting(6, "Pages the model may pick to answer a question.")
     selection_budget_tokens: int = _setting(
         6_000, "Token budget of the selection prompt; larger catalogs are shortlisted first."
+    )
+    coverage_threshold: float = _setting(
+        0.6,
+        "Share of a question's content terms (weighed by rarity) the best sentences of the "
+        "pages read must hold for it to count as covered; below it the answer says the wiki "
+        "does not cover it (retrieval/coverage.py). 0 turns the check off.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
     second_hop_pages: int = _setting(
@@ -388,6 +415,21 @@ def load_settings(
             f"structured_output must be one of {', '.join(STRUCTURED_MODES)}",
             hint=f"got {values['structured_output']!r}",
         )
+    if values.get("default_role", "reader") not in ("reader", "contributor", "reviewer", "admin"):
+        raise ConfigError(
+            "default_role must be one of reader, contributor, reviewer, admin",
+            hint=f"got {values['default_role']!r}",
+        )
+    for entry in filter(None, (p.strip() for p in values.get("trusted_proxies", "").split(","))):
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"trusted_proxies: {entry!r} is not an address or network",
+                hint="e.g. 10.0.0.5, 172.16.0.0/12",
+            ) from None
+    if values.get("questions_per_minute", 0) < 0:
+        raise ConfigError("questions_per_minute must be 0 (no limit) or more")
     if values.get("max_concurrency", 1) < 1:
         raise ConfigError("max_concurrency must be at least 1")
     if values.get("max_new_articles_per_source", 1) < 1:

@@ -35,6 +35,7 @@ class Answer:
     shortlisted: bool = False
     findings: list[Finding] = field(default_factory=list)  # what the checks removed, and why
     hops: list[Hop] = field(default_factory=list)  # each search-and-read round, in order
+    see_also: list[Citation] = field(default_factory=list)  # nearby pages of one not covered
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class Answer:
             "usage": self.usage.as_dict(),
             "question": self.question,
             "covered": self.covered,
+            "see_also": [c.as_dict() for c in self.see_also],
             "findings": [f.as_dict() for f in self.findings],
         }
 

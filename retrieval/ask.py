@@ -7,8 +7,9 @@ and ends with one Done event carrying the Answer, or an Error event. `ask` runs 
 the end. No step ever answers without context silently: a failed selection is an
 error the user sees, and a question the pages do not cover is answered as such: without
 a model call when no candidate page shares a meaningful term with the question (see
-terms.py), and after the answer's checks (checks.py) when nothing the model said is in
-the pages read.
+terms.py); without an answer call when the pages read hold too little of the question's
+own terms (coverage.py: the answer names nearby pages as "see also"); and after the
+answer's checks (checks.py) when nothing the model said is in the pages read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
 from retrieval.connection import SharedConnection
+from retrieval.coverage import measure, not_covered
 from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
 from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
 from retrieval.pages import Page, check_paths, link_targets, read_page
@@ -142,8 +144,18 @@ class Asker:
             pages += await asyncio.to_thread(self._read, hop.pages)
             hops.append(hop)
             room -= len(hop.pages)
+        # Covered only when the pages read hold sentences that answer the question
+        # (coverage.py): otherwise no answer is written, and the nearest pages are named.
+        # (Not across scripts: a question's words in another script than the pages are
+        # not theirs; the answer's checks still apply.)
+        coverage = await asyncio.to_thread(measure, standalone, pages)
+        if not self.crossing and not coverage.covered(self.settings.coverage_threshold):
+            answer = not_covered(coverage, pages, self.usage, standalone, hops, self.findings)
+            yield Delta(answer.answer)
+            yield Done(answer)
+            return
         # Each sentence is checked against the pages before it is shown (checks.py).
-        check = AnswerCheck(pages, standalone)
+        check = AnswerCheck(pages, standalone, searched)
         cutter = SentenceCutter()
         said: list[str] = []
         final: Completion | None = None

@@ -7,6 +7,9 @@ Each sentence of the answer (see chunks.py) is checked as it is released:
   sentence that states one the pages do not is left out, with a finding;
 - terms: a sentence that shares no meaningful term with the pages read is left out
   (an answer of one word, "Ulaanbaatar", states no checkable name: it opens a sentence);
+- answering: a sentence of more than SHORT_ANSWER_TERMS terms that holds none of the
+  question's content terms and goes on from no sentence kept before it is left out: it
+  is about something else (padding from another page);
 - citations: a cited page must contain the claim's key terms (at least half of its
   meaningful terms, and, when it is the only page cited, its names and numbers too).
   A citation that fails is removed; when another page read does contain the claim, the
@@ -25,8 +28,9 @@ from functools import cached_property
 
 from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
 from retrieval.pages import Citation, Page, validate_citations
-from retrieval.terms import terms
+from retrieval.terms import content_terms, held, terms
 from wiki import normalise_article_path
+from wiki.words import CJK_RUN
 
 NOT_COVERED = "The wiki does not cover this question."
 LEFT_OUT = (
@@ -39,6 +43,7 @@ _NOT_COVERED = re.compile(
     r"没有|未涉及|不包含|未提及|記載がありません",
     re.I,
 )
+SHORT_ANSWER_TERMS = 3  # a sentence of at most this many terms may be the bare answer
 _WORDY = re.compile(r"[^\W_]", re.UNICODE)
 
 
@@ -68,7 +73,7 @@ def _plain(text: str) -> str:
 class AnswerCheck:
     """Checks one answer, sentence by sentence, against the pages read for it."""
 
-    def __init__(self, pages: list[Page], question: str) -> None:
+    def __init__(self, pages: list[Page], question: str, asked: str | None = None) -> None:
         self.pages = pages
         self.question = question
         # lower-cased pages: a claim written as the pages write it needs no index of them
@@ -86,6 +91,20 @@ class AnswerCheck:
         self.left_out = 0
         self.declined = False
         self.text = ""  # the checked answer, once finished
+        # the question's terms, with its search terms in the pages' language (if another)
+        self.asked_terms = frozenset(content_terms(asked or question))
+        self.said_terms: set[str] = set()  # of the sentences kept so far
+
+    def _answers(self, key: set[str]) -> bool:
+        """Whether a sentence with terms ``key`` answers the question: it holds one of
+        the question's content terms, or goes on from a sentence kept before it (a term
+        in common: the second hop of "directed by A. A was born in ..."). A sentence
+        about something else (padding from another page) does not."""
+        if not self.asked_terms or len(key) <= SHORT_ANSWER_TERMS:
+            return True  # "Boston.": an answer need not repeat the question
+        if any(CJK_RUN.match(t) for t in key):
+            return True  # Chinese and Japanese bigrams rarely repeat a question's
+        return bool(held(self.asked_terms, key)) or not key.isdisjoint(self.said_terms)
 
     @cached_property
     def evidence(self) -> Evidence:
@@ -132,6 +151,8 @@ class AnswerCheck:
             return self._hold(lead + text + trail)
         if not declines and key.isdisjoint(self.all_terms):
             return self._leave_out(claim, "it shares no meaningful term with the pages read")
+        if not declines and not self._answers(key):
+            return self._leave_out(claim, "it does not answer the question (none of its terms)")
         if not declines:
             asked = {m.group(2) for m in _LINK.finditer(body) if "/" in m.group(2)}
             for target in sorted(asked - {c.path for c in cited}):
@@ -145,6 +166,7 @@ class AnswerCheck:
             if asked and not cited:
                 return self._leave_out(claim, "no page read contains what it cites them for")
             self.kept += 1
+            self.said_terms |= key
         self._cite(cited)
         shown, self.pending = self.pending + lead + text + trail, ""
         self.parts.append(shown)

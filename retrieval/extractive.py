@@ -29,7 +29,17 @@ MAX_OFFERED = 12  # offered to the model: the enum and the prompt stay small
 MAX_SENTENCE_CHARS = 600
 NOT_COVERED = "The wiki does not cover this question."
 
+# A sentence ends at . ! or ? and a space before a capital or a digit, unless the stop
+# is an ellipsis (`SELECT ... FOR UPDATE`), ends an abbreviation ("e.g.", "Dr.") or an
+# initial ("J. Smith"), or lies inside a code span (masked first).
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
+_ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st no inc ltd jr sr fig eq u.s"
+_ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
+_WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
+_CODE = re.compile(r"`[^`\n]+`")
+# Transcript noise: {vocalsound}-style marks, and a speaker turn with no words after it.
+_MARK = re.compile(r"\{[a-z_]{2,30}\}")
+_EMPTY_TURN = re.compile(r"^(?:[\w .'-]{1,40}:\s*)+$")
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -63,7 +73,7 @@ def number_sentences(
     ``limit``; without, every sentence in page order."""
     found: list[tuple[int, int, str, Page]] = []
     for page in pages:
-        for text in _sentences_of(page.text):
+        for text in sentences_of(page.text):
             if len(found) >= MAX_SENTENCES:
                 break
             found.append((0, len(found), text, page))
@@ -97,7 +107,7 @@ def _hits(text: str, terms: Sequence) -> set[str]:
     return hit
 
 
-def _sentences_of(text: str) -> Iterator[str]:
+def sentences_of(text: str) -> Iterator[str]:
     """The sentences of a page: a paragraph or list item wrapped over several lines is
     joined first (notes are often hard-wrapped, and a sentence cut at a line end was
     quoted cut); each table row is one; headings, code and table rules are left out."""
@@ -123,10 +133,31 @@ def _sentences_of(text: str) -> Iterator[str]:
 
 
 def _split(text: str) -> Iterator[str]:
-    for part in _SPLIT.split(text):
+    text = " ".join(_MARK.sub(" ", text).split())
+    for part in _cut(text):
         part = part.strip()
+        if _EMPTY_TURN.match(part):
+            continue  # "Project Manager:" once its noise is gone
         if 3 <= len(part) <= MAX_SENTENCE_CHARS and re.search(r"\w", part):
             yield part
+
+
+def _cut(text: str) -> Iterator[str]:
+    """The sentences of ``text``: cut where _SPLIT says, but not in a code span, after an
+    ellipsis, an abbreviation or an initial."""
+    spans = [m.span() for m in _CODE.finditer(text)]
+    start = 0
+    for m in _SPLIT.finditer(text):
+        end = m.start()
+        if any(a < end < b for a, b in spans) or text[:end].endswith(("..", "…")):
+            continue
+        word = _WORD_BEFORE.search(text[start:end])
+        before = word.group(1).casefold() if word else ""
+        if before in _ABBREVIATIONS or (len(before) == 1 and before.isalpha()):
+            continue
+        yield text[start:end]
+        start = m.end()
+    yield text[start:]
 
 
 def pick_schema(pages: Sequence[NumberedPage]) -> dict:

@@ -10,6 +10,10 @@ no spaces, so their runs are cut into overlapping character bigrams ("高铁线�
 hiragana (particles, endings) are dropped. Text is folded and cut as the search folds
 it (wiki.words.tokens: NFKC, ø -> o, traditional Chinese to simplified).
 
+``content_terms`` drops GENERIC words too (what a question uses for any subject: "year",
+"often"), and ``held`` matches a question's terms in a sentence: retrieval/coverage.py
+and the answering check of checks.py use them.
+
 Used twice in answering: before any model call, to abstain when no candidate page shares
 a term with the question; after the answer, to check that a cited page contains the key
 terms of the claim that cites it.
@@ -90,3 +94,29 @@ def terms(text: str) -> set[str]:
 def shares_a_term(question_terms: set[str], text: str) -> bool:
     """Whether ``text`` has at least one of ``question_terms``."""
     return bool(question_terms) and not question_terms.isdisjoint(terms(text))
+
+
+# Words a question uses whatever its subject: they say what kind of answer is wanted
+# ("year", "name"), not what it is about; kept as their stems.
+_GENERIC_TEXT = """
+    name named called known year years time times date first last also kind type part
+    people person thing things way many much number one two three new old used use
+    often rather instead usually exactly really well long both same different larger
+    bigger smaller older oldest younger youngest longer shorter earlier later
+"""
+GENERIC = frozenset(map(stem, _GENERIC_TEXT.split()))
+
+
+def content_terms(question: str) -> set[str]:
+    """The terms of ``question`` that say what it is about."""
+    return terms(question) - GENERIC
+
+
+def held(wanted: frozenset[str], have: set[str]) -> set[str]:
+    """The wanted terms ``have`` holds; a stem that begins the other counts (approv,
+    approva: the crude stems of "approves" and "approval" part at their 7th letter)."""
+    hit = set(wanted & have)
+    for t in wanted - hit:
+        if len(t) >= 4 and any(len(h) >= 4 and (h.startswith(t) or t.startswith(h)) for h in have):
+            hit.add(t)
+    return hit

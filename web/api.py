@@ -17,6 +17,7 @@ from kb_ai.service.submitting import Document
 from retrieval import ChatStore
 from web import content
 from web.errors import error_json
+from web.people import needs, require
 from web.services import Services, services
 from web.streams import ask_stream, task_stream
 from web.uploads import Submission, fetch_submission, json_object, read_submission
@@ -55,6 +56,7 @@ def queue_submissions(svc: Services, okb: OpenKb, items: list[Submission]) -> li
     return out
 
 
+@needs("contributor")
 async def submit(request: Request) -> JSONResponse:
     """202 once every accepted document is on disk and in the task table."""
     svc = services(request)
@@ -65,6 +67,9 @@ async def submit(request: Request) -> JSONResponse:
         more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
         return error_json(f"Nothing was queued: {first}{more}", status, rejected=rejected)
     tasks = await svc.run(queue_submissions, svc, svc.acting(request), accepted)
+    await svc.audit(
+        request, "submit", ", ".join(t["title"] for t in tasks), f"{len(tasks)} document(s)"
+    )
     return ok(202, tasks=tasks, rejected=rejected)
 
 
@@ -90,11 +95,13 @@ async def task(request: Request) -> JSONResponse:
     svc = services(request)
     task_id = request.path_params["task_id"]
     if request.method == "DELETE":
+        require(request, "contributor")
         await svc.run(_task_action, svc, task_id, "delete")
         return ok(deleted=task_id)
     return ok(task=await svc.run(_task_action, svc, task_id, "get"))
 
 
+@needs("contributor")
 async def retry(request: Request) -> JSONResponse:
     svc = services(request)
     return ok(task=await svc.run(_task_action, svc, request.path_params["task_id"], "retry"))

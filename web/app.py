@@ -24,11 +24,14 @@ from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
 from kb_ai.settings import Settings
-from web import api, csrf, editor, health, pages, upkeep
+from web import api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
+from web.fairness import QuestionBuckets
+from web.people import Directory, ProxyRule
 from web.pool import WorkerPool
 from web.services import Limits, Services
+from web.sessions import Sessions, SignInThrottle
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -75,6 +78,7 @@ def create_app(
             max_document_bytes=settings.max_document_bytes,
         ),
         status_interval=status_interval,
+        questions=QuestionBuckets(settings.questions_per_minute),
     )
 
     @contextlib.asynccontextmanager
@@ -110,20 +114,36 @@ def create_app(
         *pages.routes(),
         *editor.routes(),
         *upkeep.routes(),
+        *login.routes(),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         Route("/favicon.ico", _favicon),  # browsers ask for it whatever the page says
     ]
     routes += extra_routes
     csrf_token = csrf.load_secret(kb.state_dir)
+    proxy = ProxyRule.of(
+        settings.trusted_user_header, settings.trusted_proxies, settings.default_role
+    )
+    directory = Directory(kb, token, proxy)
+    sessions, throttle = Sessions(csrf_token), SignInThrottle()
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(GuardMiddleware, token=token, csrf_token=csrf_token)],
+        middleware=[
+            Middleware(
+                GuardMiddleware,
+                token=token,
+                csrf_token=csrf_token,
+                directory=directory,
+                sessions=sessions,
+                throttle=throttle,
+            )
+        ],
         exception_handlers={KbAiError: on_kb_error, HTTPException: on_http_error},
         lifespan=lifespan,
     )
     app.state.services = svc
     app.state.health_limits = health_limits or health.HealthLimits()
     app.state.csrf = csrf_token
+    app.state.directory, app.state.sessions, app.state.throttle = directory, sessions, throttle
     return app
 
 

@@ -1,7 +1,9 @@
 """Who may use the server, and what a browser may do with its pages.
 
-- A token (``KB_AI_TOKEN``) is required for everything when one is configured, which
-  `kb-ai serve` insists on for any address but loopback. It is accepted as
+- A token is required for everything when the server has one (``KB_AI_TOKEN``, an
+  admin's) or has people (`kb-ai users add`, each with a token and a role, see
+  web/people.py), which `kb-ai serve` insists on for any address but loopback. It is
+  accepted as
   ``Authorization: Bearer <token>``, as an HttpOnly cookie, or once as ``?token=`` on a
   page, which sets the cookie and drops the token from the address bar. Compared in
   constant time.
@@ -25,20 +27,28 @@ import hmac
 import html
 import ipaddress
 import json
+import math
 import secrets
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kb_ai.errors import StorageError
 from web import csrf
+from web.people import ANONYMOUS, LOCAL, Directory, Visitor
+from web.sessions import COOKIE as SESSION_COOKIE
+from web.sessions import Sessions, SignInThrottle
 
 COOKIE = "kb_ai_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The body types a page on another site can send without asking first (CORS "simple").
 FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"})
 SCRIPT_PATHS = ("/api/", "/mcp", "/healthz")  # everything else that writes is a page form
+LOGIN = "/login"  # the sign-in page: open to all, it checks the token itself
+TOO_MANY = "Too many failed sign-ins from this address: wait, then try again"
 FOREIGN = "Refused: requests that change data must come from kb-ai's own pages"
 SECURITY_HEADERS = {
     "content-security-policy": (
@@ -71,12 +81,25 @@ def _host_name(host_header: str) -> str:
 class GuardMiddleware:
     """Token, host and origin checks, and security headers, for every HTTP request."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, csrf_token: str | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        csrf_token: str | None = None,
+        directory: Directory | None = None,
+        sessions: Sessions | None = None,
+        throttle: SignInThrottle | None = None,
+    ) -> None:
         """``csrf_token``: the token of the pages (web/csrf.py); without one, none is valid
-        and browsers cannot write (an app with no pages)."""
+        and browsers cannot write (an app with no pages). ``directory``: the people whose
+        tokens are good too (web/people.py); without it, only ``token``."""
         self.app = app
         self.token = token.encode() if token else None
         self.csrf_token = csrf_token or secrets.token_urlsafe(32)
+        self.directory = directory
+        self.sessions = sessions
+        self.throttle = throttle or SignInThrottle()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,17 +107,55 @@ class GuardMiddleware:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         path = scope["path"]
-        refusal = self._refuse(scope, headers)
+        offered = _offered(scope, headers, self.sessions)
+        address = (scope.get("client") or ("",))[0]
+        proxy = self.directory.proxy if self.directory is not None else None
+        proxied = proxy.person(address, headers) if proxy is not None else None
+        if proxied is not None:
+            offered.insert(0, ("proxy", proxied))
+        in_query = any(where == "query" for where, _ in offered)
+        wait = self.throttle.wait(address) if in_query else 0.0
+        if wait > 0:  # failed sign-ins from this address: it waits before the next
+            await _send_error(send, path, headers, 429, TOO_MANY, retry_after=wait)
+            return
+        try:
+            who, required = await self._identify(offered)
+        except StorageError as exc:  # the people cannot be read: no one is let in on them
+            if path != "/healthz":
+                await _send_error(send, path, headers, 503, str(exc))
+                return
+            who, required = self._admin_only(offered)  # /healthz reports the fault itself
+        refusal = self._refuse(scope, headers, who, required)
         if refusal is not None:
+            if in_query and refusal[0] == 401:  # a failed sign-in
+                self.throttle.failed(address)
+                if self.directory is not None:
+                    await run_in_threadpool(
+                        self.directory.record, "unknown", "sign-in-failed", "", address
+                    )
             await _send_error(send, path, headers, *refusal)
             return
-        query = scope.get("query_string", b"").decode("latin-1")
-        pairs = parse_qsl(query, keep_blank_values=True)
-        has_token = self.token and any(k == "token" for k, _ in pairs)
-        if has_token and scope["method"] == "GET" and not path.startswith("/api"):
+        scope.setdefault("state", {})["visitor"] = who or (ANONYMOUS if required else LOCAL)
+        signing_in = who is not None and who.via == "query"
+        if signing_in and scope["method"] == "GET" and not path.startswith("/api"):
             # a page opened from a link with the token: keep it in a cookie instead
+            pairs = parse_qsl(
+                scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
+            )
+            token = next(v for k, v in pairs if k == "token")
             rest = urlencode([(k, v) for k, v in pairs if k != "token"])
-            await _redirect_with_cookie(send, path + (f"?{rest}" if rest else ""), self.token)
+            self.throttle.succeeded(address)
+            if self.directory is not None:
+                await run_in_threadpool(
+                    self.directory.record, who.name, "sign-in", who.role, address
+                )
+            location = path + (f"?{rest}" if rest else "")
+            if self.sessions is not None:
+                value = self.sessions.issue(who.key)
+                cookie = self.sessions.cookie(value, secure=scope.get("scheme") == "https")
+            else:
+                cookie = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+            await _redirect_with_cookie(send, location, cookie)
             return
 
         async def send_with_headers(message: Message) -> None:
@@ -106,16 +167,34 @@ class GuardMiddleware:
 
         await self.app(scope, receive, send_with_headers)
 
-    def _refuse(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
+    async def _identify(self, offered: list[tuple[str, str]]) -> tuple[Visitor | None, bool]:
+        """Who the offered tokens name (None: no one), and whether a token is required."""
+        if self.directory is None:
+            return self._admin_only(offered)
+        if not offered and self.token is not None:
+            return None, True  # no need to ask the people
+        return await run_in_threadpool(self.directory.identify, offered)
+
+    def _admin_only(self, offered: list[tuple[str, str]]) -> tuple[Visitor | None, bool]:
+        """The visitor by ``KB_AI_TOKEN`` alone."""
+        for where, token in offered:
+            if self.token is not None and hmac.compare_digest(token.encode(), self.token):
+                return Visitor("admin", via=where, key="admin"), True
+        return None, self.token is not None
+
+    def _refuse(
+        self, scope: Scope, headers: dict[str, str], who: Visitor | None, required: bool
+    ) -> tuple[int, str] | None:
         host = headers.get("host", "")
-        if self.token is None and host and not is_loopback(_host_name(host)):
+        if not required and host and not is_loopback(_host_name(host)):
             return 403, f"Host {host!r} is not this server's loopback address"
-        if self.token is not None and not self._authorised(scope, headers):
+        if required and who is None and scope["path"] != LOGIN:
             return (
                 401,
-                "A token is required: open the page with ?token=<KB_AI_TOKEN>, or send Authorization: Bearer <token>",
+                "A good token is required (this one is wrong, revoked or missing): open the "
+                "page with ?token=<token>, or send Authorization: Bearer <token>",
             )
-        if scope["method"] not in SAFE_METHODS and not self._bearer(headers):
+        if scope["method"] not in SAFE_METHODS and not (who is not None and who.by_bearer):
             return self._refuse_foreign(scope["path"], headers)
         return None
 
@@ -137,33 +216,39 @@ class GuardMiddleware:
             return 403, csrf.REFUSED
         return None
 
-    def _bearer(self, headers: dict[str, str]) -> bool:
-        """Whether the request carries the right bearer token (never a browser's doing)."""
-        auth = headers.get("authorization", "")
-        if self.token is None or not auth.lower().startswith("bearer "):
-            return False
-        return hmac.compare_digest(auth[7:].strip().encode(), self.token)
 
-    def _authorised(self, scope: Scope, headers: dict[str, str]) -> bool:
-        assert self.token is not None
-        offered: list[str] = []
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            offered.append(auth[7:].strip())
+def _offered(
+    scope: Scope, headers: dict[str, str], sessions: Sessions | None
+) -> list[tuple[str, str]]:
+    """(where, token) of every token the request carries: bearer, cookie, query, and
+    the holder a signed session cookie names."""
+    offered: list[tuple[str, str]] = []
+    auth = headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        offered.append(("bearer", auth[7:].strip()))
+    cookie = SimpleCookie()
+    try:
+        cookie.load(headers.get("cookie", ""))
+    except CookieError:  # a malformed Cookie header is simply no token
         cookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except CookieError:  # a malformed Cookie header is simply no token
-            cookie = SimpleCookie()
-        if COOKIE in cookie:
-            offered.append(cookie[COOKIE].value)
-        query = scope.get("query_string", b"").decode("latin-1")
-        offered += [v for k, v in parse_qsl(query) if k == "token"]
-        return any(hmac.compare_digest(o.encode(), self.token) for o in offered)
+    if COOKIE in cookie:
+        offered.append(("cookie", cookie[COOKIE].value))
+    if sessions is not None and SESSION_COOKIE in cookie:
+        holder = sessions.holder(cookie[SESSION_COOKIE].value)
+        if holder is not None:
+            offered.append(("session", holder))
+    query = scope.get("query_string", b"").decode("latin-1")
+    offered += [("query", v) for k, v in parse_qsl(query) if k == "token"]
+    return [(where, token) for where, token in offered if token]
 
 
 async def _send_error(
-    send: Send, path: str, headers: dict[str, str], status: int, message: str
+    send: Send,
+    path: str,
+    headers: dict[str, str],
+    status: int,
+    message: str,
+    retry_after: float = 0.0,
 ) -> None:
     as_json = (
         path.startswith("/api")
@@ -172,7 +257,12 @@ async def _send_error(
         or ("text/html" not in headers.get("accept", ""))
     )
     if as_json:
-        body = json.dumps({"ok": False, "error": message, "status": status}).encode()
+        kind = {401: "AuthError", 429: "TooManyError", 503: "StorageError"}.get(
+            status, "ForbiddenError"
+        )
+        hint = "ask an admin for a token: kb-ai users add NAME --role ROLE" if status == 401 else ""
+        fields = {"ok": False, "error": message, "status": status, "kind": kind}
+        body = json.dumps({**fields, **({"hint": hint} if hint else {})}).encode()
         ctype = "application/json"
     else:
         login = (
@@ -191,12 +281,13 @@ async def _send_error(
     out += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
     if status == 401:
         out.append((b"www-authenticate", b'Bearer realm="kb-ai"'))
+    if retry_after:
+        out.append((b"retry-after", str(math.ceil(retry_after)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": out})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect_with_cookie(send: Send, location: str, token: bytes) -> None:
-    cookie = f"{COOKIE}={token.decode()}; Path=/; HttpOnly; SameSite=Strict"
+async def _redirect_with_cookie(send: Send, location: str, cookie: str) -> None:
     headers = [
         (b"location", location.encode("latin-1")),
         (b"set-cookie", cookie.encode("latin-1")),

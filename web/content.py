@@ -40,7 +40,11 @@ _SHA = re.compile(r"^[0-9a-f]{4,40}$")
 
 def public_task(task: dict[str, Any]) -> dict[str, Any]:
     """A task as clients see it (which server holds its lease is not their business)."""
-    return {k: task[k] for k in PUBLIC_TASK_FIELDS}
+    actor = task.get("actor")
+    if isinstance(actor, str):
+        actor = json.loads(actor)
+    by = actor.get("name") if isinstance(actor, dict) else None
+    return {**{k: task[k] for k in PUBLIC_TASK_FIELDS}, "submitted_by": by}
 
 
 def queue_now(kb: KnowledgeBase) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from kb_ai.errors import EditConflictError, UsageError
 from kb_ai.service import editing
 from web import content, csrf
 from web.errors import status_for
+from web.people import needs
 from web.render import article_url, diff_lines, render_markdown
 from web.services import services
 from web.templating import render
@@ -33,6 +34,7 @@ def _loaded(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
     return {"path": article.path, "title": article.title, "text": text, "base": blob_id(text)}
 
 
+@needs("contributor")
 async def edit(request: Request) -> Response:
     svc = services(request)
     raw = request.path_params["path"]
@@ -70,6 +72,7 @@ async def edit(request: Request) -> Response:
         return render(request, "edit.html", 409, nav="wiki", **page, error=str(exc))
     except UsageError as exc:
         return render(request, "edit.html", status_for(exc), nav="wiki", **page, error=str(exc))
+    await svc.audit(request, "edit", loaded["path"], message)
     url = article_url(loaded["path"]) + (f"?sha={sha}#diff" if sha else "")
     return RedirectResponse(url, status_code=303)
 

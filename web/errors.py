@@ -8,6 +8,7 @@ pages get the same words in an HTML page.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -19,6 +20,8 @@ from kb_ai.service import STATUS_BY_TYPE as SERVICE_STATUS
 from kb_ai.service import error_body, error_fields
 from kb_ai.service import status_for as _status_for
 from kb_ai.service.errors import StatusTable
+from web.fairness import TooManyQuestionsError
+from web.people import ForbiddenError
 from web.templating import error_page
 
 
@@ -40,6 +43,8 @@ STATUS_BY_TYPE: StatusTable = (
     (TooLargeError, 413),
     (UnsupportedError, 415),
     (AuthError, 401),
+    (ForbiddenError, 403),
+    (TooManyQuestionsError, 429),
     *SERVICE_STATUS,
 )
 
@@ -64,9 +69,15 @@ def wants_json(request: Request) -> bool:
 async def on_kb_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, KbAiError)
     fields = error_fields(exc, STATUS_BY_TYPE)
+    wait = getattr(exc, "retry_after", None)
+    headers = (
+        {"retry-after": str(math.ceil(wait))} if isinstance(exc, TooManyQuestionsError) else None
+    )
     if not wants_json(request):
-        return error_page(request, fields["error"], fields["status"])
-    return JSONResponse(fields, fields["status"])
+        page = error_page(request, fields["error"], fields["status"])
+        page.headers.update(headers or {})
+        return page
+    return JSONResponse(fields, fields["status"], headers=headers)
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:

@@ -18,6 +18,7 @@ from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
 from web.originals import original
+from web.people import require
 from web.render import render_markdown
 from web.services import services
 from web.templating import render
@@ -64,6 +65,7 @@ async def submit(request: Request) -> Response:
     svc = services(request)
     if request.method == "GET":
         return render(request, "submit.html", types=TYPES, limits=svc.limits, nav="submit")
+    require(request, "contributor")
     try:
         accepted, rejected = await read_submission(
             request, svc.limits, check_form=lambda form: csrf.check_form(request, form)
@@ -79,6 +81,9 @@ async def submit(request: Request) -> Response:
     if not accepted:
         return render(request, "submit.html", 400, types=TYPES, limits=svc.limits,
                       rejected=rejected, nav="submit")  # fmt: skip
+    await svc.audit(
+        request, "submit", ", ".join(t["title"] for t in tasks), f"{len(tasks)} document(s)"
+    )
     return see(f"/status?queued={len(tasks)}&rejected={len(rejected)}")
 
 
@@ -94,6 +99,7 @@ async def status(request: Request) -> Response:
 async def task_action(request: Request) -> Response:
     svc = services(request)
     task_id, action = request.path_params["task_id"], request.path_params["action"]
+    require(request, "contributor")
     await page_form(request)
     if action not in ("retry", "delete"):
         raise NotFoundError(f"No action {action!r}")

@@ -17,6 +17,8 @@ from starlette.requests import Request
 from kb_ai.llm import LLM
 from kb_ai.service import OpenKb
 from kb_ai.settings import Settings
+from web.fairness import QuestionBuckets
+from web.people import visitor
 from web.pool import WorkerPool
 from wiki import KnowledgeBase, open_state
 
@@ -57,6 +59,7 @@ class Services:
     status_interval: float = 0.5
     pool: WorkerPool | None = None
     background: set[asyncio.Task] = field(default_factory=set)
+    questions: QuestionBuckets = field(default_factory=lambda: QuestionBuckets(0))
 
     @property
     def kb(self) -> KnowledgeBase:
@@ -76,9 +79,19 @@ class Services:
         self._chat_llm = None
 
     def acting(self, request: Request) -> OpenKb:
-        """The knowledge base opened for whoever sent ``request``: for now the server's
-        actor (create_app's ``actor``), until people sign in."""
-        return self.okb
+        """The knowledge base opened for whoever sent ``request``: the signed-in person
+        (web/people.py), else the server's actor (create_app's ``actor``)."""
+        actor = visitor(request).actor
+        return self.okb if actor is None else self.okb.acting_as(actor)
+
+    async def audit(
+        self, request: Request, action: str, target: str = "", detail: str = ""
+    ) -> None:
+        """An audit line for what ``request``'s visitor did, with their address."""
+        from kb_ai.service import people
+
+        address = request.client.host if request.client else ""
+        await self.run(people.audit, self.acting(request), action, target, detail, address)
 
     @contextmanager
     def db(self) -> Iterator[Connection]:

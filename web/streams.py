@@ -25,6 +25,7 @@ from kb_ai.service import OpenKb, error_body, error_fields
 from kb_ai.service.asking import ask_events
 from retrieval import Answer, AskEvent, ChatStore, Done, Error, Turn, check_question
 from web import content
+from web.people import visitor
 from web.render import render_markdown
 from web.services import Services, services
 from web.uploads import json_object
@@ -75,6 +76,7 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     body = await json_object(request, example='{"question": "..."}')
     question, sid, paths = body.get("question"), body.get("session"), body.get("paths")
     question = check_question(question)
+    svc.questions.take(visitor(request).name)  # one person's share of the model
     if sid is not None and not isinstance(sid, str):
         raise UsageError('"session" must be a session id')
     if paths is not None and (

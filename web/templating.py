@@ -13,6 +13,7 @@ from starlette.templating import Jinja2Templates
 
 from kb_ai.models import model_notice
 from web import csrf
+from web.people import may, visitor
 from web.render import render_inline
 from web.services import services
 from wiki import visible_text
@@ -33,7 +34,14 @@ templates = Jinja2Templates(
         autoescape=jinja2.select_autoescape(),
         finalize=_visible,
     ),
-    context_processors=[lambda request: {"csrf_token": csrf.token_of(request)}],
+    # ``may(role)``: whether the visitor's role allows it, so pages show only what they may use
+    context_processors=[
+        lambda request: {
+            "csrf_token": csrf.token_of(request),
+            "may": lambda role: may(request, role),
+            "visitor": visitor(request),
+        }
+    ],
 )
 templates.env.filters["inline_md"] = lambda text: Markup(render_inline(str(text)))
 

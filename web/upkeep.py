@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from kb_ai.errors import NotFoundError
 from kb_ai.service import compiling, linting, reviewing
+from web.people import require
 from web.render import diff_lines
 from web.services import services
 from web.templating import render
@@ -26,6 +27,7 @@ from web.uploads import page_form
 
 
 async def remove(request: Request) -> Response:
+    require(request, "admin")
     await page_form(request)
     svc = services(request)
     rel = request.path_params["path"].strip().lstrip("/")
@@ -33,6 +35,7 @@ async def remove(request: Request) -> Response:
         raise NotFoundError(f"no source {rel}")
     result = await compiling.remove(svc.acting(request), [rel], reason="deleted in the web UI")
     gone = len(result.deleted)
+    await svc.audit(request, "remove", rel, f"{gone} article(s) deleted")
     return RedirectResponse(
         f"/health?removed={quote(rel)}&deleted={gone}&rewritten={len(result.rewritten)}",
         status_code=303,
@@ -68,6 +71,7 @@ async def reviews(request: Request) -> Response:
 
 
 async def review_action(request: Request) -> Response:
+    require(request, "reviewer")
     await page_form(request)
     svc = services(request)
     run, action = request.path_params["run"], request.path_params["action"]
@@ -79,6 +83,7 @@ async def review_action(request: Request) -> Response:
         waiting = f"&waiting={len(rejection.tasks)}"  # submissions left to retry on Status
     else:
         raise NotFoundError(f"No action {action!r}")
+    await svc.audit(request, action, f"run {run}")
     done = {"approve": "approved", "reject": "rejected"}[action]
     return RedirectResponse(f"/review?done={done}&run={quote(run)}{waiting}", status_code=303)
 

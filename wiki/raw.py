@@ -44,7 +44,8 @@ class RawSource:
 
 
 def write_raw(kb: KnowledgeBase, src: RawSource) -> str:
-    """Store ``src`` atomically and return its KB-relative path, "raw/<slug>.md"."""
+    """Store ``src`` atomically and return its KB-relative path, "raw/<slug>.md". Its
+    provenance names who submitted it (``submitted_by``: the actor ``kb`` acts for)."""
     if not is_slug(src.slug):
         raise UsageError(f"{src.slug!r} is not a valid slug for a raw source")
     meta = {
@@ -54,6 +55,8 @@ def write_raw(kb: KnowledgeBase, src: RawSource) -> str:
         "checksum": src.checksum,
         "ingested_at": src.ingested_at,
     }
+    if kb.actor is not None:  # who submitted it: the actor the compile runs for
+        meta["submitted_by"] = kb.actor.label
     rel = src.path
     if src.original and _ORIGINAL_SUFFIX.fullmatch(src.original_suffix):
         meta["original"] = src.original_path

@@ -384,6 +384,8 @@ LAZY_COMMANDS = {
     "rm": "kb_ai.cli.remove",
     "review": "kb_ai.cli.review",
     "watch": "kb_ai.cli.watch",
+    "users": "kb_ai.cli.users",
+    "audit": "kb_ai.cli.users",
 }
 
 

@@ -123,7 +123,7 @@ def ask(
     okb = _open(ctx, model)
     answer = asyncio.run(_stream_answer(okb, text, paths=wanted, as_json=as_json))
     if as_json:
-        keys = ("answer", "citations", "read", "usage", "covered", "findings")
+        keys = ("answer", "citations", "read", "usage", "covered", "see_also", "findings")
         done = answer.as_dict()
         click.echo(json.dumps({k: done[k] for k in keys}, ensure_ascii=False))
     else:

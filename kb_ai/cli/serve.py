@@ -31,9 +31,10 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
 
     \b
     Pages: /wiki, /submit, /status, /chat; JSON API under /api; /healthz.
-    Binding anything but 127.0.0.1/::1/localhost requires a token: set KB_AI_TOKEN,
-    then open http://HOST:PORT/?token=<token> once, or send
-    "Authorization: Bearer <token>" from scripts.
+    Binding anything but 127.0.0.1/::1/localhost requires a token: add people with
+    `kb-ai users add NAME --role ROLE` (each gets one) or set KB_AI_TOKEN (an admin's),
+    then sign in at http://HOST:PORT/login, or send "Authorization: Bearer <token>"
+    from scripts.
     """
     import uvicorn
 
@@ -41,16 +42,16 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     from web.auth import is_loopback
 
     token = os.environ.get("KB_AI_TOKEN") or None
-    if not is_loopback(host) and not token:
+    settings = ctx.settings(model=model or ctx.model)
+    if not is_loopback(host) and not token and not _has_people(settings):
         raise UsageError(
             f"Refusing to serve on {host} without a token: anyone who can reach it could read "
             "and change the wiki",
-            hint="set KB_AI_TOKEN to a long random value (e.g. KB_AI_TOKEN=$(openssl rand -hex 24)), "
+            hint="add people with kb-ai users add NAME --role ROLE, or set KB_AI_TOKEN to a long random value (e.g. KB_AI_TOKEN=$(openssl rand -hex 24)), "
             "or serve on 127.0.0.1",
         )
     if token is not None and len(token) < 16:
         raise UsageError("KB_AI_TOKEN is too short", hint="use at least 16 random characters")
-    settings = ctx.settings(model=model or ctx.model)
     ctx.announce(settings)
     routes, lifespans = mcp_mount(settings)
     app = create_app(
@@ -59,6 +60,12 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kb-ai serving {settings.kb_dir} at http://{shown}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+
+
+def _has_people(settings: Settings) -> bool:
+    from kb_ai.service import open_kb, people
+
+    return bool(people.people(open_kb(settings=settings)))
 
 
 def mcp_mount(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:

@@ -43,8 +43,8 @@ def test_ask_json_has_answer_citations_read_usage_and_the_checks(kb, server):
     result = cli(kb, "ask", "--json", "How long are nightly backups kept?")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"answer", "citations", "read", "usage", "covered", "findings"}
-    assert data["covered"] is True and data["findings"] == []
+    assert set(data) == {"answer", "citations", "read", "usage", "covered", "see_also", "findings"}
+    assert data["covered"] is True and data["findings"] == [] and data["see_also"] == []
     assert data["citations"] == [
         {"title": "Nightly backups", "path": "wiki/concept/nightly-backups.md"}
     ]
@@ -73,6 +73,7 @@ def test_an_uncovered_question_says_so_and_cites_nothing(kb, server):
 
 def test_an_outside_knowledge_answer_is_not_passed_on(kb, server, monkeypatch):
     monkeypatch.setenv("KB_AI_MAX_HOPS", "0")  # the replies are scripted call by call
+    monkeypatch.setenv("KB_AI_COVERAGE_THRESHOLD", "0")  # the evidence gate off: the checks
     # the question shares "main" with the backups page, so the model is asked; it picks
     # that page and answers from what it knows
     server.queue(

@@ -237,12 +237,12 @@ def test_articles_written_during_and_between_questions_are_found_and_read(
     async def answer(question):
         return [e.as_dict() async for e in asker.events(question) if e.type == "done"][0]
 
-    first = run(answer("Who keeps the zeppelin ledger?"))
+    first = run(answer("Who keeps the zeppelin ledger and fleet?"))
     assert fleet not in offered[0] and fleet in offered[1]  # added after the first search
     assert first["read"][-1] == fleet and "kept by Mara" in first["answer"]
 
     compile_fleet("Ines")
-    second = run(answer("Who keeps the zeppelin ledger?"))
+    second = run(answer("Who is the zeppelin fleet kept by?"))
     assert fleet in offered[2] and "kept by Ines" in second["answer"]
 
 

@@ -96,7 +96,7 @@ def test_a_question_no_sentence_shares_a_word_with_is_not_covered_without_a_pick
     make_wiki(kb, [QUEUE, DEPLOY])
     llm = FakeLLM(picking(lambda m: ["s1"])).enqueue({"paths": [DEPLOY[0]]})
     answer = asyncio.run(ask(kb, small(settings), llm, "What is the office wifi password?"))
-    assert answer.answer == NOT_COVERED and answer.citations == []
+    assert answer.answer.startswith(NOT_COVERED) and answer.citations == []
     assert "answer" not in llm.stages()
 
 
@@ -104,7 +104,7 @@ def test_no_sentence_picked_is_a_plain_not_covered_with_no_citation(kb, settings
     make_wiki(kb, [QUEUE, DEPLOY])
     llm = FakeLLM(picking(lambda m: [])).enqueue({"paths": [DEPLOY[0]]})
     answer = asyncio.run(ask(kb, small(settings), llm, "Who approves weekend deploys?"))
-    assert answer.answer == NOT_COVERED and answer.citations == []
+    assert answer.answer.startswith(NOT_COVERED) and answer.citations == []
     assert not answer.covered
 
 
@@ -284,3 +284,22 @@ def _id_of(messages, words):
     return next(
         i for i, s in sentences_of(type("C", (), {"messages": messages})).items() if words in s
     )
+
+
+def test_code_spans_ellipses_and_abbreviations_stay_whole_and_transcript_noise_is_never_quoted():
+    text = (
+        "We claim work with `SELECT ... FOR UPDATE SKIP LOCKED`. A job is inserted with "
+        "its change. Redis was ruled out, e.g. Jobs would be lost on a restart. "
+        "Dr. Okafor and J. Smith agreed.\n\n"
+        "User Interface: {vocalsound} Project Manager: {disfmarker}\n\n"
+        "Project Manager: {vocalsound} The remote control will be yellow.\n"
+    )
+    pages = [Page("wiki/a.md", "Notes", text, False)]
+    offered = [s.text for p in number_sentences(pages) for s in p.sentences]
+    assert offered == [
+        "We claim work with `SELECT ... FOR UPDATE SKIP LOCKED`.",
+        "A job is inserted with its change.",
+        "Redis was ruled out, e.g. Jobs would be lost on a restart.",
+        "Dr. Okafor and J. Smith agreed.",
+        "Project Manager: The remote control will be yellow.",
+    ]

@@ -63,7 +63,7 @@ def test_a_question_no_page_shares_a_word_with_is_declined_without_a_model_call(
     )
     answer = run(ask(kb, settings, llm, "What is the capital of Mongolia?"))
     assert llm.calls == []  # the outside-knowledge answer was never asked for
-    assert answer.answer == NOT_COVERED and not answer.covered
+    assert answer.answer.startswith(NOT_COVERED) and not answer.covered
     assert answer.citations == [] and answer.read == []
     assert [f.check for f in answer.findings] == ["coverage"]
 
@@ -84,7 +84,7 @@ def test_a_chinese_question_about_a_page_never_compiled_is_declined_without_a_se
     llm = FakeLLM().enqueue({"terms": ["Beijing-Shanghai high-speed railway", "length"]})
     answer = run(ask(kb, settings, llm, "京沪高铁有多长？"))
     assert len(llm.calls) == 1 and "terms" in llm.calls[0].schema["properties"]
-    assert answer.answer == NOT_COVERED and not answer.covered
+    assert answer.answer.startswith(NOT_COVERED) and not answer.covered
 
 
 def test_selected_pages_that_share_no_word_with_the_question_are_not_read(kb, settings):
@@ -95,7 +95,7 @@ def test_selected_pages_that_share_no_word_with_the_question_are_not_read(kb, se
     )
     answer = run(ask(kb, settings, llm, "What is the capital of Mongolia?"))
     assert llm.stages() == ["select"]  # nothing related was picked: no answer call
-    assert answer.answer == NOT_COVERED and not answer.covered and answer.read == []
+    assert answer.answer.startswith(NOT_COVERED) and not answer.covered and answer.read == []
     assert {f.path for f in answer.findings if f.check == "selection"} == {DNS[0], BACKUP[0]}
 
 
@@ -105,10 +105,12 @@ def test_an_outside_knowledge_answer_citing_an_unrelated_page_is_not_given(kb, s
         {"paths": [CAPEX[0]]},
         "The capital of Mongolia is Ulaanbaatar [Capital budget](wiki/decision/capital-budget.md).",
     )
-    events = events_of(kb, settings, llm, "What is the capital of Mongolia?")
+    # the evidence gate (coverage.py) off: the answer's own checks catch it too
+    ungated = replace(settings, coverage_threshold=0.0)
+    events = events_of(kb, ungated, llm, "What is the capital of Mongolia?")
     done = events[-1].as_dict()
     assert "Ulaanbaatar" not in shown(events) and "Ulaanbaatar" not in done["answer"]
-    assert done["answer"] == NOT_COVERED and done["covered"] is False
+    assert done["answer"].startswith(NOT_COVERED) and done["covered"] is False
     assert done["citations"] == []
     grounding = [f for f in done["findings"] if f["check"] == "grounding"]
     assert grounding and "Ulaanbaatar" in grounding[0]["detail"]
@@ -123,7 +125,7 @@ def test_an_invented_number_never_reaches_the_user(kb, settings):
     events = events_of(kb, settings, llm, "成渝高速铁路有多长？")
     done = events[-1].as_dict()
     assert "1000" not in shown(events) and "1000" not in done["answer"]
-    assert done["answer"] == NOT_COVERED and done["covered"] is False
+    assert done["answer"].startswith(NOT_COVERED) and done["covered"] is False
     assert any("1000" in f["detail"] for f in done["findings"])
 
 
@@ -176,10 +178,10 @@ def test_a_one_word_outside_answer_is_not_given(kb, settings):
         {"paths": [CAPEX[0]]}, "Ulaanbaatar [Capital budget](wiki/decision/capital-budget.md)."
     )
     answer = run(ask(kb, settings, llm, "What is the capital of Mongolia?"))
-    assert answer.answer == NOT_COVERED and not answer.covered and answer.citations == []
+    assert answer.answer.startswith(NOT_COVERED) and not answer.covered and answer.citations == []
     uncited = FakeLLM().enqueue({"paths": [CAPEX[0]]}, "Ulaanbaatar.")
     answer = run(ask(kb, settings, uncited, "What is the capital of Mongolia?"))
-    assert answer.answer == NOT_COVERED and not answer.covered
+    assert answer.answer.startswith(NOT_COVERED) and not answer.covered
 
 
 def test_an_answer_that_says_nothing_is_not_covered_and_never_shown(kb, settings):
@@ -187,9 +189,10 @@ def test_an_answer_that_says_nothing_is_not_covered_and_never_shown(kb, settings
     llm = FakeLLM().enqueue({"paths": [CAPEX[0]]}, "OK. Sure!")
     events = events_of(kb, settings, llm, "What is the capital of Mongolia?")
     assert (
-        events[-1].as_dict()["answer"] == NOT_COVERED and events[-1].as_dict()["covered"] is False
+        events[-1].as_dict()["answer"].startswith(NOT_COVERED)
+        and events[-1].as_dict()["covered"] is False
     )
-    assert shown(events) == NOT_COVERED
+    assert shown(events).startswith(NOT_COVERED)
 
 
 def test_a_local_model_picking_a_sentence_gets_only_its_page_cited(kb, settings):
@@ -206,7 +209,7 @@ def test_a_local_model_naming_no_offered_sentence_is_not_covered(kb, settings):
     local = replace(settings, model="local/default")
     llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, {"sentences": ["s90"]})
     answer = run(ask(kb, local, llm, "How long are backups kept?"))
-    assert "90" not in answer.answer and answer.answer == NOT_COVERED
+    assert "90" not in answer.answer and answer.answer.startswith(NOT_COVERED)
     assert not answer.covered and answer.citations == []
 
 

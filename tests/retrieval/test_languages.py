@@ -159,7 +159,7 @@ def test_a_chinese_question_naming_an_english_product_is_still_chinese(kb, setti
         "wiki/reference/chengdu-chongqing-railway.md",
         "成渝高速铁路",
         "成渝高速铁路的线路概况。",
-        "成渝高速铁路全长308公里，使用CRH380列车，设计速度为每小时350公里。\n",
+        "成渝高速铁路全长308公里，使用CRH380 Express Service列车，设计速度为每小时350公里。\n",
     )
     make_wiki(kb, [railway])
     llm = FakeLLM().enqueue(

@@ -17,10 +17,13 @@ def test_with_a_token_everything_needs_it(guarded):
     for path in ("/healthz", "/api/tasks", "/wiki", "/static/kb.css", "/mcp"):
         r = guarded.get(path)
         assert r.status_code == 401, path
-    assert guarded.get("/api/tasks").json() == {
+    body = guarded.get("/api/tasks").json()
+    assert body == {  # the one error shape (web/errors.py)
         "ok": False,
         "status": 401,
-        "error": guarded.get("/api/tasks").json()["error"],
+        "kind": "AuthError",
+        "error": body["error"],
+        "hint": body["hint"],
     }
     page = guarded.get("/wiki", headers={"accept": "text/html"})
     assert page.status_code == 401 and "<form" in page.text
@@ -96,6 +99,7 @@ def test_every_write_needs_our_pages_or_a_script(client):
         ("POST", f"/chat/{sid}/rename"), ("POST", f"/chat/{sid}/delete"),
         ("POST", "/remove/raw/x.md"), ("POST", "/review/1/approve"),
         ("POST", "/review/1/reject"), ("POST", "/edit/concept/nightly-backups.md"),
+        ("POST", "/login"),
     ]  # fmt: skip
     unsafe = {
         route.path

@@ -149,11 +149,14 @@ function taskRow(t) {
   const state = el("td", {}, el("span", { class: `pill ${t.state}`, text: t.state }));
   if (t.stage && t.state === "running") state.append(" ", el("span", { class: "muted", text: t.stage }));
   const when = el("td", {}, el("time", { datetime: t.created_at, text: t.created_at.slice(0, 16).replace("T", " ") }));
+  if (t.submitted_by) when.append(" ", el("span", { class: "by", text: `by ${t.submitted_by}` }));
   const actions = el("td", { class: "actions" });
   const action = (name, label, cls) => el("form", { method: "post", action: `/status/${t.id}/${name}` },
     el("input", { type: "hidden", name: "csrf", value: CSRF() }), el("button", { class: cls, text: label }));
-  if (t.state === "failed") actions.append(action("retry", "Retry"));
-  if (t.state !== "running") actions.append(action("delete", "Delete", "quiet"));
+  // the buttons only for those whose role may use them (the server checks again)
+  const mayContribute = document.body.dataset.role !== "reader";
+  if (mayContribute && t.state === "failed") actions.append(action("retry", "Retry"));
+  if (mayContribute && t.state !== "running") actions.append(action("delete", "Delete", "quiet"));
   return el("tr", { "data-id": t.id, "data-state": t.state }, doc, state, when, actions);
 }
 

@@ -1,0 +1,84 @@
+"""`kb-ai users` and `kb-ai audit`: a token is printed once, on the last line, and only
+its hash is kept in state.db."""
+
+import json
+
+from click.testing import CliRunner
+
+from kb_ai.cli import main
+
+
+def kb_ai(kb, *args):
+    return CliRunner().invoke(main, ["--kb", str(kb.root), *args])
+
+
+def test_a_token_is_printed_once_and_only_its_hash_is_kept(kb):
+    added = kb_ai(kb, "users", "add", "Ada Lovelace", "--role", "contributor")
+    assert added.exit_code == 0, added.output
+    token = added.output.strip().splitlines()[-1]
+    assert token.startswith("kb_") and len(token) > 40
+    assert added.output.count(token) == 1
+    stored = kb.state_db.read_bytes() + b"".join(
+        p.read_bytes() for p in kb.state_dir.glob("state.db*")
+    )
+    secret = token.split(".", 1)[1]
+    assert secret.encode() not in stored and token.encode() not in stored
+
+    listed = json.loads(kb_ai(kb, "users", "list", "--json").output)
+    assert [(p["name"], p["role"]) for p in listed] == [("Ada Lovelace", "contributor")]
+    assert token not in kb_ai(kb, "users", "list").output
+
+
+def test_role_token_and_remove_change_the_person_and_are_audited(kb):
+    from kb_ai.service import open_kb
+    from wiki import open_state
+    from wiki.people import PeopleStore
+
+    first = kb_ai(kb, "users", "add", "Grace", "--role", "reader").output.splitlines()[-1]
+    assert kb_ai(kb, "users", "role", "Grace", "reviewer").exit_code == 0
+    second = kb_ai(kb, "users", "token", "Grace").output.splitlines()[-1]
+    assert second != first
+    conn = open_state(open_kb(kb.root, detect=False).kb)
+    store = PeopleStore(conn)
+    assert store.verify(first) is None  # the old token is revoked
+    assert store.verify(second).role == "reviewer"
+    assert kb_ai(kb, "users", "remove", "Grace").exit_code == 0
+    assert store.verify(second) is None and store.list() == []
+
+    entries = json.loads(kb_ai(kb, "audit", "--json").output)
+    assert [(e["action"], e["target"]) for e in entries] == [
+        ("person-add", "Grace"),
+        ("role-change", "Grace"),
+        ("token-change", "Grace"),
+        ("person-remove", "Grace"),
+    ]
+    assert entries[1]["detail"] == "reader -> reviewer" and entries[0]["address"] == "cli"
+    text = kb_ai(kb, "audit").output
+    assert first not in text and second not in text
+    assert kb_ai(kb, "audit", "--since", "2999-01-01").output == ""
+
+
+def test_bad_names_and_roles_say_what_to_do(kb):
+    unknown = kb_ai(kb, "users", "role", "Nobody", "admin")
+    assert unknown.exit_code == 2 and "kb-ai users list" in unknown.output
+    kb_ai(kb, "users", "add", "Ada")
+    again = kb_ai(kb, "users", "add", "Ada")
+    assert again.exit_code == 2 and "kb-ai users token" in again.output
+    assert kb_ai(kb, "users", "add", "Eve", "--role", "owner").exit_code == 2
+
+
+def test_the_audit_log_cannot_be_rewritten(kb):
+    import sqlite3
+
+    import pytest
+
+    from wiki import open_state
+    from wiki.audit import AuditLog
+
+    log = AuditLog(open_state(kb))
+    log.record("Ada", "submit", "note.md", address="127.0.0.1")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        log.conn.execute("UPDATE audit SET who = 'Eve'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        log.conn.execute("DELETE FROM audit")
+    assert [e.who for e in log.entries()] == ["Ada"]

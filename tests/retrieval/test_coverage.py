@@ -1,0 +1,129 @@
+"""Coverage decided on evidence (issue 28): a question the pages read do not answer is
+declined, with nearby pages named as "see also" and nothing claimed from them, however
+eager the model is to answer; questions the wiki covers are still answered. Through
+`kb-ai ask --json` on the four example notes, with a stand-in model over HTTP that
+writes answers and with one that picks sentences (the extractive small-model path)."""
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kb_ai.cli import main
+from retrieval.coverage import measure
+from retrieval.pages import Page
+from tests.fakes.kb_responder import respond, schema_of
+from tests.fakes.openai_server import Reply
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "notes"
+UNCOVERED = [
+    "Which monitoring tool alerts on database replication lag?",
+    "Who is the on-call engineer for the payments service?",
+]
+COVERED = {
+    "Who approves a production deploy?": "release-approvers",
+    "How do we roll back a deploy?": "previous release tag",
+}
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def eager(request: dict) -> Reply:
+    """A model that always answers: it picks every page offered, picks the first
+    sentences offered, and writes the two page sentences sharing most words with the question
+    (one is enough, rarer words weigh more) with its citation, as a model asked about something the wiki lacks
+    quotes whatever is nearest."""
+    props = schema_of(request).get("properties", {})
+    if "paths" in props:
+        offered = props["paths"]["items"]["enum"]
+        return Reply(json.dumps({"paths": offered[: props["paths"].get("maxItems", 6)]}))
+    if "sentences" in props:
+        return Reply(json.dumps({"sentences": props["sentences"]["items"]["enum"][:2]}))
+    if props:
+        return respond(request)
+    user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+    question = re.search(r"^Question: (.+)$", user, re.M).group(1)
+    words = _prefixes(question)
+    found = []
+    for title, path, text in re.findall(
+        r'<page title="(.*?)" path="(.*?)">\n(.*?)\n</page>', user, re.S
+    ):
+        lines = [line for line in text.splitlines() if not line.startswith("#")]
+        for sentence in re.split(r"(?<=[.!?])\s+|\n", "\n".join(lines)):
+            found.append((words & _prefixes(sentence), sentence, title, path))
+    # a word few sentences have says more, as a reader would weigh it
+    seen = Counter(w for hit, *_ in found for w in hit)
+    best = sorted(found, key=lambda f: -sum(1 / seen[w] for w in f[0]))[:2]
+    return Reply(" ".join(f"{sentence} [{title}]({path})" for _, sentence, title, path in best))
+
+
+def _prefixes(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text.lower())}
+
+
+@pytest.fixture
+def example_kb(tmp_path, fake_model):
+    kb = tmp_path / "kb"
+    runner = CliRunner()
+    assert runner.invoke(main, ["--kb", str(kb), "init"]).exit_code == 0
+    done = runner.invoke(main, ["--kb", str(kb), "compile", str(EXAMPLES)])
+    assert done.exit_code == 0, done.output
+    fake_model.responder = eager
+    return kb
+
+
+def ask_json(kb: Path, question: str, **env: str) -> dict:
+    result = CliRunner().invoke(main, ["--kb", str(kb), "ask", "--json", question], env=env)
+    assert result.exit_code == 0, result.output
+    return json.loads([line for line in result.output.splitlines() if line.startswith("{")][-1])
+
+
+@pytest.mark.parametrize("small", ["0", "1"], ids=["writing", "extractive"])
+def test_uncovered_example_questions_are_declined_with_see_also(example_kb, small):
+    for question in UNCOVERED:
+        got = ask_json(example_kb, question, KB_AI_SMALL_MODEL=small)
+        assert got["covered"] is False, (question, got["answer"])
+        assert got["answer"].startswith("The wiki does not cover this question."), got["answer"]
+        assert got["citations"] == []
+        assert "jobs" not in got["answer"].split("See also")[0].lower()
+        assert 1 <= len(got["see_also"]) <= 3
+        assert all(p["path"] in got["read"] for p in got["see_also"])
+        assert all(f"]({p['path']})" in got["answer"] for p in got["see_also"])
+        assert any(f["check"] == "coverage" for f in got["findings"])
+
+
+@pytest.mark.parametrize("small", ["0", "1"], ids=["writing", "extractive"])
+def test_covered_example_questions_are_still_answered(example_kb, small):
+    for question, fact in COVERED.items():
+        got = ask_json(example_kb, question, KB_AI_SMALL_MODEL=small)
+        assert got["covered"] is True, (question, got["answer"], got["findings"])
+        assert fact in got["answer"], (question, got["answer"])
+        assert got["citations"] and got["see_also"] == []
+
+
+def test_no_model_is_asked_when_the_question_shares_no_word_with_the_wiki(example_kb, fake_model):
+    before = len(fake_model.requests)
+    got = ask_json(example_kb, "Quelle heure est-il à Oulan-Bator?")
+    assert got["covered"] is False
+    assert len(fake_model.requests) == before
+
+
+def page(text: str, path: str = "wiki/a.md") -> Page:
+    return Page(path, "Notes", text, False)
+
+
+def test_a_page_saying_one_of_the_words_once_does_not_cover_the_question():
+    pages = [
+        page(
+            "The invoice service sends reminder emails. The invoice service renders PDFs. "
+            "The invoice service runs its jobs from a table. An engineer reviewed the jobs "
+            "table. Deploys of the invoice service need one approval."
+        ),
+    ]
+    assert not measure("Who is the on-call engineer for the payments service?", pages).covered()
+    pages.append(page("Dana is the on-call engineer for the payments service.", "wiki/b.md"))
+    coverage = measure("Who is the on-call engineer for the payments service?", pages)
+    assert coverage.covered()
+    assert coverage.ranked[0] == "wiki/b.md"

@@ -1,0 +1,73 @@
+"""Signing in on the login page: a signed, expiring, HttpOnly session cookie that never
+holds the token, ended by revoking the token; failed sign-ins wait, per address."""
+
+import pytest
+
+from kb_ai.service import open_kb, people
+from tests.web.conftest import make_client
+from web.sessions import COOKIE, Sessions
+
+
+@pytest.fixture
+def ada(settings):
+    return people.add(open_kb(settings=settings), "Ada", "contributor")[1]
+
+
+def sign_in(client, token):
+    return client.post(
+        "/login", data={"csrf": csrf_token_of_login(client), "token": token}, follow_redirects=False
+    )
+
+
+def csrf_token_of_login(client):
+    page = client.get("/login").text
+    return page.split('name="kb-ai-csrf" content="')[1].split('"')[0]
+
+
+def test_the_login_page_sets_a_signed_session_cookie_without_the_token(settings, model, ada):
+    with make_client(settings, model, start_worker=False) as client:
+        assert client.get("/wiki").status_code == 401
+        assert client.get("/login").status_code == 200  # open to all
+        signed = sign_in(client, ada)
+        assert signed.status_code == 303
+        cookie = signed.headers["set-cookie"]
+        assert cookie.startswith(f"{COOKIE}=") and ada not in cookie
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Max-Age=" in cookie
+        assert "Secure" not in cookie  # plain http here; https adds it
+        page = client.get("/status")
+        assert page.status_code == 200 and "Ada (contributor)" in page.text
+
+        people.new_token(open_kb(settings=settings), "Ada")  # revoking ends the session
+        assert client.get("/status").status_code == 401
+
+
+def test_a_forged_or_expired_session_is_refused(settings, model, ada):
+    with make_client(settings, model, start_worker=False) as client:
+        sessions = client.app.state.sessions
+        holder = sessions.holder(sign_in(client, ada).cookies[COOKIE])
+        client.cookies.clear()
+        expired = sessions.issue(holder, now=0)
+        forged = Sessions("another secret").issue(holder)
+        for value in (expired, forged, f"{holder}.9999999999.00"):
+            client.cookies.set(COOKIE, value)
+            assert client.get("/api/tasks").status_code == 401
+            client.cookies.clear()
+
+
+def test_failed_sign_ins_wait_per_address_and_are_audited(settings, model, ada):
+    with make_client(settings, model, start_worker=False) as client:
+        assert sign_in(client, "kb_guess.wrong").status_code == 401
+        again = sign_in(client, ada)  # even the right token waits its turn
+        assert again.status_code == 429 and int(again.headers["retry-after"]) >= 1
+        link = client.get(f"/wiki?token={ada}", headers={"accept": "application/json"})
+        assert link.status_code == 429 and link.json()["kind"] == "TooManyError"
+        assert client.app.state.throttle.wait("another-address") == 0
+    entries = people.entries(open_kb(settings=settings))
+    assert [e.action for e in entries if "sign-in" in e.action] == ["sign-in-failed"]
+    assert all(ada not in e.line for e in entries)
+
+
+def test_the_login_form_needs_its_csrf_field(settings, model, ada):
+    with make_client(settings, model, start_worker=False) as client:
+        refused = client.post("/login", data={"token": ada}, follow_redirects=False)
+        assert refused.status_code == 403 and COOKIE not in refused.headers.get("set-cookie", "")
