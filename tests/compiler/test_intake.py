@@ -91,12 +91,14 @@ def fresh(tmp_path: Path, name: str):
 
 
 def raw_files(kb: KnowledgeBase) -> dict[str, str]:
-    """raw/ by file name, without the time each was taken in, nor where from (a path, a
-    content hash); an agent session's origin is its id, the same every way."""
+    """raw/ by file name, without the time each was taken in, where from (a path, a
+    content hash) or who submitted it (the CLI's user, the queue's actor); an agent
+    session's origin is its id, the same every way."""
     out = {}
     for path in sorted((kb.root / "raw").glob("*.md")):
         text = path.read_text(encoding="utf-8")
         text = re.sub(r"(?m)^ingested_at: .*\n", "", text)
+        text = re.sub(r"(?m)^submitted_by: .*\n", "", text)
         text = re.sub(r"(?m)^origin: (?!'?session:).*\n", "", text)
         out[path.name] = text
     return out
