@@ -9,13 +9,13 @@ two top heading levels) has at least three entries."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import date
 
 from compiler.documents.sections import outline_sections, pages_of
 from compiler.hand_edits import Held, look_at, store_merged
 from compiler.recovery import journaled
-from compiler.result import CompileResult
-from compiler.work import Plan, Work
+from compiler.state import Plan, Work
 from wiki import Article, KnowledgeBase, derive_keys, read_article
 
 KIND = "reference"
@@ -62,27 +62,25 @@ def document_article(
 
 def write_document_articles(
     kb: KnowledgeBase,
-    work: list[Work],
+    work: Sequence[Work],
     plan: Plan,
-    written: dict[str, Article],
-    result: CompileResult,
-) -> list[Held]:
-    """The document article of each long document the run compiled, written (and added
-    to ``written`` and ``result``) once the subject articles it links to are. Returns
-    those not written because a person's edit of them meets the update (review)."""
+    written: Mapping[str, Article],
+) -> tuple[dict[str, tuple[Article, bool]], list[Held]]:
+    """The document article of each long document the run compiled, written once the
+    subject articles it links to are: path -> (the article stored, whether it existed);
+    and those not written because a person's edit of them meets the update (review)."""
+    outlines: dict[str, tuple[Article, bool]] = {}
     held: list[Held] = []
     for i, w in enumerate(work):
         src = w.source
-        if w.error or w.extraction is None or src.kind != "document" or len(src.chunks) < 2:
+        if not w.usable or src.kind != "document" or len(src.chunks) < 2:
             continue
-        fed = [
-            (p, written[p].title) for p, (_, _, idx) in plan.items() if i in idx and p in written
-        ]
+        fed = [(p, written[p].title) for p in plan.articles_of(i) if p in written]
         if not fed:
             continue
         # named apart from the subject articles (the writer often names one after the document)
         path = f"wiki/{KIND}/{w.slug}-outline.md"
-        if path in plan:  # the writer chose this path for a subject of its own
+        if path in plan.articles:  # the writer chose this path for a subject of its own
             continue
         existing = read_article(kb, path) if kb.resolve(path, under="wiki").is_file() else None
         if existing is not None and existing.sources != [w.raw_path]:
@@ -95,8 +93,6 @@ def write_document_articles(
             stored = store_merged(kb, article, look, [])
         if isinstance(stored, Held):
             held.append(stored)
-            result.held.append(path)
             continue
-        written[path] = stored.article
-        (result.updated if existing else result.created).append(path)
-    return held
+        outlines[path] = (stored.article, existing is not None)
+    return outlines, held

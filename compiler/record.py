@@ -3,11 +3,11 @@ state.db, the indexes, the search index, a log.md entry and the commit message."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import closing
 
 from compiler.result import CompileResult, Failure
-from compiler.work import Plan, Work
+from compiler.state import Plan, Work
 from wiki import (
     Article,
     CatalogEntry,
@@ -31,24 +31,22 @@ def record_sources(
     kb: KnowledgeBase,
     work: Sequence[Work],
     plan: Plan,
-    article_errors: dict[str, str],
-    result: CompileResult,
+    article_errors: Mapping[str, str],
     *,
     model: str,
     prompt_version: str,
     interrupted: bool,
-) -> None:
-    """Each source's outcome, in input order: in ``result`` and in state.db."""
-    articles_of: dict[int, list[str]] = {}
-    for path, (_, _, indexes) in plan.items():
-        for i in indexes:
-            articles_of.setdefault(i, []).append(path)
+) -> tuple[list[str], list[Failure]]:
+    """Each source's outcome, in input order, into state.db; returns (the origins
+    compiled, the failures)."""
+    compiled: list[str] = []
+    failed: list[Failure] = []
     with closing(open_state(kb)) as conn:
         # One transaction: the sources' state and the mark that the run's articles are
         # theirs land together, or neither does (see compiler.recovery).
         conn.execute("BEGIN IMMEDIATE")
         for i, w in enumerate(work):
-            paths = articles_of.get(i, [])
+            paths = plan.articles_of(i)
             # an article it fed before and was to leave counts too: failing to write it
             # leaves the old version's statements there, so the source is not done
             mine = [*paths, *(p for p in w.previous_articles if p not in paths)]
@@ -58,9 +56,9 @@ def record_sources(
                     "interrupted before it finished" if interrupted else "no article was planned"
                 )
             if error is None:
-                result.compiled.append(w.source.origin)
+                compiled.append(w.source.origin)
             else:
-                result.failed.append(Failure(w.source.origin, error))
+                failed.append(Failure(w.source.origin, error))
             upsert_source(
                 conn,
                 w.source.origin,
@@ -71,34 +69,35 @@ def record_sources(
                 status="ok" if error is None else "failed",
                 error=error,
                 # what it feeds now: an article it fed before and not now has lost it
-                articles=sorted(set(paths)) if error is None else w.previous_articles,
+                articles=sorted(set(paths)) if error is None else list(w.previous_articles),
             )
         set_meta(conn, RUN_RECORDED, "1")
         conn.commit()
+    return compiled, failed
 
 
 def write_run_indexes(
     kb: KnowledgeBase,
-    catalog: list[CatalogEntry],
+    catalog: Sequence[CatalogEntry],
     since_ns: int,
-    written: dict[str, Article],
+    written: Mapping[str, Article],
 ) -> None:
     """The indexes from the catalog the run started with and the articles it wrote,
     reading only articles changed by someone else since ``since_ns``."""
     fresh = {path: entry_for(article) for path, article in written.items()}
-    fingerprint = write_indexes(kb, refresh_catalog(kb, catalog, since_ns, fresh))
+    fingerprint = write_indexes(kb, refresh_catalog(kb, list(catalog), since_ns, fresh))
     with closing(open_state(kb)) as conn:
         set_meta(conn, INDEX_FINGERPRINT, fingerprint)
 
 
 def update_search(
-    kb: KnowledgeBase, written: dict[str, Article], deleted: Sequence[str] = ()
+    kb: KnowledgeBase, written: Mapping[str, Article], deleted: Sequence[str] = ()
 ) -> None:
     """The search index (and catalog lines) with the articles the run wrote, and
     without those it deleted."""
     with closing(open_state(kb)) as conn:
         remove_from_tables(conn, deleted)
-        refresh_search_index(kb, conn, sorted(written), written)
+        refresh_search_index(kb, conn, sorted(written), dict(written))
 
 
 def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> None:

@@ -15,15 +15,12 @@ not failed.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.redact import redact
-from compiler.transcripts import HEAD_BYTES, Transcript, TranscriptError, detect, parse
-from compiler.transcripts.chunks import pack_turns
+from compiler.transcripts import Transcript
 
 # formats whose files carry the agent's own session id
 SESSION_FORMATS = ("claude-code", "codex")
@@ -32,10 +29,12 @@ _PART = re.compile(r"#(\d+)-(\d+)$")
 
 @dataclass(frozen=True)
 class Increment:
-    """What a session has to compile now: ``source`` (None when nothing: see ``reason``)."""
+    """What a session has to compile now: ``part`` under ``origin`` (None when nothing:
+    see ``reason``)."""
 
     key: str
-    source: Any = None  # compiler.sources.Source, or None
+    origin: str = ""
+    part: Transcript | None = None
     reason: str = ""
 
 
@@ -64,60 +63,33 @@ def compiled_turns(known: Mapping[str, Any], key: str) -> int:
     return max((end for _, end, _ in _parts(known, key)), default=0)
 
 
-def is_compiled(known: Mapping[str, Any], key: str, checksum: str) -> bool:
-    """Whether a part was compiled from exactly this transcript."""
-    return any(row["checksum"] == checksum for _, _, row in _parts(known, key))
-
-
-def head_key(data: bytes, name: str) -> str | None:
-    """The session key of a transcript, from its first bytes only (None: not a session)."""
-    head = data[:HEAD_BYTES]
-    if detect(head, name) not in SESSION_FORMATS:
-        return None
-    try:
-        tr = parse(head, name)
-    except (TranscriptError, ValueError):
-        return None
-    return session_key(tr.agent, tr.session_id) if tr.session_id else None
+def session_checksums(known: Mapping[str, Any]) -> dict[str, str]:
+    """checksum -> session key of every session part compiled (status ok): a transcript
+    with one of these checksums is unchanged since, known without reading it."""
+    out = {}
+    for origin, row in known.items():
+        if origin.startswith("session:") and _PART.search(origin) and row["status"] == "ok":
+            out[row["checksum"]] = _PART.sub("", origin)
+    return out
 
 
 def increment(
-    data: bytes,
-    name: str,
-    known: Mapping[str, Any],
-    *,
-    chunk_chars: int,
-    fallback_id: str | None = None,
+    tr: Transcript, known: Mapping[str, Any], *, fallback_id: str | None = None
 ) -> Increment | None:
-    """The next part of the session in ``data`` (None when ``data`` is not an agent
-    session with an id; then it compiles as any other source)."""
-    from compiler.sources import Source, decode_text
-
-    if detect(data[:HEAD_BYTES], name) not in SESSION_FORMATS:
-        return None  # a note, a document, another transcript format: looked at no further
-    checksum = hashlib.sha256(data).hexdigest()
-    key = head_key(data, name)
-    if key is not None and is_compiled(known, key, checksum):
-        return Increment(key, None, "unchanged since it was compiled")
-    text = decode_text(data, name)
-    if detect(text, name) not in SESSION_FORMATS:
-        return None
-    try:
-        tr = parse(text, name)
-    except (TranscriptError, ValueError):
-        return None
+    """The next part of the agent session ``tr`` (parsed once by the intake), or None
+    when it carries no session id: then it compiles as any other transcript."""
     session_id = tr.session_id or fallback_id
     if not session_id:
         return None
     key = session_key(tr.agent, session_id)
     if tr.is_empty():
-        return Increment(key, None, "holds no conversation (only local commands or metadata)")
+        return Increment(key, reason="holds no conversation (only local commands or metadata)")
     start = compiled_turns(known, key)
     end = len(tr.turns)
     if tr.turns[-1].role == "user":
         end -= 1  # a request still waiting for its answer comes with the answer, next time
     if end <= start:
-        return Increment(key, None, "nothing new since its last compile")
+        return Increment(key, reason="nothing new since its last compile")
     part = Transcript(
         agent=tr.agent,
         title=tr.title + (" (continued)" if start else ""),
@@ -125,15 +97,4 @@ def increment(
         session_id=session_id,
         turns=tr.turns[start:end],
     )
-    clean, redacted = redact(part.to_text())
-    source = Source(
-        origin=f"{key}#{start}-{end}",
-        title=redact(part.title)[0],
-        kind="transcript",
-        text=clean,
-        checksum=checksum,
-        size=len(data),
-        chunks=pack_turns(clean, chunk_chars),
-        redactions=tr.redactions + redacted,
-    )
-    return Increment(key, source)
+    return Increment(key, f"{key}#{start}-{end}", part)

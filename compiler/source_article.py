@@ -16,7 +16,7 @@ heading and first sentences are used), topics are cut to a few words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import PurePosixPath
 from typing import Any
@@ -26,7 +26,7 @@ from compiler.classify import CATEGORY_HELP, Target
 from compiler.extract import Extraction, check_extraction
 from compiler.material import Material
 from compiler.sources import Source
-from compiler.work import Work
+from compiler.state import Work
 from compiler.write import clean_body
 from kb_ai.grounding import Evidence
 from kb_ai.llm import LLM
@@ -89,28 +89,32 @@ async def name_source(
 
 
 def source_targets(
-    work: Sequence[Work], existing: dict[str, CatalogEntry], categories: Sequence[str]
-) -> None:
-    """Where each source goes, in input order: the article it fed before, else a new one
-    of its own (under a slug no article of the wiki or of this run has)."""
+    work: Sequence[Work], existing: Mapping[str, CatalogEntry], categories: Sequence[str]
+) -> dict[int, tuple[Target]]:
+    """Where each source goes (by its index in ``work``), in input order: the article it
+    fed before, else a new one of its own (under a slug no article of the wiki or of
+    this run has)."""
     taken = {PurePosixPath(p).stem for p in existing}
-    for w in work:
-        if w.error or w.extraction is None:
+    placed: dict[int, tuple[Target]] = {}
+    for i, w in enumerate(work):
+        if not w.usable:
             continue
+        assert w.extraction is not None
         entry = next((existing[p] for p in w.previous_articles if p in existing), None)
         if entry is not None:
-            w.targets = [Target(entry.path, entry.title, entry.type, exists=True)]
+            placed[i] = (Target(entry.path, entry.title, entry.type, exists=True),)
             continue
         title = article_title(w.extraction, w.source)
         slug = unique_slug(slugify(title), taken)
         taken.add(slug)
         # (a stored naming from before the categories changed may hold another type)
         kind = w.extraction.type if w.extraction.type in categories else categories[0]
-        w.targets = [Target(f"wiki/{kind}/{slug}.md", title, kind, exists=False)]
+        placed[i] = (Target(f"wiki/{kind}/{slug}.md", title, kind, exists=False),)
+    return placed
 
 
 def own_source(
-    work: dict[str, Work], material: Sequence[Material], existing: Article | None
+    work: Mapping[str, Work], material: Sequence[Material], existing: Article | None
 ) -> Work | None:
     """The one source an article is kept verbatim from, or None: an article fed by more
     than one source (compiled earlier by a larger model) is still merged by the model."""

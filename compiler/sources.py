@@ -1,6 +1,12 @@
-"""Sources: find the files to compile, read them safely, normalise them to text, chunk them.
+"""Sources: bytes that came in, however they came, read once into normalised text.
 
-Every way a file can be unusable (missing, binary, empty, too large, not UTF-8) becomes a
+One way in (``read_incoming``) for a file, a member of an archive, an upload, a queued
+task, a fetched page and an agent hook's session: the format is detected once (a
+document by its name; else the text is decoded and looked at once for a transcript),
+the text is normalised once, and redacted in one place (``_text_source``; documents in
+compiler/documents/prepare.py) before anything downstream sees it.
+
+Every way a datum can be unusable (binary, empty, too large, not UTF-8) becomes a
 SourceError with a message that says what to do; the run reports it and goes on.
 """
 
@@ -8,55 +14,22 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import os
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compiler.documents import (
-    ArchiveLimits,
-    ConvertOptions,
-    archive_members,
-    format_of,
-    is_url,
-    prepare_document,
-    supported_summary,
-    wanted_in_folder,
-)
-from compiler.origins import origin_of
+from compiler.discover import TEXT_EXTENSIONS, TRANSCRIPT_EXTENSIONS, Candidate, file_checksum
+from compiler.documents import ConvertOptions, format_of, prepare_document, supported_summary
 from compiler.redact import redact, redact_name
-from compiler.transcripts import HEAD_BYTES, TranscriptError, detect, parse
+from compiler.transcripts import Transcript, TranscriptError, detect, parse
 from compiler.transcripts.chunks import pack_turns
 from kb_ai.errors import DocumentError, SourceError, UsageError
 
 if TYPE_CHECKING:
     from compiler.documents.isolation import ConvertProcess
 
-# Extensions picked up when a directory is given. A file named explicitly is read
-# whatever its extension, as long as it is text.
-TEXT_EXTENSIONS = frozenset(
-    {
-        ".md",
-        ".markdown",
-        ".mdown",
-        ".mkd",
-        ".txt",
-        ".text",
-        ".rst",
-        ".adoc",
-        ".asciidoc",
-        ".org",
-        ".textile",
-        ".wiki",
-    }
-)
 KIND_BY_EXTENSION = {".md": "note", ".markdown": "note", ".txt": "note", ".rst": "document"}
-# Picked up from a directory only when their content is a transcript kb-ai can read
-# (a .jsonl of metrics or a package.json is not a source).
-TRANSCRIPT_EXTENSIONS = frozenset({".jsonl", ".json", ".traj"})
-
 _FILE_SUFFIXES = TEXT_EXTENSIONS | TRANSCRIPT_EXTENSIONS
 
 _BINARY_HINT = "kb-ai reads text files and the documents kb-ai compile --help lists"
@@ -87,149 +60,261 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A file found on disk, not read yet (reading is deferred so unchanged files cost a hash)."""
+class Incoming:
+    """Bytes to compile and what they came as: the one input the intake reads."""
 
-    path: Path
-    origin: str
-    member: str = ""  # a file inside the archive at ``path`` (compiler/documents)
-    url: str = ""  # the page to fetch, as given (``origin`` is it redacted)
+    origin: str  # its identity: a resolved path (#member), a URL, submitted:<hash>, ...
+    name: str  # the name its format is judged by: a file's, a member's, an upload's
+    data: bytes
+    title: str = ""  # a title a person gave it (pasted text); else its content's own
+    kind: str = ""  # a kind a person gave it (note, document, transcript); else by name
+    file_date: str | None = None  # the day its file was written: dates a capture
+    url: str = ""  # the page it was fetched from
 
-
-def discover(
-    paths: Iterable[str | Path], archive_limits: ArchiveLimits | None = None
-) -> tuple[list[Candidate], list[tuple[str, str]]]:
-    """Expand the given files and directories into candidates.
-
-    Returns (candidates in a stable order, problems as (path, message)). A directory
-    contributes its text files (hidden files and directories skipped); a file given by
-    name is always a candidate, a link too. Inside a directory, links are followed only
-    while they stay in it: one leading out is reported, not read.
-    """
-    found: dict[str, Candidate] = {}
-    problems: list[tuple[str, str]] = []
-    for raw in paths:
-        if is_url(str(raw)):  # fetched when the run hashes its sources (compiler/intake)
-            found.setdefault(
-                redact_name(str(raw)), Candidate(Path("url"), redact_name(str(raw)), url=str(raw))
-            )
-            continue
-        p = Path(raw).expanduser()
-        if not p.exists():
-            problems.append((str(raw), f"{raw}: no such file or directory"))
-            continue
-        if p.is_dir():
-            files = sorted(_walk(p, problems))
-            if not files:
-                exts = ", ".join(sorted(TEXT_EXTENSIONS)[:6])
-                problems.append(
-                    (str(raw), f"{raw}: nothing to compile here (looked for {exts}, ...)")
-                )
-            for f in files:
-                origin = origin_of(f)
-                if f.suffix.lower() == ".zip":
-                    _add_archive(f, found, problems, archive_limits or ArchiveLimits())
-                else:
-                    found.setdefault(origin, Candidate(f, origin))
-        elif p.is_file():
-            origin = origin_of(p)
-            if p.suffix.lower() == ".zip":
-                _add_archive(p, found, problems, archive_limits or ArchiveLimits())
-            else:
-                found.setdefault(origin, Candidate(p, origin))
-        else:
-            problems.append((str(raw), f"{raw}: not a regular file"))
-    return list(found.values()), problems
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
 
 
-def _add_archive(
-    path: Path, found: dict[str, Candidate], problems: list[tuple[str, str]], limits: ArchiveLimits
-) -> None:
-    """Each member of a zip archive worth compiling, as a candidate of its own."""
+@dataclass(frozen=True)
+class Detected:
+    """What an incoming datum is, found once: a document format (by its name), or its
+    decoded text and the transcript format of that text (None: plain text)."""
+
+    document: str | None = None
+    text: str = ""
+    transcript: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The size limits and chunking of a run's settings, as reading needs them."""
+
+    chunk_chars: int = 24_000
+    max_source_bytes: int = 5_000_000
+    max_transcript_bytes: int = 50_000_000
+    max_document_bytes: int = 50_000_000
+    convert: ConvertOptions | None = None
+
+    def largest(self) -> tuple[int, str]:
+        """The largest of the size limits, and its setting."""
+        return max(
+            (self.max_source_bytes, "max_source_bytes"),
+            (self.max_transcript_bytes, "max_transcript_bytes"),
+            (self.max_document_bytes, "max_document_bytes"),
+        )
+
+    @classmethod
+    def of(cls, settings, *, url: str = "") -> Limits:  # noqa: ANN001 - Settings
+        from compiler.documents import convert_options
+
+        return cls(
+            chunk_chars=settings.chunk_chars,
+            max_source_bytes=settings.max_source_bytes,
+            max_transcript_bytes=settings.max_transcript_bytes,
+            max_document_bytes=settings.max_document_bytes,
+            convert=convert_options(settings, url=url),
+        )
+
+
+def detect_incoming(item: Incoming) -> Detected:
+    """The one detection of ``item`` (raises SourceError for binary or empty data)."""
+    fmt = format_of(item.name)
+    if fmt:
+        return Detected(document=fmt)
+    # handed over as text of a kind (an upload, a hook): not text says why; a file of an
+    # extension kb-ai does not read is of an unknown type
+    text = decode_text(item.data, item.name) if item.kind else _decode_known(item.data, item.name)
+    return Detected(text=text, transcript=detect(text, item.name))
+
+
+def detect_checked(item: Incoming, limits: Limits) -> Detected:
+    """``detect_incoming``, refusing data over its limit (over every limit: before it is
+    decoded)."""
+    _refuse_over(item, *limits.largest())
+    found = detect_incoming(item)
+    _check_size(item, found, limits)
+    return found
+
+
+def parse_transcript(item: Incoming, found: Detected) -> Transcript:
+    """The transcript ``found`` names, parsed once (raises SourceError)."""
     try:
-        for member in archive_members(path, limits, TEXT_EXTENSIONS):
-            origin = origin_of(path, member)
-            found.setdefault(origin, Candidate(path, origin, member))
-    except SourceError as exc:
-        problems.append((str(path), str(exc)))
+        return parse(found.text, item.name, fmt=found.transcript, file_date=item.file_date)
+    except (TranscriptError, ValueError) as exc:
+        raise SourceError(
+            f"{item.name}: looks like a transcript but cannot be read ({exc})"
+        ) from exc
 
 
-def _walk(root: Path, problems: list[tuple[str, str]]) -> Iterator[Path]:
-    """The source files under ``root``. Linked folders are not entered (os.walk), and a
-    linked file whose target is outside ``root`` goes to ``problems`` unread."""
-    top = root.resolve()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            path = Path(dirpath) / name
-            suffix = path.suffix.lower()
-            if name.startswith(".") or not path.is_file():
-                continue  # a broken link or a loop is not a file either
-            if not (
-                suffix in TEXT_EXTENSIONS
-                or wanted_in_folder(path)
-                or (suffix in TRANSCRIPT_EXTENSIONS and _is_transcript(path))
-            ):
-                continue
-            if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(top):
-                problems.append((str(path), _outside_link(path, root)))
-            else:
-                yield path
+def read_incoming(
+    item: Incoming,
+    limits: Limits,
+    *,
+    found: Detected | None = None,
+    transcript: Transcript | None = None,
+    converter: ConvertProcess | None = None,
+) -> Source:
+    """``item`` read into a normalised, redacted Source (raises SourceError).
+
+    ``found`` and ``transcript``: what detection and parsing gave already (each is done
+    once); a transcript becomes its normalised Markdown, kind "transcript"."""
+    if found is None:
+        found = detect_checked(item, limits)
+    if found.document:  # a document: converted (compiler/documents)
+        return source_from_document(
+            item.origin, item.name, item.data, chunk_chars=limits.chunk_chars,
+            options=limits.convert, converter=converter,
+        )  # fmt: skip
+    if found.transcript is None:
+        kind = item.kind or KIND_BY_EXTENSION.get(Path(item.name).suffix.lower(), "document")
+        title = item.title.strip()[:120] or guess_title(found.text, Path(item.name).stem)
+        return _text_source(item, found.text, kind, title, 0, limits)
+    tr = transcript or parse_transcript(item, found)
+    if tr.is_empty():
+        raise SourceError(
+            f"{item.name}: the transcript holds no conversation (only local commands or metadata)",
+            hint="nothing to compile here; leave it out",
+        )
+    given = item.title.strip()[:120]
+    # a transcript's first request says more than its file name
+    title = tr.title if not given or Path(given).suffix.lower() in _FILE_SUFFIXES else given
+    return _text_source(item, tr.to_text(), "transcript", title, tr.redactions, limits)
 
 
-def _outside_link(path: Path, root: Path) -> str:
-    target = os.path.realpath(path)
-    return (
-        f"{path}: a link to {target}, outside {root}: not followed (links out of a folder "
-        "are skipped; name the file itself on the command line to compile it)"
+def session_source(
+    item: Incoming, part: Transcript, origin: str, redactions: int, limits: Limits
+) -> Source:
+    """The Source of one part of an agent session (compiler/sessions.py) under
+    ``origin``; ``redactions``: what parsing the whole session removed."""
+    return _text_source(
+        Incoming(origin, item.name, item.data), part.to_text(), "transcript", part.title,
+        redactions, limits,
+    )  # fmt: skip
+
+
+def _text_source(
+    item: Incoming, text: str, kind: str, title: str, found: int, limits: Limits
+) -> Source:
+    """The one place text becomes a Source: redacted here, so nothing downstream (raw/,
+    the model) sees a secret or a <private> span. ``found``: redactions made already."""
+    text, redacted = redact(text)
+    return Source(
+        origin=item.origin,
+        title=redact(title)[0] or "Untitled",
+        kind=kind,
+        text=text,
+        checksum=item.checksum,
+        size=len(item.data),
+        chunks=pack_turns(text, limits.chunk_chars)
+        if kind == "transcript"
+        else chunk_text(text, limits.chunk_chars),
+        redactions=found + redacted,
     )
 
 
-def _is_transcript(path: Path) -> bool:
-    """Whether a file's first bytes are a transcript (read cheaply: its head only)."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(HEAD_BYTES)
-    except OSError:
-        return False
-    return detect(head, path.name) is not None
+def _check_size(item: Incoming, found: Detected, limits: Limits) -> None:
+    """Refuse data over its limit: a document's, a transcript's, or any source's (a
+    file's size was checked before it was read, by the same rule)."""
+    if found.document:
+        limit, setting = limits.max_document_bytes, "max_document_bytes"
+    elif found.transcript and limits.max_transcript_bytes > limits.max_source_bytes:
+        limit, setting = limits.max_transcript_bytes, "max_transcript_bytes"
+    else:
+        limit, setting = limits.max_source_bytes, "max_source_bytes"
+    _refuse_over(item, limit, setting)
 
 
-def file_checksum(
-    path: Path,
-    max_bytes: int,
-    *,
-    max_transcript_bytes: int | None = None,
-    max_document_bytes: int | None = None,
-) -> tuple[str, bytes]:
-    """(sha256, bytes) of a file, refusing files over max_bytes before reading them
-    (a document: over ``max_document_bytes``, when given).
-
-    A transcript (recognised by its head) may be larger, up to ``max_transcript_bytes``:
-    a Claude Code session is easily several MB of JSON, most of it tool output that
-    normalising drops, so its text ends up a small fraction of its bytes.
-    """
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read it ({exc.strerror})") from exc
-    limit, setting = max_bytes, "max_source_bytes"
-    if max_document_bytes is not None and format_of(path.name):
-        # a document has a limit of its own, larger or smaller; its text is held to
-        # max_source_bytes once converted (compiler/documents/convert.py)
-        limit, setting = max_document_bytes, "max_document_bytes"
-    elif size > max_bytes and (max_transcript_bytes or 0) > max_bytes and _is_transcript(path):
-        limit, setting = max_transcript_bytes or 0, "max_transcript_bytes"
-    if size > limit:
+def _refuse_over(item: Incoming, limit: int, setting: str) -> None:
+    if len(item.data) > limit:
         raise SourceError(
-            f"{path}: {size:,} bytes is over the {limit:,}-byte limit ({setting})",
+            f"{item.origin}: {len(item.data):,} bytes is over the {limit:,}-byte limit ({setting})",
             hint=f"split it, or raise {setting} in kb-ai.toml",
         )
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read it ({exc.strerror})") from exc
-    return hashlib.sha256(data).hexdigest(), data
+
+
+def source_from_document(
+    origin: str,
+    name: str,
+    data: bytes,
+    *,
+    chunk_chars: int,
+    options: ConvertOptions | None = None,
+    converter: ConvertProcess | None = None,
+) -> Source:
+    """The Source of the document ``name`` (a PDF, a deck, ...): converted text with its
+    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError).
+    ``converter``: converts it in a process of its own, under a time limit."""
+    doc = prepare_document(
+        name, data, chunk_chars=chunk_chars, options=options, converter=converter
+    )
+    return Source(
+        origin=origin,
+        title=redact(document_title(doc.title, doc.title_text(), name))[0],
+        kind="document",
+        text=doc.text,
+        checksum=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        chunks=doc.chunks,
+        redactions=doc.redactions,
+        original=data,
+        original_suffix=Path(name).suffix.lower(),
+    )
+
+
+def read_source(
+    candidate: Candidate,
+    *,
+    max_bytes: int,
+    chunk_chars: int,
+    data: bytes | None = None,
+    max_transcript_bytes: int | None = None,
+    convert: ConvertOptions | None = None,
+    converter: ConvertProcess | None = None,
+) -> Source:
+    """Read one file found on disk (or a member of an archive, its bytes in ``data``)."""
+    if data is None:
+        _, data = file_checksum(
+            candidate.path, max_bytes, max_transcript_bytes=max_transcript_bytes
+        )
+    limits = Limits(
+        chunk_chars=chunk_chars,
+        max_source_bytes=max_bytes,
+        max_transcript_bytes=max_transcript_bytes or max_bytes,
+        max_document_bytes=len(data),  # a document's size was checked as it was read
+        convert=convert,
+    )
+    return read_incoming(incoming_file(candidate, data), limits, converter=converter)
+
+
+def incoming_file(candidate: Candidate, data: bytes) -> Incoming:
+    """A file (or an archive's member) as intake reads it."""
+    return Incoming(
+        candidate.origin,
+        redact_name(candidate.member or str(candidate.path)),  # in errors and titles too
+        data,
+        file_date=None if candidate.member else _file_day(candidate.path),
+    )
+
+
+def source_from_text(
+    origin: str,
+    title: str,
+    text: str,
+    *,
+    kind: str = "note",
+    chunk_chars: int,
+    max_bytes: int,
+) -> Source:
+    """A Source from text handed over directly (a hook, a test): read like any other
+    datum, named ``origin``; a transcript in it is recognised and normalised."""
+    origin, title = redact_name(origin), redact_name(title.strip())[:120]
+    if not origin:
+        raise UsageError("a source needs a name")
+    item = Incoming(origin, origin, text.encode("utf-8"), title=title, kind=kind)
+    limits = Limits(chunk_chars=chunk_chars, max_source_bytes=max_bytes,
+                    max_transcript_bytes=max_bytes)  # fmt: skip
+    return read_incoming(item, limits)
 
 
 def decode_text(data: bytes, name: str) -> str:
@@ -271,6 +356,21 @@ def _utf16(data: bytes) -> str | None:
         if zeros.count(0) >= 0.6 * pairs and other.count(0) == 0:
             return codec
     return None
+
+
+def _decode_known(data: bytes, name: str) -> str:
+    """decode_text, saying "unknown type" for a binary file under an extension kb-ai does
+    not read (random bytes, an image), rather than "not text"."""
+    try:
+        return decode_text(data, name)
+    except SourceError as exc:
+        if not data.strip() or Path(name).suffix.lower() in _FILE_SUFFIXES:
+            raise
+        raise DocumentError(
+            f"{name}: kb-ai does not know this file type",
+            cause="unsupported",
+            hint=f"it reads text files and {supported_summary()}",
+        ) from exc
 
 
 def guess_title(text: str, fallback: str) -> str:
@@ -347,99 +447,6 @@ def chunk_text(text: str, limit: int) -> list[str]:
     return [c for c in chunks if c.strip()]
 
 
-def read_source(
-    candidate: Candidate,
-    *,
-    max_bytes: int,
-    chunk_chars: int,
-    data: bytes | None = None,
-    checksum: str | None = None,
-    max_transcript_bytes: int | None = None,
-    convert: ConvertOptions | None = None,
-    converter: ConvertProcess | None = None,
-) -> Source:
-    """Read one candidate into a normalised Source (raises SourceError).
-
-    A transcript (recognised by content, whatever the file is called) becomes its
-    normalised Markdown, kind "transcript". Every text is redacted before it is returned:
-    nothing downstream (raw/, the model) sees a secret or a <private> span.
-    """
-    if data is None or checksum is None:
-        checksum, data = file_checksum(
-            candidate.path, max_bytes, max_transcript_bytes=max_transcript_bytes
-        )
-    name = redact_name(candidate.member or str(candidate.path))  # in errors and titles too
-    if format_of(name):  # a document: converted (compiler/documents)
-        return source_from_document(
-            candidate.origin, name, data, chunk_chars=chunk_chars, options=convert,
-            converter=converter,
-        )  # fmt: skip
-    text = _decode_known(data, name)
-    kind = KIND_BY_EXTENSION.get(Path(name).suffix.lower(), "document")
-    title = ""
-    text, kind, title, found = _as_transcript(
-        text, name, kind, file_date=None if candidate.member else _file_day(candidate.path)
-    )
-    text, redacted = redact(text)
-    title = title or guess_title(text, Path(name).stem)
-    return Source(
-        origin=candidate.origin,
-        title=redact(title)[0],
-        kind=kind,
-        text=text,
-        checksum=checksum,
-        size=len(data),
-        chunks=pack_turns(text, chunk_chars)
-        if kind == "transcript"
-        else chunk_text(text, chunk_chars),
-        redactions=found + redacted,
-    )
-
-
-def source_from_document(
-    origin: str,
-    name: str,
-    data: bytes,
-    *,
-    chunk_chars: int,
-    options: ConvertOptions | None = None,
-    converter: ConvertProcess | None = None,
-) -> Source:
-    """The Source of the document ``name`` (a PDF, a deck, ...): converted text with its
-    markers, split by its sections, its own bytes kept for raw/ (raises DocumentError).
-    ``converter``: converts it in a process of its own, under a time limit."""
-    doc = prepare_document(
-        name, data, chunk_chars=chunk_chars, options=options, converter=converter
-    )
-    return Source(
-        origin=origin,
-        title=redact(document_title(doc.title, doc.title_text(), name))[0],
-        kind="document",
-        text=doc.text,
-        checksum=hashlib.sha256(data).hexdigest(),
-        size=len(data),
-        chunks=doc.chunks,
-        redactions=doc.redactions,
-        original=data,
-        original_suffix=Path(name).suffix.lower(),
-    )
-
-
-def _decode_known(data: bytes, name: str) -> str:
-    """decode_text, saying "unknown type" for a binary file under an extension kb-ai does
-    not read (random bytes, an image), rather than "not text"."""
-    try:
-        return decode_text(data, name)
-    except SourceError as exc:
-        if not data.strip() or Path(name).suffix.lower() in _FILE_SUFFIXES:
-            raise
-        raise DocumentError(
-            f"{name}: kb-ai does not know this file type",
-            cause="unsupported",
-            hint=f"it reads text files and {supported_summary()}",
-        ) from exc
-
-
 def _file_day(path: Path) -> str | None:
     """The day a file was last written (ISO, UTC): the date of a capture that has none."""
     from datetime import UTC, datetime
@@ -448,64 +455,3 @@ def _file_day(path: Path) -> str | None:
         return datetime.fromtimestamp(path.stat().st_mtime, UTC).date().isoformat()
     except (OSError, ValueError, OverflowError):
         return None
-
-
-def _as_transcript(
-    text: str, name: str, kind: str, *, file_date: str | None = None
-) -> tuple[str, str, str, int]:
-    """(text, kind, title, redactions): a transcript normalised, anything else as it was."""
-    if detect(text, name) is None:
-        return text, kind, "", 0
-    try:
-        transcript = parse(text, name, file_date=file_date)
-    except (TranscriptError, ValueError) as exc:
-        raise SourceError(f"{name}: looks like a transcript but cannot be read ({exc})") from exc
-    if transcript.is_empty():
-        raise SourceError(
-            f"{name}: the transcript holds no conversation (only local commands or metadata)",
-            hint="nothing to compile here; leave it out",
-        )
-    return transcript.to_text(), "transcript", transcript.title, transcript.redactions
-
-
-def source_from_text(
-    origin: str,
-    title: str,
-    text: str,
-    *,
-    kind: str = "note",
-    chunk_chars: int,
-    max_bytes: int,
-) -> Source:
-    """A Source from text handed over directly (the web form, a hook).
-
-    A transcript handed over this way (an agent hook's session file) is recognised and
-    normalised like a file's; the text is redacted either way.
-    """
-    origin, title = redact_name(origin), redact_name(title.strip())[:120]
-    data = text.encode("utf-8")
-    if len(data) > max_bytes:
-        raise SourceError(
-            f"{origin}: {len(data):,} bytes is over the {max_bytes:,}-byte limit",
-            hint="split it, or raise max_source_bytes in kb-ai.toml",
-        )
-    if not origin:
-        raise UsageError("a source needs a name")
-    clean = decode_text(data, origin)
-    clean, kind, found_title, found = _as_transcript(clean, origin, kind)
-    clean, redacted = redact(clean)
-    if found_title and (not title or Path(title).suffix.lower() in _FILE_SUFFIXES):
-        title = found_title  # a transcript's first request says more than its file name
-    title = title or guess_title(clean, origin)
-    return Source(
-        origin=origin,
-        title=redact(title)[0],
-        kind=kind,
-        text=clean,
-        checksum=hashlib.sha256(data).hexdigest(),
-        size=len(data),
-        chunks=pack_turns(clean, chunk_chars)
-        if kind == "transcript"
-        else chunk_text(clean, chunk_chars),
-        redactions=found + redacted,
-    )

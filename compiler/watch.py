@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.discover import TEXT_EXTENSIONS, TRANSCRIPT_EXTENSIONS
 from compiler.documents import DOCUMENT_EXTENSIONS
 from compiler.result import CompileResult
 from compiler.run import Compiler
-from compiler.sources import TEXT_EXTENSIONS, TRANSCRIPT_EXTENSIONS
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase
 

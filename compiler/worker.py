@@ -16,12 +16,11 @@ from typing import Any
 
 from compiler.captures import release_orphans, retry_due, take_spool
 from compiler.documents import convert_process, format_of
-from compiler.documents.submitted import submitted_sources
 from compiler.identity_index import Arrival
+from compiler.intake import read_task
 from compiler.queue import TaskQueue, hold_owner, release_owner, task_actor
 from compiler.run import Compiler
-from compiler.sessions import increment, key_of_origin
-from compiler.sources import Source, decode_text, source_from_text
+from compiler.sources import Source
 from kb_ai.errors import KbAiError, StorageError
 from kb_ai.hooks import spool
 from kb_ai.hooks.run import STARTING, announce_worker, withdraw_worker
@@ -36,12 +35,6 @@ log = logging.getLogger(__name__)
 def member_name(origin: str) -> str:
     """The member of an archive a source came from ("bundle.zip#docs/a.pdf" -> "docs/a.pdf")."""
     return origin.rsplit("#", 1)[-1]
-
-
-def task_origin(task: dict[str, Any]) -> str:
-    """A stable origin for a submitted document: the name it was submitted under (an agent
-    session), else its content hash (never a client's file name)."""
-    return task.get("origin") or f"submitted:{task['checksum'][:16]}"
 
 
 def by_actor(tasks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -201,52 +194,29 @@ class Worker:
             queue = TaskQueue(self.kb, conn)
             known = all_sources(conn)
             for task in tasks:
-                try:
-                    if format_of(task["filename"]):  # a document (compiler/documents)
-                        found = await asyncio.to_thread(  # conversion takes a while
-                            submitted_sources,
-                            task_origin(task),
-                            task["filename"],
-                            queue.read_content(task["id"]),
-                            self.settings,
-                            converter,
-                        )
-                        left_out[task["id"]] = [
-                            {"source": member, "error": error} for member, error in found.left_out
-                        ]
-                        for src in found.sources:
-                            if src.origin not in by_origin:
-                                sources.append(src)
-                            by_origin.setdefault(src.origin, []).append(task["id"])
-                        continue
-                    data = queue.read_content(task["id"])
-                    part = self._session_part(task, data, known)
-                    if part is not None and part.source is None:
-                        queue.finish(task["id"], result={"skipped": part.reason})
-                        continue
-                    text = decode_text(data, task["filename"] or task_origin(task))
-                    src = (
-                        part.source
-                        if part is not None
-                        else source_from_text(
-                            task_origin(task),
-                            task["title"] or task["filename"],
-                            text,
-                            kind=task["kind"],
-                            chunk_chars=self.settings.chunk_chars,
-                            max_bytes=max(
-                                self.settings.max_source_bytes, self.settings.max_transcript_bytes
-                            )
-                            if task["kind"] == "transcript"
-                            else self.settings.max_source_bytes,
-                        )
+                try:  # the one intake (compiler/intake.py); conversion takes a while
+                    found = await asyncio.to_thread(
+                        read_task,
+                        task,
+                        queue.read_content(task["id"]),
+                        self.settings,
+                        known,
+                        converter,
                     )
                 except KbAiError as exc:
                     queue.finish(task["id"], error=str(exc))
                     continue
-                if src.origin not in by_origin:
-                    sources.append(src)
-                by_origin.setdefault(src.origin, []).append(task["id"])
+                if found.skipped:  # an agent session with nothing new
+                    queue.finish(task["id"], result={"skipped": found.skipped})
+                    continue
+                if found.left_out:
+                    left_out[task["id"]] = [
+                        {"source": member, "error": error} for member, error in found.left_out
+                    ]
+                for src in found.sources:
+                    if src.origin not in by_origin:
+                        sources.append(src)
+                    by_origin.setdefault(src.origin, []).append(task["id"])
         if not sources:
             return
         ids = [i for group in by_origin.values() for i in group]
@@ -309,19 +279,6 @@ class Worker:
                     continue
                 error = "; ".join(m["error"] for m in members) if members else failed[bad[0]]
                 queue.finish(task_id, error=error, result=outcome)
-
-    def _session_part(self, task: dict[str, Any], data: bytes, known: dict) -> Any:
-        """The part of an agent session to compile now (None: the task is no session)."""
-        if len(data) > max(self.settings.max_transcript_bytes, self.settings.max_source_bytes):
-            return None  # refused with the size limit's own message below
-        key = key_of_origin(task.get("origin") or "")
-        return increment(
-            data,
-            task["filename"] or task["title"],
-            known,
-            chunk_chars=self.settings.chunk_chars,
-            fallback_id=key.rsplit(":", 1)[-1] if key else None,
-        )
 
     async def _renew(self, ids: list[str]) -> None:
         while True:

@@ -108,14 +108,17 @@ def _detect_jsonl(records: list[Any]) -> str | None:
     return None
 
 
-def parse(data: bytes | str, name: str = "", *, file_date: str | None = None) -> Transcript:
-    """Read a transcript (raises TranscriptError when it is not one).
+def parse(
+    data: bytes | str, name: str = "", *, fmt: str | None = None, file_date: str | None = None
+) -> Transcript:
+    """Read a transcript (raises TranscriptError when it is not one); ``fmt``: its format,
+    when ``detect`` named it already (each datum is detected once).
 
     ``file_date`` (ISO, the file's modification day) dates a terminal capture that
     states no date of its own, in its text or in its file name (as compiler/dating.py
     dates any source): the title names the session by its first request and that day."""
     text = _as_text(data)
-    fmt = detect(text, name)
+    fmt = fmt or detect(text, name)
     stem = PurePath(name).stem or "session"
     if fmt == "claude-code":
         tr = claude_code.parse(_records(text), name)

@@ -158,7 +158,7 @@ def test_compile_help_lists_every_document_type_and_watch_exists():
 
 
 def test_a_folder_contributes_its_documents_and_feeds_but_not_other_xml(tmp_path):
-    from compiler.sources import discover
+    from compiler.discover import discover
 
     folder = tmp_path / "repo"
     folder.mkdir()

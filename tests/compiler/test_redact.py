@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from compiler.discover import Candidate
 from compiler.redact import redact, redact_submitted
-from compiler.sources import Candidate, read_source, source_from_text
+from compiler.sources import read_source, source_from_text
 
 # Shaped like the real thing, valid for nobody.
 SECRETS = {

@@ -6,7 +6,8 @@ import os
 import pytest
 
 from compiler import Compiler
-from compiler.sources import Candidate, decode_text, discover, read_source
+from compiler.discover import Candidate, discover
+from compiler.sources import decode_text, read_source
 from kb_ai.errors import SourceError
 from wiki import git, list_articles, read_article
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from compiler import Compiler
-from compiler.sources import Candidate, discover, file_checksum, read_source
+from compiler.discover import Candidate, discover, file_checksum
+from compiler.sources import read_source
 from compiler.transcripts import HEAD_BYTES, detect, parse
 from kb_ai.errors import SourceError
 from tests.compiler.conftest import responder_handler
@@ -727,7 +728,7 @@ def test_real_claude_code_files_hold_one_session_each_and_a_summary_links_no_par
     the last message of 9dd861b1 (exited six minutes before, same directory, same task),
     while its first request has no parentUuid: the summary titles the earlier
     conversation for the resume picker; it does not make the two one session."""
-    from compiler.sessions import head_key
+    from compiler.sessions import session_key
 
     paths = sorted((DATA / "claude_code").glob("*.jsonl"))
     if not paths:
@@ -740,7 +741,8 @@ def test_real_claude_code_files_hold_one_session_each_and_a_summary_links_no_par
         assert talk[0].get("parentUuid") is None
         for r in talk:
             assert owners.setdefault(r["uuid"], path.stem) == path.stem
-        assert head_key(path.read_bytes(), path.name) == f"session:claude-code:{path.stem}"
+        tr = parse(path.read_bytes(), path.name)
+        assert session_key(tr.agent, tr.session_id) == f"session:claude-code:{path.stem}"
     earlier = DATA / "claude_code" / "9dd861b1-71f8-41ee-bb93-7d3724bcb337.jsonl"
     later = DATA / "claude_code" / "9cc4a4b0-cba8-4e56-b79f-80b730735150.jsonl"
     [summary] = [json.loads(x) for x in later.read_text().splitlines() if '"summary"' in x[:30]]

@@ -1,0 +1,400 @@
+"""The stages of a compile run after intake, in the order they run:
+
+    extract (and classify, per source, as each is extracted) -> plan -> write -> index
+    -> commit
+
+Each stage takes the run's context (what does not change during the run: the knowledge
+base, the settings, the model client, the mode) and a RunState, and returns a new
+RunState. Work runs concurrently (the LLM client bounds how many calls are in flight),
+but every decision that combines results is taken in input order, so the same input
+gives the same wiki whichever call finishes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import partial
+
+from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
+from compiler.allocate import Identities, allocate_source, taken_slugs
+from compiler.classify import CatalogRanker
+from compiler.document_article import write_document_articles
+from compiler.extract import Extraction
+from compiler.hand_edits import Held, look_at, store_merged
+from compiler.identity_index import SourceIndex
+from compiler.intake import Skipped, Unread
+from compiler.links import LinkTargets, link_mentions
+from compiler.mode import ComposedArticles
+from compiler.plan import plan_articles
+from compiler.recompose import delete_left, needs_rewrite, plan_rewrite
+from compiler.record import (
+    commit_message,
+    log_run,
+    record_sources,
+    update_search,
+    write_run_indexes,
+)
+from compiler.recovery import finish_journal, journaled
+from compiler.result import Deletion, Failure
+from compiler.state import Plan, PlannedArticle, RunState, Work
+from kb_ai.errors import KbAiError
+from kb_ai.llm import LLM
+from kb_ai.settings import Settings
+from wiki import (
+    Article,
+    ExtractionRecord,
+    KnowledgeBase,
+    RawSource,
+    commit_all,
+    open_state,
+    read_extraction,
+    write_extraction,
+    write_raw,
+)
+from wiki.git import stage_ahead
+from wiki.hand_edits import commit_pending_edits, load_versions, save_versions
+
+ProgressFn = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every stage of one run shares, unchanged while it runs."""
+
+    kb: KnowledgeBase
+    settings: Settings
+    llm: LLM
+    mode: ComposedArticles  # chosen once per run (compiler/mode.py)
+    tasks: Interruptible
+    progress: ProgressFn
+    ranker: asyncio.Future  # the CatalogRanker of the wiki as the run started, loading
+
+    @property
+    def interrupted(self) -> bool:
+        return self.tasks.interrupted
+
+
+# -- extract and classify ---------------------------------------------------------------
+
+
+async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
+    """Every pending source read (one after another, in input order, which hands out raw
+    slugs deterministically), stored in raw/, extracted and classified, each on its way
+    to the model as soon as it is read."""
+    ctx.progress("stage", name="extract", total=len(state.pending))
+    failed: list[Failure] = []
+    skipped: list[str] = []
+    redactions = 0
+    work: list[Work] = []
+    tasks: list[asyncio.Future] = []
+    taken = taken_slugs(state.known)
+    found = Identities()  # revisions recognised, perhaps-revisions, copies superseded
+
+    async def prepare(w: Work) -> Work:
+        w = await classify(ctx, await extract(ctx, w))
+        ctx.progress("advance", name="extract", item=w.source.origin)
+        return w
+
+    with closing(open_state(ctx.kb, any_thread=True)) as conn:
+        index = await run_io(SourceIndex, ctx.kb, conn, state.known)
+        for item in state.pending:
+            if ctx.interrupted:
+                failed.append(Failure(item.origin, "interrupted before it was read"))
+                continue
+            try:  # intake's deferred read (compiler/intake.py)
+                src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
+                if isinstance(src, Skipped):  # an agent session with nothing new
+                    skipped.append(src.key)
+                    ctx.progress("advance", name="extract", item=item.origin)
+                    continue
+                # where a document gets its raw slug: the one of the source it revises
+                w = await run_io(partial(allocate_source, src, state.known, taken, index, found,
+                                         arrival=state.arrivals.get(src.origin)))  # fmt: skip
+            except KbAiError as exc:
+                failed.append(Failure(item.origin, str(exc)))
+                ctx.progress("advance", name="extract", item=item.origin)
+                continue
+            redactions += src.redactions
+            taken.add(w.slug)
+            work.append(w)
+            tasks.append(ctx.tasks.spawn(prepare(w)))
+    outcomes = await ctx.tasks.collect(tasks)
+    done: list[Work] = []
+    for w, task, outcome in zip(work, tasks, outcomes, strict=True):
+        if outcome is None:
+            done.append(task.result())
+        elif outcome is CANCELLED:
+            done.append(replace(w, error="interrupted before it finished"))
+        else:
+            done.append(replace(w, error=str(outcome)))
+    result = replace(
+        state.result,
+        failed=[*state.result.failed, *failed],
+        skipped=[*state.result.skipped, *skipped],
+        redactions=state.result.redactions + redactions,
+        revisions=[*state.result.revisions, *found.revisions],
+        maybe_revisions=[*state.result.maybe_revisions, *found.maybe_revisions],
+        superseded=[*state.result.superseded, *found.superseded],
+    )
+    return replace(state, result=result, work=tuple(done))
+
+
+async def extract(ctx: RunContext, w: Work) -> Work:
+    """``w`` with its extraction: the stored one when it is of this source, model and
+    prompt version (an interrupted or failed run already paid for it), else the model's.
+    Its raw copy is written meanwhile, and kept even when the model fails."""
+    src = w.source
+    model = ctx.settings.model or ""
+    # A source seen for the first time has no earlier extraction: no thread to look.
+    has_old = (ctx.kb.extraction_dir / f"{w.slug}.md").is_file()
+    old = await run_io(_previous_extraction, ctx.kb, w.slug) if has_old else None
+    raw = asyncio.ensure_future(run_io(write_raw, ctx.kb, _raw_source(w)))
+    try:
+        if (
+            old is not None
+            and old.source_checksum == src.checksum
+            and old.model == model
+            and old.prompt_version == ctx.mode.version
+        ):
+            return replace(w, extraction=Extraction.from_data(old.data))
+        extraction = await ctx.mode.extract(ctx.llm, src)
+        await run_io(
+            write_extraction,
+            ctx.kb,
+            w.slug,
+            ExtractionRecord(
+                source=w.raw_path,
+                source_checksum=src.checksum,
+                model=model,
+                prompt_version=ctx.mode.version,
+                extracted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                data=extraction.as_data(),
+            ),
+        )
+        previous = None
+        if old is not None and old.source_checksum != src.checksum and w.previous_articles:
+            previous = Extraction.from_data(old.data).to_markdown()
+        return replace(w, extraction=extraction, previous_text=previous)
+    finally:
+        await raw  # written even when the model failed: the next run reuses it
+
+
+async def classify(ctx: RunContext, w: Work) -> Work:
+    """``w`` with the articles its material goes into (in a mode that places sources
+    only once all are extracted, as it was)."""
+    if not ctx.mode.classifies:
+        return w
+    # Shared by every source: shielded, so one cancelled source does not cancel it.
+    ranker = await asyncio.shield(ctx.ranker)
+    ctx.progress("classify", item=w.source.origin)
+    return replace(w, targets=await ctx.mode.classify(ctx.llm, w, ranker))
+
+
+def _raw_source(w: Work) -> RawSource:
+    src = w.source
+    return RawSource(
+        slug=w.slug,
+        title=src.title,
+        origin=src.origin,
+        kind=src.kind,
+        checksum=src.checksum,
+        ingested_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        text=src.text,
+        original=src.original,
+        original_suffix=src.original_suffix,
+    )
+
+
+def _previous_extraction(kb: KnowledgeBase, slug: str) -> ExtractionRecord | None:
+    """The stored extraction of a source, or None when it is unreadable."""
+    try:
+        return read_extraction(kb, f"extraction/{slug}.md")
+    except (KbAiError, OSError, UnicodeDecodeError):  # gone or damaged: extract again
+        return None
+
+
+# -- plan ---------------------------------------------------------------------------------
+
+
+def plan_stage(ctx: RunContext, state: RunState, ranker: CatalogRanker) -> RunState:
+    """The articles to write, from the work in input order (none once interrupted)."""
+    work = ctx.mode.place(state.work, ranker.by_path)
+    plan = Plan() if ctx.interrupted else plan_articles(work, ranker.by_path)
+    return replace(state, work=work, plan=plan, catalog=tuple(ranker.entries))
+
+
+# -- write --------------------------------------------------------------------------------
+
+
+async def write_stage(ctx: RunContext, state: RunState) -> RunState:
+    """Every planned article written and stored (or deleted, when no source is left to
+    it); what the checks changed goes to the result's checks."""
+    plan = state.plan
+    ctx.progress("stage", name="write", total=len(plan.articles))
+    # An article changed by hand and not committed becomes the person's own commit,
+    # never part of kb-ai's (whose trailer would claim the person's words).
+    if plan.articles:
+        await run_io(commit_pending_edits, ctx.kb)
+    # Every raw copy and extraction of the run is on disk, and each article is once
+    # written: git hashes them while the model writes the rest, not after the last.
+    stager = Stager(partial(stage_ahead, ctx.kb))
+    stager.add("raw", "extraction")
+    written: dict[str, Article] = {}  # stored on disk: what the run commits, whatever else
+    deleted: dict[str, Deletion] = {}
+    notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
+    held: list[Held] = []  # not written: the new version meets a person's change
+    wrote: dict[str, str | None] = {}  # path -> blob id of kb-ai's own text stored
+    versions = await run_io(_load_versions, ctx.kb)  # path -> kb-ai's last blob there
+    # Every article of the wiki as it will be after the run: mentions become links.
+    links = LinkTargets.of(
+        [(e.path, e.title) for e in state.catalog]
+        + [(path, a.target.title) for path, a in plan.articles.items()]
+    )
+    by_raw = {w.raw_path: w for w in state.work}
+    origins = state.origins
+
+    async def write(path: str, planned: PlannedArticle) -> None:
+        target, material = planned.target, list(planned.material)
+        # File work runs in threads: an fsync per file on the event loop held back
+        # every other call in flight.
+        # a person's change to the article: the writer works from kb-ai's own last
+        # version, and the change is merged in when the new one is stored
+        known = versions.get(path)
+        look = await asyncio.to_thread(look_at, ctx.kb, path, known) if target.exists else None
+        existing = look.existing if look is not None else None
+        dropped = set(plan.dropped.get(path, ()))
+        threshold = ctx.settings.patch_threshold_chars
+        rewrite = None
+        if existing is not None and needs_rewrite(existing, material, dropped, threshold):
+            rewrite = await run_io(plan_rewrite, ctx.kb, existing, material, dropped, threshold)
+        if rewrite is not None:
+            if not rewrite.material:
+                deleted[path] = await run_io(delete_left, ctx.kb, existing, dropped, origins)
+                stager.add(path)
+                return
+            target, material, existing = rewrite.target, rewrite.material, rewrite.existing
+        mine = notes.setdefault(path, [])
+        article = await ctx.mode.write(ctx.llm, target, material, existing, mine, by_raw)
+        if rewrite is not None:
+            article = rewrite.finish(article)
+        article = replace(article, body=link_mentions(article.body, links, article.path))
+
+        def store() -> None:
+            with journaled(ctx.kb, path):
+                stored = store_merged(ctx.kb, article, look, mine)
+            if isinstance(stored, Held):
+                held.append(stored)
+            else:
+                written[path] = stored.article
+                wrote[path] = stored.blob
+
+        await run_io(store)
+        stager.add(path)
+        ctx.progress("advance", name="write", item=path)
+
+    items = list(plan.articles.items())
+    try:
+        outcomes = await ctx.tasks.run_all(write(p, a) for p, a in items)
+    finally:
+        await stager.close()  # before the commit, which stages too
+    if wrote:
+        await run_io(_save_versions, ctx.kb, wrote)
+    held.sort(key=lambda h: h.path)
+    held_paths = {h.path for h in held}
+    created, updated, checks, kept = [], [], [], []
+    errors: dict[str, str] = {}
+    for (path, planned), outcome in zip(items, outcomes, strict=True):
+        checks += [f"{path}: {note}" for note in notes.get(path, [])]
+        if path in deleted:
+            continue
+        if path in written:
+            (updated if planned.target.exists else created).append(path)
+        elif path in held_paths:  # its source is compiled: the update waits for a person
+            kept.append(path)
+        else:
+            reason = "interrupted" if outcome is CANCELLED else str(outcome)
+            errors[path] = f"writing {path} failed: {reason}"
+    r = state.result
+    result = replace(
+        r,
+        created=[*r.created, *created],
+        updated=[*r.updated, *updated],
+        # in path order, whichever went first
+        deleted=[*r.deleted, *sorted(deleted.values(), key=lambda d: d.path)],
+        checks=[*r.checks, *checks],
+        held=[*r.held, *kept],
+    )
+    return replace(state, result=result, written=written, article_errors=errors,
+                   held=(*state.held, *held))  # fmt: skip
+
+
+def _load_versions(kb: KnowledgeBase) -> dict[str, str]:
+    with closing(open_state(kb)) as conn:
+        return load_versions(conn)
+
+
+def _save_versions(kb: KnowledgeBase, wrote: dict[str, str | None]) -> None:
+    with closing(open_state(kb)) as conn:
+        save_versions(conn, wrote)
+
+
+# -- index and commit ---------------------------------------------------------------------
+
+
+async def index_stage(ctx: RunContext, state: RunState) -> RunState:
+    """Long documents' outlines, each source's outcome in state.db, the master index,
+    the topics and log.md."""
+    written, result, held = dict(state.written), state.result, state.held
+    if not ctx.interrupted:  # a long document's outline, linking what it fed
+        outlines, kept = await run_io(
+            write_document_articles, ctx.kb, state.work, state.plan, written
+        )
+        written.update({path: article for path, (article, _) in outlines.items()})
+        result = replace(
+            result,
+            created=[*result.created, *(p for p, (_, old) in outlines.items() if not old)],
+            updated=[*result.updated, *(p for p, (_, old) in outlines.items() if old)],
+            held=[*result.held, *(h.path for h in kept)],
+        )
+        held = (*held, *kept)
+    compiled, failed = record_sources(
+        ctx.kb,
+        state.work,
+        state.plan,
+        state.article_errors,
+        model=ctx.settings.model or "",
+        prompt_version=ctx.mode.version,
+        interrupted=ctx.interrupted,
+    )
+    result = replace(
+        result, compiled=[*result.compiled, *compiled], failed=[*result.failed, *failed]
+    )
+    ctx.progress("stage", name="index", total=len(written))
+    if written or result.deleted:
+        await run_io(write_run_indexes, ctx.kb, state.catalog, state.catalog_ns, written)
+    log_run(ctx.kb, result, interrupted=ctx.interrupted)
+    return replace(state, result=result, written=written, held=held)
+
+
+async def commit_stage(ctx: RunContext, state: RunState) -> RunState:
+    """One git commit of everything the run wrote; the search index meanwhile."""
+    written, deleted = state.written, [d.path for d in state.result.deleted]
+    # The search index is not versioned: it is brought up to date while git commits
+    # (git is a process of its own; two Python threads would only take turns).
+    search = (
+        asyncio.ensure_future(run_io(update_search, ctx.kb, written, deleted))
+        if written or deleted
+        else None
+    )
+    ctx.progress("stage", name="commit", total=0)
+    try:
+        commit = await run_io(commit_all, ctx.kb, commit_message(state.result))
+        await run_io(finish_journal, ctx.kb)
+    finally:
+        if search is not None:
+            await search
+    return replace(state, result=replace(state.result, commit=commit))
