@@ -15,8 +15,10 @@ from kb_ai.errors import NotFoundError, PathEscapeError
 from web.originals import render_marked
 from web.render import WikiLinks, article_url, diff_lines, render_markdown
 from wiki import (
+    Article,
     CatalogEntry,
     KnowledgeBase,
+    body_start_line,
     build_catalog,
     entry_for,
     file_history,
@@ -145,10 +147,18 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
         sources.append(item)
     return {
         "article": asdict(article),
-        "html": render_markdown(article.body, base=article.path, links=links),
+        "html": render_markdown(
+            article.body, base=article.path, links=links, first_line=_body_line(kb, article)
+        ),
         "sources": sources,
         "url": article_url(article.path),
     }
+
+
+def _body_line(kb: KnowledgeBase, article: Article) -> int:
+    """The line of the article's file its body begins on (citations name file lines)."""
+    text = kb.resolve(article.path, under="wiki").read_text(encoding="utf-8", errors="replace")
+    return body_start_line(text, article.body)
 
 
 def history_view(kb: KnowledgeBase, raw_path: str) -> list[dict[str, str | bool]]:
