@@ -30,6 +30,9 @@ __all__ = ["ClaimSpan", "Placer", "Span", "faithfulness", "find_span"]
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
 _WORDY = re.compile(r"[^\W_]", re.UNICODE)
 MAX_SPAN_LINES = 8  # a claim is a sentence or a few; its place is a paragraph at most
+# Each line a span takes beyond its first costs half a term: a line that holds most of
+# the claim is a better place than a paragraph that holds one term more.
+LINE_COST = 0.5
 SUPPORTED_SHARE = 0.5  # of the claim's terms in the span (checks.py asks the same of a page)
 
 
@@ -89,32 +92,33 @@ def _lines(page: Page) -> list[tuple[int, str]]:
 
 
 def find_span(claim: str, page: Page) -> Span | None:
-    """The smallest run of at most MAX_SPAN_LINES lines of ``page`` holding the most of
-    ``claim``'s terms (the first such run); None when no line holds one."""
+    """The run of at most MAX_SPAN_LINES lines of ``page`` holding the most of
+    ``claim``'s terms, each line beyond the first costing LINE_COST of a term (the
+    shortest, then the first, of equal worth); None when no line holds one."""
     want = terms(claim)
     if not want:
         return None
     lines = _lines(page)
     line_terms = [terms(text) & want for _, text in lines]
-    best: tuple[int, int, int] | None = None  # (-held, length, start index)
+    best: tuple[float, int, int] | None = None  # (-worth, length, start index)
     for i, first in enumerate(line_terms):
         if not first:
             continue  # a span starts on a line that holds something
         union: set[str] = set()
         for j in range(i, min(i + MAX_SPAN_LINES, len(lines))):
             union |= line_terms[j]
-            if line_terms[j] or j == i:
-                key = (-len(union), j - i, i)
+            if line_terms[j]:  # and ends on one
+                key = (-(len(union) - LINE_COST * (j - i)), j - i, i)
                 if best is None or key < best:
                     best = key
             if len(union) == len(want):
                 break
     if best is None:
         return None
-    held, length, i = -best[0], best[1], best[2]
+    length, i = best[1], best[2]
     chosen = lines[i : i + length + 1]
     text = "\n".join(t for _, t in chosen).strip()
-    return Span(page.path, chosen[0][0], chosen[-1][0], text) if held else None
+    return Span(page.path, chosen[0][0], chosen[-1][0], text)
 
 
 def check_span(claim: str, span: Span | None, title: str = "") -> str:

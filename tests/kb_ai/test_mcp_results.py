@@ -4,6 +4,7 @@ the server object): the answer with what its checks removed and why."""
 import asyncio
 
 import anyio
+import pytest
 from mcp import Client
 
 from kb_ai.cli.mcp_server import build_server
@@ -22,7 +23,9 @@ def answering(stage, messages, schema):
     return respond(stage, messages, schema)
 
 
-def test_the_structured_result_carries_the_checks_findings(kb, settings, tmp_path):
+@pytest.fixture
+def okb(kb, settings, tmp_path):
+    """The backups note compiled, through the service, with the stand-in above."""
     okb = open_kb(
         settings=settings,
         actor=Actor.agent("test agent"),
@@ -32,6 +35,10 @@ def test_the_structured_result_carries_the_checks_findings(kb, settings, tmp_pat
     notes.mkdir()
     (notes / "backups.md").write_text(NOTE, encoding="utf-8")
     assert not asyncio.run(compiling.compile_paths(okb, [notes])).failed
+    return okb
+
+
+def test_the_structured_result_carries_the_checks_findings(okb):
 
     async def go():
         async with Client(build_server(okb=okb)) as client:
@@ -58,18 +65,7 @@ def test_the_structured_result_carries_the_checks_findings(kb, settings, tmp_pat
     assert {"claims", "faithfulness", "see_also"} <= set(tool.output_schema["required"])
 
 
-def test_a_question_not_covered_names_its_nearby_pages_in_the_structured_result(
-    kb, settings, tmp_path
-):
-    okb = open_kb(
-        settings=settings,
-        actor=Actor.agent("test agent"),
-        llm_factory=lambda s, **k: FakeLLM(answering),
-    )
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "backups.md").write_text(NOTE, encoding="utf-8")
-    assert not asyncio.run(compiling.compile_paths(okb, [notes])).failed
+def test_a_question_not_covered_names_its_nearby_pages_in_the_structured_result(okb):
 
     async def go():
         async with Client(build_server(okb=okb)) as client:

@@ -83,11 +83,11 @@ def test_a_claim_its_span_does_not_support_is_counted_unfaithful(kb):
     page = read_page(kb, "wiki/concept/nightly-backups.md", 10_000)
     placer = Placer([page])
     placer.feed(
-        "Backup copies are kept for ninety days [Nightly backups](wiki/concept/nightly-backups.md). "
+        "Backup copies are kept for 90 days [Nightly backups](wiki/concept/nightly-backups.md). "
     )
     placer.feed("Backups run nightly at 02:00 [Nightly backups](wiki/concept/nightly-backups.md).")
     bad, good = placer.claims
-    assert not bad.supported and "ninety" in bad.why and good.supported
+    assert not bad.supported and "90" in bad.why and good.supported
     assert placer.faithfulness == 0.5
 
 

@@ -3,7 +3,6 @@ lines of its file (what a citation's #L12-L18 names), the chat's citations carry
 lines, and Status shows the last scores of `kb-ai eval`."""
 
 import asyncio
-import json
 import re
 
 from kb_ai.service import Actor, open_kb
@@ -32,7 +31,7 @@ def test_a_chat_answer_cites_the_lines_that_hold_its_claim(compiled, kb):
         headers={"X-KB-AI-CSRF": token},
     ) as r:
         events = list(sse(r))
-    done = json.loads(next(data for event, data in events if event == "done"))
+    done = next(data for event, data in events if event == "done")
     (claim,) = done["claims"]
     lines = (kb.root / BACKUPS).read_text(encoding="utf-8").split("\n")
     span = claim["span"]
