@@ -185,9 +185,12 @@ def source_view(kb: KnowledgeBase, rel: str) -> dict[str, Any]:
     src = read_raw(kb, rel)
     links = WikiLinks(catalog(kb))
     original = src.original_path if (kb.root / src.original_path).is_file() else ""
+    first = body_start_line(path.read_text(encoding="utf-8", errors="replace"), src.text)
     return {
         "source": {"path": src.path, "title": src.title, "origin": src.origin,
                    "kind": src.kind, "ingested_at": src.ingested_at, "text": src.text,
                    "original": original},
-        "html": render_marked(src.text, lambda t: render_markdown(t, base=src.path, links=links)),
+        # each block says its lines of the file: an answer citing raw/x.md#L40-L44 marks them
+        "html": render_marked(src.text, lambda t, at: render_markdown(
+            t, base=src.path, links=links, first_line=first + at)),
     }  # fmt: skip

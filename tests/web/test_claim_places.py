@@ -22,6 +22,16 @@ def test_each_block_of_an_article_says_the_lines_of_its_file(compiled, kb):
         assert re.sub(r"<[^>]+>", "", html).split()[0] in held
 
 
+def test_a_source_page_marks_its_blocks_with_the_lines_of_the_raw_file(compiled, kb):
+    (raw,) = [p for p in (kb.root / "raw").glob("*.md")]
+    page = compiled.get(f"/sources/raw/{raw.name}").text
+    lines = raw.read_text(encoding="utf-8").split("\n")
+    marked = re.findall(r'<p data-lines="(\d+)-(\d+)">([^<]*)', page)
+    assert any("nightly at 02:00" in text for _, _, text in marked)
+    for start, end, text in marked:
+        assert text.split()[0] in "\n".join(lines[int(start) - 1 : int(end)])
+
+
 def test_a_chat_answer_cites_the_lines_that_hold_its_claim(compiled, kb):
     token = csrf_token(compiled)
     with compiled.stream(

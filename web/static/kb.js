@@ -287,7 +287,7 @@ function initChat() {
             const cites = el("p", { class: "cites", text: "Sources: " });
             event.data.citations.forEach((c, i) => {
               if (i) cites.append(", ");
-              cites.append(el("a", { href: "/" + c.path, text: c.title }));
+              cites.append(el("a", { href: (c.path.startsWith("raw/") ? "/sources/" : "/") + c.path, text: c.title }));
             });
             item.append(cites);
           }
