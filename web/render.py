@@ -115,7 +115,7 @@ def _line_numbers(state: StateCore) -> None:
     if not first:
         return
     for token in state.tokens:
-        if token.nesting == 1 and token.map:
+        if token.map and (token.nesting == 1 or token.type in ("fence", "code_block")):
             start, end = token.map
             token.attrSet("data-lines", f"{start + first}-{max(end - 1, start) + first}")
 
