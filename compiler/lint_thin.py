@@ -8,8 +8,8 @@ compiled it, so someone recompiles it with a model that keeps the facts.
 
 Only articles far shorter than their sources (under THIN_BYTES of their size, the
 sources over MIN_SOURCE_BYTES) are read, so a lint of a large wiki pays for this only
-where it may be needed (the articles' sources come from lint's kept facts,
-wiki/lintfacts.py); of those, one whose source states at least MIN_SOURCE_CLAIMS
+where it may be needed (which source fed which article comes from state.db's sources
+table, the sizes from the files); of those, one whose source states at least MIN_SOURCE_CLAIMS
 numbers, dates and names, of which the article states under THIN_SHARE, is listed.
 (The extraction may hold those facts, kept by the compiler's own checks, while the
 article written from it does not: the article is what ask reads.)
@@ -24,10 +24,9 @@ from typing import Any
 
 from kb_ai.errors import KbAiError
 from kb_ai.grounding import Evidence, extract_claims
-from wiki import KnowledgeBase, list_articles, open_state, read_article, read_raw
+from wiki import KnowledgeBase, open_state, read_article, read_raw
 from wiki.extraction import read_extraction_data
 from wiki.lint import WARNING, Finding
-from wiki.lintfacts import gather_facts
 
 __all__ = ["thin_findings"]
 
@@ -72,25 +71,35 @@ def _compiled_by(conn: sqlite3.Connection, path: str) -> dict[str, Any] | None:
     return None
 
 
+def _candidates(kb: KnowledgeBase, conn: sqlite3.Connection) -> dict[str, list[str]]:
+    """Article path -> its sources big enough, and big enough beside it, to look at
+    (from state.db's record of what each source fed: no article is read for this)."""
+    found: dict[str, list[str]] = {}
+    for row in conn.execute("SELECT raw_path, articles FROM sources WHERE raw_path LIKE 'raw/%'"):
+        size = _size(kb, row["raw_path"])
+        if size < MIN_SOURCE_BYTES:
+            continue
+        try:
+            articles = json.loads(row["articles"] or "[]")
+        except ValueError:
+            continue
+        for path in articles if isinstance(articles, list) else []:
+            if isinstance(path, str) and 0 < _size(kb, path) <= size * THIN_BYTES:
+                found.setdefault(path, []).append(row["raw_path"])
+    return found
+
+
 def thin_findings(kb: KnowledgeBase) -> list[Finding]:
     """One warning per article that states under THIN_SHARE of its source's claims."""
     findings = []
     with closing(open_state(kb)) as conn:
-        for rel, facts in gather_facts(kb, list_articles(kb), conn).items():
-            sources = [s.partition("#")[0] for s in facts.sources if s.startswith("raw/")]
-            if facts.error or not sources:
-                continue
-            size = _size(kb, rel)
-            if not any(_size(kb, s) >= max(MIN_SOURCE_BYTES, size / THIN_BYTES) for s in sources):
-                continue
+        for rel, sources in sorted(_candidates(kb, conn).items()):
             try:
                 article = read_article(kb, rel)
             except (OSError, ValueError, KbAiError):
                 continue  # lint's other checks report a file that cannot be read
             said = Evidence(article.title, article.body)
-            for source in sources:
-                if _size(kb, source) < max(MIN_SOURCE_BYTES, size / THIN_BYTES):
-                    continue
+            for source in dict.fromkeys(sources):
                 try:
                     text = read_raw(kb, source).text
                 except (OSError, ValueError, KbAiError):
