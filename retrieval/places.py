@@ -33,7 +33,8 @@ MAX_SPAN_LINES = 8  # a claim is a sentence or a few; its place is a paragraph a
 # Each line a span takes beyond its first costs half a term: a line that holds most of
 # the claim is a better place than a paragraph that holds one term more.
 LINE_COST = 0.5
-SUPPORTED_SHARE = 0.5  # of the claim's terms in the span (checks.py asks the same of a page)
+SUPPORTED_SHARE = 0.5
+QUOTED_CHARS = 20  # a quote this long, word for word in one page, is cited by itself  # of the claim's terms in the span (checks.py asks the same of a page)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,17 @@ def check_span(claim: str, span: Span | None, title: str = "") -> str:
     return ""
 
 
+def _anchor(spans: list[Span]) -> str:
+    """The place of a citation standing for ``spans``: the lines from the first to the
+    last when they lie within 2 x MAX_SPAN_LINES, else the first span's."""
+    if not spans:
+        return ""
+    start, end = min(s.start for s in spans), max(s.end for s in spans)
+    if end - start < 2 * MAX_SPAN_LINES:
+        return f"#L{start}" if start == end else f"#L{start}-L{end}"
+    return min(spans, key=lambda s: s.start).anchor
+
+
 def _plain(text: str) -> str:
     """The claim's words: links out, and the stop left over from the sentence before."""
     return " ".join(_LINK.sub("", text).split()).lstrip(".,;:!?。，；：！？ ")
@@ -150,8 +162,8 @@ class Placer:
         self.by_path = {p.path: p for p in pages}
         self.claims: list[ClaimSpan] = []
         self.uncited: list[str] = []  # what was said with no citation after it
-        self._since = ""  # the answer's text since the last citation
-        self._last = ""  # the claim the last citation was for (two cited in a row)
+        self._run: list[str] = []  # what was said since the last citation, piece by piece
+        self._last: list[str] = []  # the claims of the last citation (two cited in a row)
         self._shown: list[str] = []
 
     def feed(self, piece: str) -> str:
@@ -159,12 +171,13 @@ class Placer:
         out: list[str] = []
         at = 0
         for m in _LINK.finditer(piece):
-            self._since += piece[at : m.start()]
-            out.append(piece[at : m.start()])
-            out.append(self._place(m))
+            before = piece[at : m.start()]
+            out.append(before)
+            out.append(self._place(m, _plain(before)))
             at = m.end()
-        self._since += piece[at:]
         out.append(piece[at:])
+        if said := _plain(piece[at:]):
+            self._run.append(said)
         self._shown.append(placed := "".join(out))
         return placed
 
@@ -176,28 +189,37 @@ class Placer:
     def finish(self, *notices: str) -> None:
         """The end of the answer: text after the last citation is said uncited (kb-ai's
         own ``notices``, such as "part was left out", aside)."""
-        rest = self._since
+        rest = " ".join(self._run)
         for notice in notices:
-            rest = rest.replace(notice, "")
-        if _WORDY.search(_plain(rest)):
-            self.uncited.append(_plain(rest))
-        self._since = ""
+            rest = rest.replace(" ".join(notice.split()), "")
+        if _WORDY.search(rest):
+            self.uncited.append(rest.strip())
+        self._run = []
 
-    def _place(self, m: re.Match[str]) -> str:
+    def _place(self, m: re.Match[str], before: str) -> str:
         path = normalise_article_path(m.group(2))
         page = self.by_path.get(path)
-        if page is None:  # not a page read (an outside link): as it was
+        if page is None:  # not a page read (an outside link): as it was, in the run
+            self._run += [before] if before else []
             return m.group(0)
-        claim = _plain(self._since) or self._last
-        self._since = ""
-        self._last = claim
-        if not claim:
+        # A citation stands for its own sentence (the text before it in its piece); after
+        # a citation-less run (a small model's quotes, one citation after the run) for
+        # each sentence of the run, each a claim in its own place.
+        if before:
+            self.uncited += [" ".join(self._run)] if self._run else []
+            claims = [before]
+        else:
+            claims = self._run or self._last
+        self._run, self._last = [], claims
+        if not claims:
             return m.group(0)
-        span = find_span(claim, page)
-        why = check_span(claim, span, page.title)
-        self.claims.append(ClaimSpan(claim, path, span, not why, why))
-        target = path + (span.anchor if span else "")
-        return f"[{m.group(1)}]({target})"
+        spans = []
+        for claim in claims:
+            span = find_span(claim, page)
+            why = check_span(claim, span, page.title)
+            self.claims.append(ClaimSpan(claim, path, span, not why, why))
+            spans += [span] if span else []
+        return f"[{m.group(1)}]({path}{_anchor(spans)})"
 
     @property
     def faithfulness(self) -> float | None:

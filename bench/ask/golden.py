@@ -7,7 +7,8 @@ A fresh knowledge base compiles examples/notes with the model, then `kb-ai eval
 examples/notes-golden.yaml --json` asks its 10 questions (7 covered, 3 not) in one
 process (the model loaded once). Printed: the outcomes, the score, the citation
 faithfulness, each question's seconds, the compile's seconds, and the load average.
-The whole report goes to bench/out/ask/golden-<model>.json.
+The whole report goes to bench/out/ask/golden-<model>.json, the knowledge base stays in
+bench/out/ask/golden-kb-<model>/.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -55,7 +56,9 @@ def main(argv: list[str] | None = None) -> None:
             server = stack.enter_context(FakeOpenAIServer(respond))
             env.update(KB_AI_MODEL="openai/fake-model", KB_AI_API_BASE=server.base_url,
                        KB_AI_API_KEY="sk-bench")  # fmt: skip
-        kb = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "kb"
+        name = re.sub(r"[^\w.-]+", "-", args.model or "stand-in")
+        kb = OUT / f"golden-kb-{name}"  # kept: `kb-ai --kb ... eval` again reads its answers' cache
+        shutil.rmtree(kb, ignore_errors=True)
         loads = [os.getloadavg()[0]]
         assert kb_ai(kb, env, "init", "--no-hint").returncode == 0
         began = time.monotonic()
@@ -67,7 +70,6 @@ def main(argv: list[str] | None = None) -> None:
         ran = kb_ai(kb, env, "eval", "--json", str(REPO / "examples" / "notes-golden.yaml"))
         loads.append(os.getloadavg()[0])
         report = json.loads(ran.stdout.splitlines()[0])
-    name = re.sub(r"[^\w.-]+", "-", args.model or "stand-in")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"golden-{name}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     for q in report["questions"]:

@@ -107,3 +107,22 @@ def test_text_with_no_citation_and_outside_links_are_left_as_they_are():
     placer.finish()
     assert placer.claims == [] and placer.uncited == ["See for alpha beta."]
     assert faithfulness([]) is None
+
+
+def test_a_run_of_quotes_cited_once_is_one_claim_per_sentence_each_in_its_place(kb):
+    path = article(kb)
+    page = read_page(kb, "wiki/concept/nightly-backups.md", 10_000)
+    placer = Placer([page])
+    # a small model's quotes: the sentences, then one citation after the run
+    placer.feed("Backups of the main database run nightly at 02:00.")
+    placer.feed(" The logs are kept for 14 days.")
+    shown = placer.feed(" [Nightly backups](wiki/concept/nightly-backups.md)")
+    first, second = placer.claims
+    assert first.span.start == line_of(path, "02:00") and first.supported
+    assert second.span.start == line_of(path, "| logs |") and second.supported
+    assert (
+        shown
+        == f" [Nightly backups](wiki/concept/nightly-backups.md#L{first.span.start}-L{second.span.end})"
+    )
+    placer.finish()
+    assert placer.uncited == [] and placer.faithfulness == 1.0
