@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from kb_ai.cli import Context, main, pass_context, translate_errors
+from kb_ai.cli import main
+from kb_ai.cli._admin import echo_json, kb_command
+from kb_ai.service import OpenKb
 
 
 @main.group()
@@ -22,21 +22,14 @@ def review() -> None:
     """
 
 
-def _kb(ctx: Context):
-    return ctx.open_kb(ctx.settings(detect=False, announce=False))
-
-
-@review.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
-@pass_context
-@translate_errors
-def list_(ctx: Context, as_json: bool) -> None:
+@kb_command(review, name="list", json_help="Print the runs as JSON.")
+def list_(okb: OpenKb, as_json: bool) -> None:
     """The runs waiting for review."""
     from kb_ai.service import reviewing
 
-    reviews = reviewing.reviews(_kb(ctx))
+    reviews = reviewing.reviews(okb)
     if as_json:
-        click.echo(json.dumps([r.as_dict() for r in reviews], ensure_ascii=False))
+        echo_json(reviews)
         return
     if not reviews:
         click.echo("No run is waiting for review.")
@@ -44,15 +37,12 @@ def list_(ctx: Context, as_json: bool) -> None:
         click.echo(f"{r.run:>6}  {r.created_at}  {r.summary.splitlines()[0]}")
 
 
-@review.command()
+@kb_command(review)
 @click.argument("run")
-@pass_context
-@translate_errors
-def show(ctx: Context, run: str) -> None:
+def show(okb: OpenKb, run: str) -> None:
     """The run's commit message and its diff against main."""
     from kb_ai.service import reviewing
 
-    okb = _kb(ctx)
     r = reviewing.review(okb, run)
     click.echo(f"run {r.run} ({r.state}) on {r.branch}\n\n{r.summary}\n")
     if r.state != "pending":
@@ -66,23 +56,19 @@ def show(ctx: Context, run: str) -> None:
     click.echo(reviewing.diff(okb, r.run))
 
 
-@review.command()
+@kb_command(review)
 @click.argument("run")
-@pass_context
-@translate_errors
-def approve(ctx: Context, run: str) -> None:
+def approve(okb: OpenKb, run: str) -> None:
     """Merge the run into main."""
     from kb_ai.service import reviewing
 
-    commit = reviewing.approve(_kb(ctx), run)
+    commit = reviewing.approve(okb, run)
     click.echo(f"Approved run {run.removeprefix('review/')}: main is at {commit}")
 
 
-@review.command()
+@kb_command(review)
 @click.argument("run")
-@pass_context
-@translate_errors
-def reject(ctx: Context, run: str) -> None:
+def reject(okb: OpenKb, run: str) -> None:
     """Drop the run; its sources are compiled again by the next compile.
 
     Documents submitted in the web UI (or the API) fail with the reason and keep their
@@ -90,7 +76,7 @@ def reject(ctx: Context, run: str) -> None:
     again, Delete drops them."""
     from kb_ai.service import reviewing
 
-    rejection = reviewing.reject(_kb(ctx), run)
+    rejection = reviewing.reject(okb, run)
     click.echo(
         f"Rejected run {run.removeprefix('review/')};"
         f" {len(rejection.sources)} source(s) pending again"
