@@ -24,9 +24,15 @@ from kb_ai.errors import (
 
 StatusTable = tuple[tuple[type[KbAiError], int], ...]
 
+
+class SelfReviewError(KbAiError):
+    """A person approved or rejected their own run while review_self_approve is off."""
+
+
 # Most specific first: the first matching type decides the status.
 STATUS_BY_TYPE: StatusTable = (
     (EditConflictError, 409),
+    (SelfReviewError, 403),
     (PathEscapeError, 400),
     (ConfigError, 400),
     (UsageError, 400),
