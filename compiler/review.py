@@ -373,7 +373,7 @@ def _merge(kb: KnowledgeBase, review: Review, comment: str) -> None:
     with closing(open_state(kb)) as conn:
         set_meta(conn, INDEX_FINGERPRINT, fingerprint)
     git(kb, "add", "-A", "--", "index", "log.md")
-    message = review_message(f"approve run {review.run}", comment)
+    message = review_message(f"approved run {review.run}", comment)
     git(kb, "commit", "-q", "-m", signed(f"{message}\n\n{review.summary}"))
 
 

@@ -23,11 +23,11 @@ from starlette.staticfiles import StaticFiles
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
+from kb_ai.service.fairness import QuestionBuckets
 from kb_ai.settings import Settings
 from web import api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
-from web.fairness import QuestionBuckets
 from web.people import Directory, ProxyRule
 from web.pool import WorkerPool
 from web.services import Limits, Services

@@ -6,7 +6,9 @@
   accepted as
   ``Authorization: Bearer <token>``, as an HttpOnly cookie, or once as ``?token=`` on a
   page, which sets the cookie and drops the token from the address bar. Compared in
-  constant time.
+  constant time. Wrong tokens in a row from one address are slowed as failed sign-ins
+  are (after FREE_TOKEN_FAILURES, web/sessions.py), refused before their scrypt hash is
+  computed, unless a token offered is one already known good.
 - Without a token (loopback only), the Host header must name loopback, so a web page
   elsewhere cannot reach the server by DNS rebinding.
 - A state-changing request (any method but GET, HEAD, OPTIONS) must come from kb-ai's

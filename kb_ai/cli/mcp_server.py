@@ -40,10 +40,8 @@ from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 from kb_ai.errors import KbAiError
 from kb_ai.service import Actor, OpenKb, error_fields, open_kb
 from kb_ai.service.asking import ask as answer_question
+from kb_ai.service.fairness import QuestionBuckets, TooManyQuestionsError
 from retrieval import Answer
-from web.errors import STATUS_BY_TYPE as WEB_STATUS
-from web.fairness import QuestionBuckets, TooManyQuestionsError
-from web.people import visitor
 
 ASK_DESCRIPTION = """\
 Ask the team's knowledge base and get an answer with citations. The knowledge base is a \
@@ -132,7 +130,7 @@ def build_server(
             asker = _asker(okb, ctx, questions)
             answer = await _answer(asker, question, paths)
         except KbAiError as exc:
-            fields = error_fields(exc, WEB_STATUS)
+            fields = error_fields(exc)
             if isinstance(exc, TooManyQuestionsError):
                 fields["retry_after"] = round(exc.retry_after, 1)
             return CallToolResult(
@@ -164,6 +162,8 @@ def _asker(okb: OpenKb, ctx: Context, questions: QuestionBuckets | None) -> Open
         request = None
     if getattr(request, "scope", None) is None:  # stdio: the agent that started the server
         return okb
+    from web.people import visitor  # (over HTTP: the web app is loaded already)
+
     who = visitor(request)  # type: ignore[arg-type]
     if questions is not None:
         questions.take(who.name)

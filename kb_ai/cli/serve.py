@@ -15,7 +15,7 @@ from kb_ai.settings import Settings
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from web.fairness import QuestionBuckets
+    from kb_ai.service.fairness import QuestionBuckets
 
 
 @main.command()
@@ -40,9 +40,9 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     """
     import uvicorn
 
+    from kb_ai.service.fairness import QuestionBuckets
     from web import create_app
     from web.auth import is_loopback
-    from web.fairness import QuestionBuckets
 
     token = os.environ.get("KB_AI_TOKEN") or None
     settings = ctx.settings(model=model or ctx.model)

@@ -21,6 +21,7 @@ from kb_ai.errors import (
     StorageError,
     UsageError,
 )
+from kb_ai.service.fairness import TooManyQuestionsError
 
 StatusTable = tuple[tuple[type[KbAiError], int], ...]
 
@@ -33,6 +34,7 @@ class SelfReviewError(KbAiError):
 STATUS_BY_TYPE: StatusTable = (
     (EditConflictError, 409),
     (SelfReviewError, 403),
+    (TooManyQuestionsError, 429),
     (PathEscapeError, 400),
     (ConfigError, 400),
     (UsageError, 400),

@@ -55,9 +55,9 @@ def commit_messages(kb):
 def test_contributors_policy_holds_a_contributors_run_and_not_a_reviewers(kb, fake_model, tmp_path):
     set_policy(kb, 'review_policy = "contributors"\n')
     cora, rex = add(kb, "Cora Contributor", "contributor"), add(kb, "Rex Reviewer", "reviewer")
-    head = git(kb, "rev-parse", "HEAD")
     held = compile_as(kb, tmp_path, cora, {"cache.md": NOTES["cache.md"]})
-    assert held.review and git(kb, "rev-parse", "HEAD") == head and CACHE not in list_articles(kb)
+    assert held.review and CACHE not in list_articles(kb)
+    assert not (kb.root / "raw" / "cache.md").exists()  # main as it was, but its settings
     (waiting,) = json.loads(run(kb, "review", "list", "--json").output)
     assert waiting["submitted_by"] == "Cora Contributor"
     assert "Cora Contributor is a contributor" in waiting["reason"]
@@ -78,12 +78,14 @@ def test_hand_edited_policy_holds_only_runs_that_merge_into_a_persons_edit(
     assert run(kb, "compile", str(notes)).exit_code == 0  # no hand edit yet: not held
     assert CACHE in list_articles(kb)
     article = kb.root / CACHE
-    article.write_text(article.read_text() + "\nAsk Ana before changing it.\n")
+    text = article.read_text()
+    heading = text.index("\n## ") + 1  # a line of her own under the first heading
+    article.write_text(text[:heading] + "Ask Ana before changing it.\n\n" + text[heading:])
     git(kb, "add", CACHE)
     git(kb, "-c", "user.name=Ana", "-c", "user.email=ana@example.org", "commit", "-q", "-m", "x")
     (notes / "cache.md").write_text(NOTES["cache.md"] + "\nWe evict with LRU.\n")
     result = json.loads(run(kb, "compile", "--json", str(notes)).output)
-    assert result["review"], result
+    assert result["review"] and not result["held_review"], result
     (waiting,) = json.loads(run(kb, "review", "list", "--json").output)
     assert "hand-edited" in waiting["reason"]
     assert "LRU" not in article.read_text()  # main keeps the person's version meanwhile

@@ -36,9 +36,9 @@ def test_a_persons_questions_over_mcp_share_their_limit_with_the_api(kb, model):
     import httpx2
 
     from kb_ai.cli.serve import mcp_mount
+    from kb_ai.service.fairness import QuestionBuckets
     from kb_ai.settings import load_settings
     from web import create_app
-    from web.fairness import QuestionBuckets
 
     kb.config_path.write_text(kb.config_path.read_text() + "questions_per_minute = 2\n")
     settings = load_settings(kb.root)
