@@ -39,8 +39,6 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         kb = KnowledgeBase.init(Path(tmp) / "kb")
-        _, good = people.add(open_kb(kb.root, detect=False), "Rita Reader", "reader")
-        token_id = good.split(".")[0]
         env = {
             "KB_AI_DIR": str(kb.root),
             "KB_AI_MODEL": "openai/none",
@@ -57,6 +55,9 @@ def main() -> None:
             "127.0.0.1",
         ]
         with LiveServer(env, command=command) as live, httpx.Client(base_url=live.url) as client:
+            # added once it serves (its readiness check, /healthz, then needs a token)
+            _, good = people.add(open_kb(kb.root, detect=False), "Rita Reader", "reader")
+            token_id = good.split(".")[0]
             assert (
                 client.get("/api/tasks", headers={"authorization": f"Bearer {good}"}).status_code
                 == 200
