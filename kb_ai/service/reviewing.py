@@ -30,6 +30,7 @@ from compiler.review_articles import (
     reject_articles,
     undecided,
 )
+from kb_ai.errors import UsageError
 from kb_ai.service.errors import SelfReviewError
 from kb_ai.service.opened import OpenKb
 from kb_ai.service.people import audit
@@ -109,7 +110,12 @@ def reject(
 def _may_decide(okb: OpenKb, run: str, comment: str) -> tuple[Review, str]:
     """The review, and the comment made one paragraph; refuses a person's own run."""
     found = get_review(okb.kb, run)
-    comment = " ".join(comment.split())[:MAX_COMMENT]
+    comment = " ".join(comment.split())  # one paragraph: a log.md item, an audit field
+    if len(comment) > MAX_COMMENT:
+        raise UsageError(
+            f"the comment is {len(comment):,} characters; a review comment holds {MAX_COMMENT:,}",
+            hint="say why in short; a longer review belongs in the wiki or the tracker",
+        )
     actor = okb.actor
     own = actor.kind == "person" and found.submitted_by == actor.name
     if own and not okb.settings.review_self_approve:

@@ -111,6 +111,8 @@ def test_single_articles_are_approved_and_rejected_with_comments(kb, fake_model,
     assert "TTL checked with ops" in newest
     assert json.loads(run(kb, "review", "list", "--json").output)  # the queue article waits
 
+    long = run(kb, "review", "approve", waiting["run"], "--article", QUEUE, "--comment", "x" * 2001)
+    assert long.exit_code == 2 and "2,000" in long.output and QUEUE not in list_articles(kb)
     again = run(kb, "review", "approve", waiting["run"], "--article", CACHE)
     assert again.exit_code == 2 and "approved already" in again.output
     unknown = run(kb, "review", "reject", waiting["run"], "--article", "wiki/x/nope.md")
