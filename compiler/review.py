@@ -78,8 +78,8 @@ MIGRATIONS = (
     )""",
 )
 COLUMNS = "(run, branch, base, commit_sha, sources, summary, created_at, state, reason)"
-_KEPT = ("kb-ai.toml", ".gitignore")  # settings, not the run's work: never held back
-_GENERATED = ("index/master-index.md", "index/topics.md", "log.md")
+KEPT = ("kb-ai.toml", ".gitignore")  # settings, not the run's work: never held back
+GENERATED = ("index/master-index.md", "index/topics.md", "log.md")
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class Rejection:
     tasks: list[dict[str, Any]]
 
 
-def _db(kb: KnowledgeBase) -> sqlite3.Connection:
+def reviews_db(kb: KnowledgeBase) -> sqlite3.Connection:
     conn = open_state(kb)
     apply_migrations(conn, "reviews", MIGRATIONS)
     return conn
@@ -142,7 +142,7 @@ def hold_for_review(
         base = git(kb, "rev-parse", "HEAD~1").strip()
         changed = _changed_articles(kb, base, full)
         settings_files = [
-            p for p in git(kb, "diff", "--name-only", base, full, "--", *_KEPT).splitlines() if p
+            p for p in git(kb, "diff", "--name-only", base, full, "--", *KEPT).splitlines() if p
         ]
         git(kb, "branch", "-f", branch, full)
         _undo_on_main(kb, base, full, set(settings_files))
@@ -151,8 +151,8 @@ def hold_for_review(
                 kb, f"Settings of compile run {run} (its wiki changes wait on {branch})",
                 settings_files,
             )  # fmt: skip
-        with closing(_db(kb)) as conn:
-            _restore_tables(kb, conn, changed)
+        with closing(reviews_db(kb)) as conn:
+            restore_tables(kb, conn, changed)
             message = git(kb, "log", "-1", "--format=%B", full).strip()
             with conn:
                 conn.execute(
@@ -197,7 +197,7 @@ def hold_hand_edits(kb: KnowledgeBase, run_id: int | str, held: Sequence[Held]) 
         message = signed("\n".join(lines))
         commit = git(kb, "commit-tree", tree, "-p", head, "-m", message).strip()
         git(kb, "branch", "-f", branch, commit)
-        with closing(_db(kb)) as conn, conn:
+        with closing(reviews_db(kb)) as conn, conn:
             conn.execute(
                 f"INSERT OR REPLACE INTO reviews {COLUMNS}"
                 " VALUES (?, ?, ?, ?, '[]', ?, ?, 'pending', ?)",
@@ -262,7 +262,7 @@ def _undo_on_main(kb: KnowledgeBase, base: str, run: str, keep: set[str]) -> Non
 
 
 def list_reviews(kb: KnowledgeBase, *, pending_only: bool = True) -> list[Review]:
-    with closing(_db(kb)) as conn:
+    with closing(reviews_db(kb)) as conn:
         sql = "SELECT * FROM reviews" + (" WHERE state = 'pending'" if pending_only else "")
         rows = conn.execute(sql + " ORDER BY created_at, run").fetchall()
     return [_review(kb, row) for row in rows]
@@ -270,7 +270,7 @@ def list_reviews(kb: KnowledgeBase, *, pending_only: bool = True) -> list[Review
 
 def get_review(kb: KnowledgeBase, run: str) -> Review:
     run = run.removeprefix(PREFIX)
-    with closing(_db(kb)) as conn:
+    with closing(reviews_db(kb)) as conn:
         row = conn.execute("SELECT * FROM reviews WHERE run = ?", (run,)).fetchone()
     if row is None:
         raise NotFoundError(
@@ -281,7 +281,7 @@ def get_review(kb: KnowledgeBase, run: str) -> Review:
 
 def review_diff(kb: KnowledgeBase, run: str) -> str:
     """What the run changes, against the main it was taken off."""
-    review = _pending(kb, run)
+    review = pending_review(kb, run)
     return git(kb, "diff", "--no-color", review.base, review.commit, "--", "wiki", "index")
 
 
@@ -289,7 +289,7 @@ def approve_review(kb: KnowledgeBase, run: str, comment: str = "") -> str | None
     """Merge the run into main, then say in log.md and a commit by the reviewer (the
     knowledge base's actor) who approved it and their ``comment``; returns main's new
     commit."""
-    review = _pending(kb, run)
+    review = pending_review(kb, run)
     with KbLock(kb.state_dir / "compile.lock"):
         before = git(kb, "rev-parse", "HEAD").strip()
         moved = before != review.base
@@ -302,8 +302,8 @@ def approve_review(kb: KnowledgeBase, run: str, comment: str = "") -> str | None
         elif not moved:  # main has the run's own commit: the approval needs one of its own
             record_decision(kb, f"approved run {review.run}", comment)
         changed = _changed_articles(kb, before, "HEAD")
-        with closing(_db(kb)) as conn:
-            _restore_tables(kb, conn, changed)
+        with closing(reviews_db(kb)) as conn:
+            restore_tables(kb, conn, changed)
             with conn:
                 conn.execute("UPDATE reviews SET state = 'approved' WHERE run = ?", (review.run,))
             TaskQueue(kb, conn).settle_review(review.branch, approved=True)
@@ -315,8 +315,8 @@ def reject_review(kb: KnowledgeBase, run: str, comment: str = "") -> Rejection:
     """Drop the run; its sources become pending again, its queued submissions failed
     with the reason (to retry from Status). log.md and a commit by the reviewer say who
     rejected it and their ``comment``."""
-    review = _pending(kb, run)
-    with KbLock(kb.state_dir / "compile.lock"), closing(_db(kb)) as conn:
+    review = pending_review(kb, run)
+    with KbLock(kb.state_dir / "compile.lock"), closing(reviews_db(kb)) as conn:
         with conn:
             for origin in review.sources:
                 conn.execute(
@@ -343,7 +343,7 @@ def review_message(what: str, comment: str) -> str:
     return f"review: {what}" + (f"\n\n{comment.strip()}" if comment.strip() else "")
 
 
-def _pending(kb: KnowledgeBase, run: str) -> Review:
+def pending_review(kb: KnowledgeBase, run: str) -> Review:
     review = get_review(kb, run)
     if review.state != "pending":
         raise UsageError(f"run {review.run} was {review.state} already")
@@ -354,7 +354,7 @@ def _merge(kb: KnowledgeBase, review: Review, comment: str) -> None:
     """Merge a run into a main that moved: generated files line by line, then rebuilt."""
     attributes = kb.root / ".git" / "info" / "attributes"
     attributes.parent.mkdir(parents=True, exist_ok=True)
-    rules = "".join(f"{path} merge=union\n" for path in _GENERATED)
+    rules = "".join(f"{path} merge=union\n" for path in GENERATED)
     if rules not in (attributes.read_text() if attributes.exists() else ""):
         with attributes.open("a", encoding="utf-8") as f:
             f.write(rules)
@@ -394,7 +394,7 @@ def _changed_articles(kb: KnowledgeBase, old: str, new: str) -> list[str]:
     return [p for p in out.splitlines() if p.endswith(".md")]
 
 
-def _restore_tables(kb: KnowledgeBase, conn: sqlite3.Connection, changed: list[str]) -> None:
+def restore_tables(kb: KnowledgeBase, conn: sqlite3.Connection, changed: list[str]) -> None:
     """The search tables and index fingerprint for the articles on disk now."""
     on_disk = set(list_articles(kb))
     remove_from_tables(conn, [p for p in changed if p not in on_disk])

@@ -28,22 +28,21 @@ from typing import Any
 
 from compiler.queue import TaskQueue
 from compiler.review import (
-    _GENERATED,
-    _KEPT,
+    GENERATED,
     INDEX_FINGERPRINT,
+    KEPT,
     Rejection,
     Review,
-    _db,
-    _pending,
-    _restore_tables,
-    commit_paths,
+    pending_review,
     record_decision,
     reject_review,
+    restore_tables,
     review_message,
+    reviews_db,
 )
 from kb_ai.errors import UsageError
 from wiki import KnowledgeBase, append_log, build_catalog, git, set_meta, write_indexes
-from wiki.git import _run
+from wiki.git import _run, commit_paths
 from wiki.hand_edits import BASES, base_path
 from wiki.lock import KbLock
 
@@ -66,7 +65,7 @@ class ArticleChange:
 def article_changes(kb: KnowledgeBase, review: Review) -> list[ArticleChange]:
     """The articles ``review`` changes, in path order, with the decisions made."""
     out = git(kb, "diff", "--name-status", "--no-renames", review.base, review.commit, "--", "wiki")
-    with closing(_db(kb)) as conn:
+    with closing(reviews_db(kb)) as conn:
         rows = conn.execute(
             "SELECT path, decision, by, comment FROM review_articles WHERE run = ?", (review.run,)
         ).fetchall()
@@ -97,7 +96,7 @@ def approve_articles(
 ) -> str | None:
     """Put the run's version of ``paths`` on main, in one commit by the reviewer; returns
     main's new commit."""
-    review = _pending(kb, run)
+    review = pending_review(kb, run)
     changes = article_changes(kb, review)
     paths = _undecided(review, changes, paths)
     with KbLock(kb.state_dir / "compile.lock"):
@@ -111,11 +110,11 @@ def approve_articles(
         what = f"approved {', '.join(paths)} of run {review.run}"
         append_log(kb, "review", [what + (f": {comment}" if comment else "")])
         commit = commit_paths(
-            kb, review_message(what, comment), [*files, *_GENERATED]
+            kb, review_message(what, comment), [*files, *GENERATED]
         )  # fmt: skip
-        with closing(_db(kb)) as conn:
+        with closing(reviews_db(kb)) as conn:
             set_meta(conn, INDEX_FINGERPRINT, fingerprint)
-            _restore_tables(kb, conn, list(paths))
+            restore_tables(kb, conn, list(paths))
             _decide(kb, conn, review, paths, "approved", comment)
         _settle_if_done(kb, review)
     return commit
@@ -127,18 +126,18 @@ def reject_articles(
     """Keep main's version of ``paths``; log.md and a commit by the reviewer say so. When
     no article of the run is left and none was approved, the run is rejected as a whole
     (its Rejection is returned)."""
-    review = _pending(kb, run)
+    review = pending_review(kb, run)
     changes = article_changes(kb, review)
     paths = _undecided(review, changes, paths)
     if not any(c.decision == "approved" for c in changes) and set(paths) == {
         c.path for c in changes if not c.decision
     }:
-        with closing(_db(kb)) as conn, conn:
+        with closing(reviews_db(kb)) as conn, conn:
             conn.execute("DELETE FROM review_articles WHERE run = ?", (review.run,))
         return reject_review(kb, review.run, comment)  # nothing of it taken: all of it goes
     with KbLock(kb.state_dir / "compile.lock"):
         record_decision(kb, f"rejected {', '.join(paths)} of run {review.run}", comment)
-        with closing(_db(kb)) as conn:
+        with closing(reviews_db(kb)) as conn:
             _decide(kb, conn, review, paths, "rejected", comment)
         _settle_if_done(kb, review)
     return None
@@ -182,7 +181,7 @@ def _run_files(kb: KnowledgeBase, review: Review) -> list[str]:
     skip = ("wiki/", "index/", f"{BASES}/")
     return [
         p for p in out.splitlines()
-        if p and not p.startswith(skip) and p not in _GENERATED and p not in _KEPT
+        if p and not p.startswith(skip) and p not in GENERATED and p not in KEPT
     ]  # fmt: skip
 
 
@@ -212,7 +211,7 @@ def _settle_if_done(kb: KnowledgeBase, review: Review) -> None:
     changes = article_changes(kb, review)
     if any(not c.decision for c in changes):
         return
-    with closing(_db(kb)) as conn:
+    with closing(reviews_db(kb)) as conn:
         with conn:
             conn.execute("UPDATE reviews SET state = 'approved' WHERE run = ?", (review.run,))
         TaskQueue(kb, conn).settle_review(review.branch, approved=True)
