@@ -9,7 +9,8 @@ the CLI user at the terminal owns the files, so it does not bind them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from compiler.review import (
     Rejection,
@@ -72,16 +73,7 @@ def approve(
     address: str = "cli",
 ) -> str | None:
     """Merge the run (or only ``articles`` of it) into main; returns main's new commit."""
-    found, comment = _may_decide(okb, run, comment)
-    okb.note("approve", found.run)
-    if articles:
-        commit = approve_articles(okb.kb, found.run, articles, comment)
-    elif any_decided(okb.kb, found):  # some were decided one by one: the rest, likewise
-        commit = approve_articles(okb.kb, found.run, undecided(okb.kb, found), comment)
-    else:
-        commit = approve_review(okb.kb, found.run, comment)
-    audit(okb, "approve", _target(found, articles), comment, address)
-    return commit
+    return _decide(okb, run, "approve", articles, comment, address)
 
 
 def reject(
@@ -95,16 +87,32 @@ def reject(
     """Drop the run (or only ``articles`` of it: main keeps its versions); a whole run's
     sources compile again next time. None when the run is still partly waiting or was
     partly approved."""
+    return _decide(okb, run, "reject", articles, comment, address)
+
+
+# action -> (its verb on single articles, its verb on a whole run)
+_VERBS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "approve": (approve_articles, approve_review),
+    "reject": (reject_articles, reject_review),
+}
+
+
+def _decide(
+    okb: OpenKb, run: str, action: str, articles: Sequence[str], comment: str, address: str
+) -> Any:
+    """``action`` on the run or ``articles`` of it, audited with the comment; a plain
+    decision on a run decided in part already decides the articles left."""
     found, comment = _may_decide(okb, run, comment)
-    okb.note("reject", found.run)
-    if articles:
-        rejection = reject_articles(okb.kb, found.run, articles, comment)
-    elif any_decided(okb.kb, found):
-        rejection = reject_articles(okb.kb, found.run, undecided(okb.kb, found), comment)
+    okb.note(action, found.run)
+    on_articles, on_run = _VERBS[action]
+    if not articles and any_decided(okb.kb, found):
+        outcome = on_articles(okb.kb, found.run, undecided(okb.kb, found), comment)
+    elif articles:
+        outcome = on_articles(okb.kb, found.run, articles, comment)
     else:
-        rejection = reject_review(okb.kb, found.run, comment)
-    audit(okb, "reject", _target(found, articles), comment, address)
-    return rejection
+        outcome = on_run(okb.kb, found.run, comment)
+    audit(okb, action, _target(found, articles), comment, address)
+    return outcome
 
 
 def _may_decide(okb: OpenKb, run: str, comment: str) -> tuple[Review, str]:
