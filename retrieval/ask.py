@@ -35,6 +35,7 @@ from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_fo
 from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
 from retrieval.pages import Page, check_paths, link_targets, read_page
 from retrieval.rewrite import standalone_question
+from retrieval.scope import Scope
 from retrieval.terms import shares_a_term, terms
 from wiki import KnowledgeBase, compile_under_way
 from wiki.feedback import search_with_feedback
@@ -62,10 +63,14 @@ def check_question(question: object) -> str:
 class Asker:
     """Answers questions from one knowledge base with one LLM client."""
 
-    def __init__(self, kb: KnowledgeBase, settings: Settings, llm: LLM) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, settings: Settings, llm: LLM, scope: Scope | None = None
+    ) -> None:
         self.kb = kb
         self.settings = settings
         self.llm = llm
+        self.scope = scope  # a corpus: answered from its articles only (scope.py)
+        self.indexed = 0  # articles of the whole wiki, when the catalog is a corpus's
         self.usage = Usage()
         self.findings: list[Finding] = []  # of the question being answered
         self.crossing: list[str] = []  # its search terms in the catalog's language, if other
@@ -81,6 +86,8 @@ class Asker:
         try:
             async with aclosing(self._events(question, history, paths)) as events:
                 async for event in events:
+                    if isinstance(event, Done) and self.scope is not None:
+                        event.answer.corpus = self.scope.as_dict()
                     yield event
         except KbAiError as exc:
             yield Error(exc, self.usage)
@@ -100,9 +107,28 @@ class Asker:
         catalog = await asyncio.to_thread(
             Catalog.load, self.kb, self.settings.selection_budget_tokens, self.state.use
         )
+        scope = self.scope
+        if scope is not None:
+            if not scope.paths:
+                raise EmptyWikiError(
+                    f"Corpus {scope.name} has no article left in the wiki",
+                    hint=f"kb-ai corpus rebuild {scope.name}",
+                )
+            yield Note(scope.note())
+            self.indexed = len(catalog)
+            catalog = await asyncio.to_thread(scope.catalog, catalog)
+        whole = scope is not None and scope.whole and not paths
         if paths:
             chosen = check_paths(self.kb, list(paths))
             standalone = question
+        elif whole:  # the corpus read whole: no selection, the same pages every question
+            standalone = question
+            if history:
+                yield Status("rewriting")
+                standalone = await standalone_question(
+                    self.llm, PROMPTS, question, history, self._paid
+                )
+            chosen = list(scope.paths)
         else:
             if not len(catalog):  # during a first compile: say it is on its way
                 first = "a compile is running: ask again once it is done (see Status)"
@@ -130,13 +156,13 @@ class Asker:
                 yield Done(answer)
                 return
         yield Status("reading", paths=list(chosen))
-        pages = await asyncio.to_thread(self._read, chosen)
+        pages = list(scope.pages) if whole else await asyncio.to_thread(self._read, chosen)
         searched = " ".join([standalone, *self.crossing])
         hops = [Hop(searched, list(chosen), "paths" if paths else "search")]
         # Follow-ups: what the pages name that the answer needs next, within one budget
         # of pages for the whole question.
         room = self.settings.select_k + self.settings.second_hop_pages - len(pages)
-        for _ in range(0 if paths else self.settings.max_hops):
+        for _ in range(0 if paths or whole else self.settings.max_hops):
             hop = await self._follow_up(standalone, pages, catalog, room)
             if hop is None:
                 break
@@ -147,9 +173,11 @@ class Asker:
         # Covered only when the pages read hold sentences that answer the question
         # (coverage.py): otherwise no answer is written, and the nearest pages are named.
         # (Not across scripts: a question's words in another script than the pages are
-        # not theirs; the answer's checks still apply.)
+        # not theirs; nor over a corpus read whole, asked across its records in words of
+        # its own, "what recurs": the answer's checks still apply.)
         coverage = await asyncio.to_thread(measure, standalone, pages)
-        if not self.crossing and not coverage.covered(self.settings.coverage_threshold):
+        gate = not self.crossing and not whole
+        if gate and not coverage.covered(self.settings.coverage_threshold):
             answer = not_covered(coverage, pages, self.usage, standalone, hops, self.findings)
             yield Delta(answer.answer)
             yield Done(answer)
@@ -177,6 +205,7 @@ class Asker:
                 question=standalone,
                 history=[t.__dict__ for t in history[-6:]],
                 crossing=bool(self.crossing),
+                corpus=scope if whole else None,
             )
             async for item in self.llm.stream(messages, stage="answer"):
                 if isinstance(item, Completion):
@@ -307,12 +336,16 @@ class Asker:
         return messages, cands.paths, cands.shortlisted
 
     def _search(self, question: str, limit: int, articles: int, feedback: bool = True) -> list[str]:
+        # inside a corpus: the wiki's hits (more of them), those of the corpus kept
+        wide = limit if self.scope is None else max(limit * 4, 1_000)
         with self.state.use():
             # the question, then with the names its best hit mentions (wiki/feedback.py)
-            index = self.state.search_index(articles)
+            index = self.state.search_index(self.indexed or articles)
             if feedback:
-                return search_with_feedback(index, question, limit)
-            return [hit.path for hit in index.search(question, limit=limit)]
+                found = search_with_feedback(index, question, wide)
+            else:
+                found = [hit.path for hit in index.search(question, limit=wide)]
+        return found if self.scope is None else self.scope.within(found)[:limit]
 
     async def _pick(self, messages: list[dict], offered: list[str], limit: int) -> list[str] | None:
         """Ask the model to pick among ``offered`` paths; None when the reply has no list.
@@ -355,7 +388,7 @@ class Asker:
 
     def _known_terms(self, offered: list[str], articles: int) -> list[str]:
         with self.state.use():
-            return self.state.search_index(articles).known(offered)
+            return self.state.search_index(self.indexed or articles).known(offered)
 
     async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
         messages, paths, shortlisted = await asyncio.to_thread(

@@ -13,6 +13,7 @@ from starlette.routing import Route
 from compiler.documents import DOCUMENT_EXTENSIONS, supported_types
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
+from kb_ai.service import corpora
 from retrieval import ChatStore
 from web import content, csrf
 from web.api import queue_submissions
@@ -133,8 +134,9 @@ async def chat(request: Request) -> Response:
 
     sessions, session = await svc.run(load)
     tree = await svc.run(content.wiki_tree, svc.kb)
+    found = await svc.run(corpora.corpora, svc.okb)  # the corpus choice beside the question
     return render(request, "chat.html", sessions=sessions, session=session, nav="chat",
-                  empty=tree["count"] == 0)  # fmt: skip
+                  empty=tree["count"] == 0, corpora=found)  # fmt: skip
 
 
 async def session_action(request: Request) -> Response:

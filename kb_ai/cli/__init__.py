@@ -373,6 +373,7 @@ def status(ctx: Context, as_json: bool) -> None:
 LAZY_COMMANDS = {
     "ask": "kb_ai.cli.ask",
     "chat": "kb_ai.cli.ask",
+    "corpus": "kb_ai.cli.corpus",
     "mcp": "kb_ai.cli.mcp",
     "serve": "kb_ai.cli.serve",
     "doctor": "kb_ai.cli.doctor",

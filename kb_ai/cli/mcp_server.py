@@ -55,12 +55,22 @@ The answer cites wiki pages inline as [Title](wiki/<type>/<slug>.md) and ends wi
 Sources list. Those paths are pages of the knowledge base, not files in your working \
 tree; pass them back in `paths` to ask a follow-up about exactly those pages. When the \
 wiki does not cover the question, the answer says so and cites nothing: do not present \
-it as the team's knowledge then."""
+it as the team's knowledge then.
+
+Name a `corpus` (a slice of the wiki the team saved, e.g. every pitfall of one \
+subsystem) to answer from its articles only; a question across its records ("what \
+recurs?") gets a synthesis citing each record. An unknown name is an error that lists \
+the corpora there are."""
 
 QUESTION_HELP = "One self-contained question, in plain words."
 PATHS_HELP = (
     "Optional: answer from exactly these wiki pages (e.g. wiki/decision/dns.md, as cited "
     "by an earlier answer) instead of letting the knowledge base pick pages."
+)
+
+CORPUS_HELP = (
+    "Optional: the name of a corpus (a saved slice of the wiki) to answer from, instead "
+    "of the whole wiki; not together with `paths`."
 )
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -80,6 +90,14 @@ class CheckFinding(TypedDict):
     path: str
 
 
+class CorpusAsked(TypedDict):
+    """The corpus an answer came from, and whether it was read whole."""
+
+    name: str
+    read_whole: bool
+    articles: int
+
+
 class AskResult(TypedDict):
     """What `ask` returns as structured content."""
 
@@ -88,6 +106,7 @@ class AskResult(TypedDict):
     read: list[str]
     covered: bool
     findings: list[CheckFinding]
+    corpus: CorpusAsked | None
 
 
 def build_server(
@@ -118,9 +137,10 @@ def build_server(
     async def ask(
         question: Annotated[str, Field(description=QUESTION_HELP)],
         paths: Annotated[list[str] | None, Field(description=PATHS_HELP)] = None,
+        corpus: Annotated[str | None, Field(description=CORPUS_HELP)] = None,
     ) -> Annotated[CallToolResult, AskResult]:
         try:
-            answer = await _answer(okb, question, paths)
+            answer = await _answer(okb, question, paths, corpus)
         except KbAiError as exc:
             return CallToolResult(
                 content=[TextContent(type="text", text=str(exc))],
@@ -142,17 +162,24 @@ def build_server(
     return server
 
 
-async def _answer(okb: OpenKb, question: str, paths: Sequence[str] | None) -> Answer:
+async def _answer(
+    okb: OpenKb, question: str, paths: Sequence[str] | None, corpus: str | None = None
+) -> Answer:
     """The answer, with a model client opened for this call (and closed after it)."""
-    return await answer_question(okb, question, paths=paths or None)
+    return await answer_question(okb, question, paths=paths or None, corpus=corpus or None)
 
 
 def format_answer(answer: Answer) -> str:
-    """The answer as an agent reads it: the text, then one Sources line per cited page."""
+    """The answer as an agent reads it: the text, then one Sources line per cited page
+    (and, from a corpus too large to read whole, that pages were selected inside it)."""
+    text = answer.answer
+    if answer.corpus and not answer.corpus["read_whole"]:
+        name = answer.corpus["name"]
+        text += f"\n\n(Corpus {name} is too large to read whole: pages were selected inside it.)"
     if not answer.citations:
-        return answer.answer
+        return text
     sources = "\n".join(f"- [{c.title}]({c.path})" for c in answer.citations)
-    return f"{answer.answer}\n\nSources:\n{sources}"
+    return f"{text}\n\nSources:\n{sources}"
 
 
 def _structured(answer: Answer) -> AskResult:
@@ -165,6 +192,7 @@ def _structured(answer: Answer) -> AskResult:
             {"check": f.check, "detail": f.detail, "claim": f.claim, "path": f.path}
             for f in answer.findings
         ],
+        "corpus": answer.corpus,  # type: ignore[typeddict-item]
     }
 
 

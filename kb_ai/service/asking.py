@@ -8,11 +8,13 @@ events, the MCP server as tool content.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 
-from kb_ai.errors import KbAiError
+from kb_ai.errors import KbAiError, UsageError
 from kb_ai.llm import LLM
+from kb_ai.service import corpora
 from kb_ai.service.opened import OpenKb
 from retrieval import Answer, Asker, AskEvent, Done, Error, Turn, check_question
 
@@ -24,16 +26,28 @@ async def ask_events(
     history: Sequence[Turn] = (),
     paths: Sequence[str] | None = None,
     llm: LLM | None = None,
+    corpus: str | None = None,
 ) -> AsyncIterator[AskEvent]:
     """The events of answering ``question``, ending with Done or Error.
 
     ``llm``: a client the caller keeps (the web app shares one across chats); without
     it one is opened for this question and closed at its end. A missing model is an
     Error event, like any other failure; a bad question raises at once (UsageError),
-    before anything is opened.
+    before anything is opened, and so does an unknown ``corpus`` (NotFoundError listing
+    the corpora) or a corpus named with ``paths``.
+
+    ``corpus``: answer from that corpus's articles only (kb_ai/service/corpora.py).
     """
     question = check_question(question)
-    okb.note("ask", question[:80])
+    scope = None
+    if corpus:
+        if paths:
+            raise UsageError(
+                "Ask from a corpus or from named pages, not both",
+                hint="leave out the pages, or the corpus",
+            )
+        scope = await asyncio.to_thread(corpora.scope, okb, corpus)
+    okb.note("ask", question[:80] + (f" (corpus {corpus})" if corpus else ""))
     own = llm is None
     try:
         client = okb.open_llm() if llm is None else llm
@@ -41,7 +55,7 @@ async def ask_events(
         yield Error(exc)
         return
     try:
-        asker = Asker(okb.kb, okb.settings, client)
+        asker = Asker(okb.kb, okb.settings, client, scope)
         async with aclosing(asker.events(question, history=history, paths=paths)) as events:
             async for event in events:
                 yield event
@@ -57,9 +71,11 @@ async def ask(
     history: Sequence[Turn] = (),
     paths: Sequence[str] | None = None,
     llm: LLM | None = None,
+    corpus: str | None = None,
 ) -> Answer:
     """The answer to ``question``; raises the KbAiError an Error event would carry."""
-    async with aclosing(ask_events(okb, question, history=history, paths=paths, llm=llm)) as ev:
+    events = ask_events(okb, question, history=history, paths=paths, llm=llm, corpus=corpus)
+    async with aclosing(events) as ev:
         async for event in ev:
             if isinstance(event, Done):
                 return event.answer

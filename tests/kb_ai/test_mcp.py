@@ -212,13 +212,14 @@ def test_one_ask_tool_that_tells_an_agent_when_to_use_it(call):
     for words in ("conventions", "decisions", "pitfalls", "how a system", "cites wiki pages"):
         assert words in tool.description
     assert tool.input_schema["required"] == ["question"]
-    assert set(tool.input_schema["properties"]) == {"question", "paths"}
+    assert set(tool.input_schema["properties"]) == {"question", "paths", "corpus"}
     assert set(tool.output_schema["properties"]) == {
         "answer",
         "citations",
         "read",
         "covered",
         "findings",
+        "corpus",
     }
     assert tool.annotations.read_only_hint is True
 

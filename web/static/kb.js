@@ -266,7 +266,8 @@ function initChat() {
     try {
       const r = await apiFetch("/api/ask", {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ question, session: chat.dataset.session || null }),
+        body: JSON.stringify({ question, session: chat.dataset.session || null,
+          corpus: ($("#corpus") || {}).value || null }),
       });
       if (!r.ok) throw new Error((await jsonOrError(r)).error);
       const sid = r.headers.get("X-Session-Id");
