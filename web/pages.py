@@ -18,6 +18,7 @@ from retrieval import ChatStore
 from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
+from web.graph import link_graph
 from web.originals import original
 from web.people import require
 from web.render import render_markdown
@@ -40,7 +41,8 @@ async def home(request: Request) -> Response:
 async def wiki_index(request: Request) -> Response:
     svc = services(request)
     tree = await svc.run(content.wiki_tree, svc.kb)
-    return render(request, "wiki.html", tree=tree, nav="wiki")
+    links = await svc.run(link_graph, svc.kb)
+    return render(request, "wiki.html", tree=tree, graph=links, nav="wiki")
 
 
 async def article(request: Request) -> Response:
