@@ -153,9 +153,7 @@ def test_a_corpus_that_fits_is_read_whole_and_a_cross_record_question_cites_each
 ):
     assert cli(kb, "corpus", "build", "decisions", "--type", "decision").exit_code == 0
     asked = len(fake_model.requests)
-    result = cli(
-        kb, "ask", "--json", "--corpus", "decisions", "What recurs in the worker decisions?"
-    )
+    result = cli(kb, "ask", "--json", "--corpus", "decisions", "What recurs for the worker?")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["corpus"] == {"name": "decisions", "read_whole": True, "articles": 3}

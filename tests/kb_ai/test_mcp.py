@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import os
 import socket
 import sys
 import threading
@@ -53,6 +54,9 @@ def model(monkeypatch):
             "KB_AI_API_KEY": "sk-test",
             "KB_AI_RETRY_BACKOFF": "0.01",
             "KB_AI_MAX_RETRIES": "0",
+            # `kb-ai mcp` runs as a child with only this environment: the code under test
+            # (a checkout named by PYTHONPATH), not whichever one is installed
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)

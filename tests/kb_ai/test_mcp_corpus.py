@@ -12,27 +12,12 @@ from mcp import ClientSession
 
 from kb_ai.cli import main
 from tests.conftest import compile_notes
-from tests.fakes.kb_responder import respond
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.kb_ai import test_mcp
 from tests.kb_ai.test_cli_corpus import BACKUPS, LEASES, NOTES, RETRIES
 from tests.kb_ai.test_mcp import TOKEN, over_http, over_stdio, serving, web_app
 from wiki import KnowledgeBase
 
-
-@pytest.fixture
-def model(monkeypatch):
-    with FakeOpenAIServer(respond) as server:
-        env = {
-            "KB_AI_MODEL": "openai/fake-model",
-            "KB_AI_API_BASE": server.base_url,
-            "KB_AI_API_KEY": "sk-test",
-            "KB_AI_RETRY_BACKOFF": "0.01",
-            "KB_AI_MAX_RETRIES": "0",
-        }
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        server.env = env
-        yield server
+model = test_mcp.model  # the stand-in model server, with its environment (a fixture)
 
 
 @pytest.fixture
@@ -73,7 +58,7 @@ def tool_schema():
 def test_ask_with_a_corpus_answers_from_it_only(call):
     tool = call(tool_schema())
     assert "corpus" in tool.input_schema["properties"] and "corpus" in tool.description
-    result = call(asking(question="What recurs in the worker decisions?", corpus="decisions"))
+    result = call(asking(question="What recurs for the worker?", corpus="decisions"))
     assert not result.is_error, result.content[0].text
     data = result.structured_content
     assert data["corpus"] == {"name": "decisions", "read_whole": True, "articles": 3}

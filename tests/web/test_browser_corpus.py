@@ -54,7 +54,7 @@ def test_a_question_to_a_corpus_is_answered_from_it_citing_each_record(page):
     expect(choice).to_have_value("")  # the whole wiki unless a corpus is chosen
     choice.select_option("worker")
     answer = ask(page, "What recurs in the worker decisions?")
-    expect(answer.locator(".cites a")).to_have_text(["Worker retries", "Worker leases"],
+    expect(answer.locator(".cites a")).to_have_text(["Worker leases", "Worker retries"],
                                                     timeout=20_000)  # fmt: skip
     expect(answer.locator(".note")).to_contain_text("Answered from corpus worker")
     expect(answer.locator(".answer")).not_to_contain_text("Backups")
@@ -63,11 +63,11 @@ def test_a_question_to_a_corpus_is_answered_from_it_citing_each_record(page):
 def test_the_corpus_keeps_other_articles_out_and_the_whole_wiki_has_them(page):
     page.goto("/chat")
     page.get_by_label("Answer from").select_option("worker")
-    inside = ask(page, "How long are backup copies kept?")
+    inside = ask(page, "How long are nightly backups kept?")
     expect(inside.locator(".answer")).to_contain_text("does not cover", timeout=20_000)
     expect(inside.locator(".cites")).to_have_count(0)
     page.get_by_label("Answer from").select_option("")
-    whole = ask(page, "How long are backup copies kept?")
+    whole = ask(page, "How long are nightly backups kept?")
     expect(whole.locator(".cites a")).to_have_text(["Nightly backups"], timeout=20_000)
 
 
