@@ -249,6 +249,15 @@ class Settings:
         "The author name of what the web UI commits (the editor's saves, approvals):"
         " the server has one shared token, so it cannot tell people apart.",
     )
+    also: tuple[str, ...] = _setting(
+        (),
+        "Other knowledge bases that ask, chat and MCP consult beside this one, read only: "
+        "folders (relative ones to this knowledge base) or git URLs, cloned into "
+        ".kb-ai/also/; e.g. ['../team-kb', 'https://git.example.org/team/kb.git'].",
+    )
+    also_pull_seconds: float = _setting(
+        600.0, "A git URL of also is pulled when its copy here is older than this."
+    )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
     )

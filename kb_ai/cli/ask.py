@@ -82,7 +82,9 @@ def _print_sources(answer: Answer) -> None:
     if answer.citations:
         click.echo("\nSources:")
         for c in answer.citations:
-            click.echo(f"  [{c.title}]({c.path})")
+            click.echo(
+                f"  [{c.title}]({c.path})" + (f"  from knowledge base {c.kb}" if c.kb else "")
+            )
     if answer.read:
         click.echo("Read: " + ", ".join(answer.read))
     if answer.findings:

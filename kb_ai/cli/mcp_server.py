@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -79,6 +79,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class CitedPage(TypedDict):
     title: str
     path: str
+    kb: NotRequired[str]  # the other knowledge base (also) the page is from
 
 
 class CheckFinding(TypedDict):
@@ -178,14 +179,17 @@ def format_answer(answer: Answer) -> str:
         text += f"\n\n(Corpus {name} is too large to read whole: pages were selected inside it.)"
     if not answer.citations:
         return text
-    sources = "\n".join(f"- [{c.title}]({c.path})" for c in answer.citations)
+    sources = "\n".join(
+        f"- [{c.title}]({c.path})" + (f" (from knowledge base {c.kb})" if c.kb else "")
+        for c in answer.citations
+    )
     return f"{text}\n\nSources:\n{sources}"
 
 
 def _structured(answer: Answer) -> AskResult:
     return {
         "answer": answer.answer,
-        "citations": [{"title": c.title, "path": c.path} for c in answer.citations],
+        "citations": [c.as_dict() for c in answer.citations],  # type: ignore[misc]
         "read": list(answer.read),
         "covered": answer.covered,
         "findings": [

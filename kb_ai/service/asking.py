@@ -14,9 +14,9 @@ from contextlib import aclosing
 
 from kb_ai.errors import KbAiError, UsageError
 from kb_ai.llm import LLM
-from kb_ai.service import corpora
+from kb_ai.service import also, corpora
 from kb_ai.service.opened import OpenKb
-from retrieval import Answer, Asker, AskEvent, Done, Error, Turn, check_question
+from retrieval import Answer, Asker, AskEvent, Done, Error, Note, Turn, check_question
 
 
 async def ask_events(
@@ -48,6 +48,12 @@ async def ask_events(
             )
         scope = await asyncio.to_thread(corpora.scope, okb, corpus)
     okb.note("ask", question[:80] + (f" (corpus {corpus})" if corpus else ""))
+    # the other knowledge bases (also), not for a corpus: it is this one's slice
+    shelves = (
+        None if scope or not okb.settings.also else await asyncio.to_thread(also.open_shelves, okb)
+    )
+    for said in shelves.notes if shelves else []:
+        yield Note(said)
     own = llm is None
     try:
         client = okb.open_llm() if llm is None else llm
@@ -55,7 +61,7 @@ async def ask_events(
         yield Error(exc)
         return
     try:
-        asker = Asker(okb.kb, okb.settings, client, scope)
+        asker = Asker(okb.kb, okb.settings, client, scope, shelves.shelves if shelves else ())
         async with aclosing(asker.events(question, history=history, paths=paths)) as events:
             async for event in events:
                 yield event

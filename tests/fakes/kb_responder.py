@@ -324,7 +324,7 @@ def select(request: dict[str, Any]) -> dict[str, Any]:
     q = re.search(r"^Question: (.+)$", user, re.M)
     words = set(_WORD.findall((q.group(1) if q else user).lower()))
     scored = []
-    for path, line in re.findall(r"^- \[.+?\]\((wiki/[^)]+)\)(.*)$", user, re.M):
+    for path, line in re.findall(r"^- \[.+?\]\(((?:also/[^/)]+/)?wiki/[^)]+)\)(.*)$", user, re.M):
         overlap = len(words & set(_WORD.findall(line.lower())))
         if overlap:
             scored.append((-overlap, path))
