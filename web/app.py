@@ -24,7 +24,7 @@ from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
 from kb_ai.settings import Settings
-from web import api, csrf, editor, health, login, pages, upkeep
+from web import also, api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.fairness import QuestionBuckets
@@ -112,6 +112,7 @@ def create_app(
         Route("/healthz", health.healthz),
         *api.routes(),
         *pages.routes(),
+        *also.routes(),
         *editor.routes(),
         *upkeep.routes(),
         *login.routes(),

@@ -288,9 +288,9 @@ function initChat() {
             const cites = el("p", { class: "cites", text: "Sources: " });
             event.data.citations.forEach((c, i) => {
               if (i) cites.append(", ");
-              // a page of another knowledge base (also) is named with it, not linked
-              cites.append(c.kb ? el("span", { class: "other-kb", text: `${c.title} (${c.kb})` })
-                : el("a", { href: "/" + c.path, text: c.title }));
+              cites.append(el("a", { href: "/" + c.path, text: c.title }));
+              // a page of another knowledge base (also): named with it
+              if (c.kb) cites.append(el("span", { class: "other-kb", text: ` (${c.kb})` }));
             });
             item.append(cites);
           }
