@@ -126,3 +126,26 @@ def test_a_folder_that_is_no_knowledge_base_and_a_remote_out_of_reach(project, t
     assert result.exit_code == 0, result.output
     assert "Knowledge base nowhere" in result.stderr and "left out" in result.stderr
     assert json.loads(result.stdout)["citations"][0]["path"] == "wiki/concept/nightly-backups.md"
+
+
+def test_the_mcp_tool_consults_also_and_names_the_knowledge_base(project, team):
+    import anyio
+    from mcp import Client
+
+    from kb_ai.cli.mcp_server import build_server
+    from kb_ai.service import Actor, open_kb
+
+    okb = open_kb(project.root, overrides={"also": [str(team.root)]}, actor=Actor.agent("test"))
+
+    async def go():
+        async with Client(build_server(okb=okb)) as client:
+            return await client.call_tool(
+                "ask", {"question": "How many approvals does a change need?"}
+            )
+
+    result = anyio.run(go)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["citations"] == [
+        {"title": "Code review rule", "path": REVIEW, "kb": "team"}
+    ]
+    assert f"- [Code review rule]({REVIEW}) (from knowledge base team)" in result.content[0].text
