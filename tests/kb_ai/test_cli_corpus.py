@@ -230,3 +230,11 @@ def test_an_unknown_corpus_lists_the_corpora_and_a_deleted_article_is_said(kb):
     assert "no longer in the wiki: kb-ai corpus rebuild decisions" in result.stderr
     shown = cli(kb, "corpus", "show", "decisions")
     assert f"{RETRIES}  (no longer in the wiki)" in shown.stdout
+
+
+def test_topic_keeps_the_articles_tagged_with_it(kb):
+    tag = read_article(kb, LEASES).tags[0]
+    tagged = sorted(p for p in (RETRIES, LEASES, DNS, BACKUPS) if tag in read_article(kb, p).tags)
+    result = cli(kb, "corpus", "build", "tagged", "--topic", tag.upper())  # any case
+    assert result.exit_code == 0, result.output
+    assert sorted(articles_of(kb, "tagged")) == tagged and len(tagged) < 4
