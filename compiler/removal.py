@@ -46,6 +46,7 @@ from wiki import (
     list_articles,
     open_state,
     read_article,
+    read_raw,
     set_meta,
     write_indexes,
 )
@@ -249,18 +250,8 @@ async def _remove(
             written[a.path] = stored.article
     result.rewritten = sorted(written)
     result.held = sorted(h.path for h in held)
-    for path in result.deleted:
-        delete_article(kb, path)
-    for r in result.removed:
-        slug = r.raw_path.removeprefix("raw/").removesuffix(".md")
-        for rel in (r.raw_path, f"extraction/{slug}.md"):
-            path = kb.resolve(rel, under="")
-            if path.is_file():
-                path.unlink()
     with closing(open_state(kb)) as conn:
-        fingerprint = get_meta(conn, INDEX_FINGERPRINT)
-        set_meta(conn, INDEX_FINGERPRINT, write_indexes(kb, current_catalog(kb, fingerprint)))
-        remove_from_tables(conn, result.deleted)
+        discard(kb, conn, result.deleted, [r.raw_path for r in result.removed])
         refresh_search_index(kb, conn, sorted(written), written)
         for r in result.removed:
             delete_source(conn, r.origin)
@@ -275,6 +266,29 @@ async def _remove(
         f" deleted, {len(result.rewritten)} rewritten"
     )
     result.commit = commit_all(kb, f"{head}\n\nWhy: {reason}\n\n" + "\n".join(lines))
+
+
+def discard(
+    kb: KnowledgeBase, conn: sqlite3.Connection, articles: Sequence[str], raws: Sequence[str]
+) -> None:
+    """Delete ``articles`` and the raw copies ``raws`` (each with its extraction and the
+    original file it was converted from); the master index, the topics and the search
+    tables follow. What records the sources in state.db is the caller's to change (a
+    removal forgets them, lint --fix points them at the copy it keeps)."""
+    for path in articles:
+        delete_article(kb, path)
+    for raw in raws:
+        slug = raw.removeprefix("raw/").removesuffix(".md")
+        try:
+            original = read_raw(kb, raw).original_path
+        except (KbAiError, OSError, UnicodeDecodeError):
+            original = ""  # an unreadable copy: its original, if any, is not known
+        for rel in (raw, f"extraction/{slug}.md", original):
+            if rel and (path := kb.resolve(rel, under="")).is_file():
+                path.unlink()
+    remove_from_tables(conn, list(articles))
+    fingerprint = get_meta(conn, INDEX_FINGERPRINT)
+    set_meta(conn, INDEX_FINGERPRINT, write_indexes(kb, current_catalog(kb, fingerprint)))
 
 
 def _raw_paths(article: Article) -> set[str]:
