@@ -56,6 +56,8 @@ class Work:
     targets: tuple[Target, ...] = ()
     error: str | None = None
     revision: bool = False  # a revision of a source compiled from elsewhere (identity)
+    # a new source that may revise another (in between, named): that one's article
+    alike: tuple[str, ...] = ()
 
     @property
     def usable(self) -> bool:
