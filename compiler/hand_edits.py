@@ -202,11 +202,18 @@ def _without_repeats(generated: str, hand: HandEdit) -> str:
     puts theirs where they wrote them, so none is said twice."""
     theirs = {line.strip() for line in person_lines(hand)}
     before = {line.strip() for line in hand.base.splitlines()}
-    kept = [
-        line
-        for line in generated.splitlines(keepends=True)
-        if not line.strip() or line.strip() not in theirs or line.strip() in before
-    ]
+    kept: list[str] = []
+    lines = generated.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.strip() and line.strip() in theirs and line.strip() not in before:
+            # its paragraph break goes with it: the one before, else the one after
+            if kept and not kept[-1].strip():
+                kept.pop()
+            elif i + 1 < len(lines) and not lines[i + 1].strip():
+                lines[i + 1] = ""
+            continue
+        if line:
+            kept.append(line)
     return "".join(kept)
 
 

@@ -50,6 +50,10 @@ def text_of(kb, rel):
 def cache_article(kb, fake_model, tmp_path):
     """The cache article fed by two notes (one section each, b's first), as kb-ai wrote
     it; a hand edit at its end is away from what a revision of b changes."""
+    return build_cache_article(kb, tmp_path)
+
+
+def build_cache_article(kb, tmp_path):
     notes = tmp_path / "notes"
     write(notes, "a.md", A)
     compile_json(kb, notes)
@@ -216,9 +220,9 @@ def test_removing_a_source_never_drops_a_hand_edit_unseen(kb, cache_article):
 
 @pytest.fixture
 def writer_uses_the_edit(monkeypatch):
-    """The stand-in model, whose writer, writing the revision (45 minutes), adds a
-    sentence of its own stating only what Ann's line states, and (misbehaving) repeats
-    her line word for word when it is given it as material."""
+    """The stand-in model, whose writer, writing the revision of b.md (5 replicas), opens
+    the article with a sentence of its own stating only what Ann's line states, and
+    (misbehaving) repeats her line word for word when it is given it as material."""
     from tests.conftest import serve_model
     from tests.fakes.kb_responder import respond, stage_of
     from tests.fakes.openai_server import Reply
@@ -226,9 +230,9 @@ def writer_uses_the_edit(monkeypatch):
     def responder(request):
         reply = respond(request)
         prompt = request["messages"][-1]["content"]
-        if stage_of(request) == "write" and "45 minutes" in prompt:
+        if stage_of(request) == "write" and "5 replicas" in prompt:
             data = json.loads(reply.content)
-            data["body"] = data["body"].rstrip() + f"\n\n{USES}\n"
+            data["body"] = f"{USES}\n\n" + data["body"].strip() + "\n"
             if "Material from edit:" in prompt:
                 data["body"] += f"\n{MINE}\n"
             return Reply(json.dumps(data))
@@ -240,16 +244,20 @@ def writer_uses_the_edit(monkeypatch):
 USES = "Priya Raman approves every flush in #ops, since a cold start costs 40 seconds."
 
 
+def with_ann_and_b_revised(kb, tmp_path, *, edit: bool):
+    """The cache article; Ann's line at its end (when ``edit``); then b.md revised."""
+    notes = build_cache_article(kb, tmp_path)
+    sha = None
+    if edit:
+        sha = commit_by_ann(kb, CACHE, text_of(kb, CACHE).rstrip("\n") + f"\n\n{MINE}\n")
+    write(notes, "b.md", B.replace("3 replicas", "5 replicas"))
+    return sha, compile_json(kb, notes)
+
+
 def test_a_persons_lines_are_grounded_material_cited_by_their_commit(
     kb, writer_uses_the_edit, tmp_path
 ):
-    notes = tmp_path / "notes"
-    write(notes, "a.md", A)
-    compile_json(kb, notes)
-    sha = commit_by_ann(kb, CACHE, text_of(kb, CACHE).rstrip("\n") + f"\n\n{MINE}\n")
-
-    write(notes, "a.md", A.replace("30 minutes", "45 minutes"))
-    report = compile_json(kb, notes)
+    sha, report = with_ann_and_b_revised(kb, tmp_path, edit=True)
     assert report["updated"] == [CACHE] and report["held"] == []
     # the writer was given Ann's line as material, named by her commit
     (prompt,) = [
@@ -263,11 +271,11 @@ def test_a_persons_lines_are_grounded_material_cited_by_their_commit(
     # the checks kept it; her own line, repeated by the model, is there once
     assert USES in article.body.splitlines()
     assert article.body.count(MINE) == 1 and MINE in article.body.splitlines()
-    assert "45 minutes" in article.body and "30 minutes" not in article.body
+    assert "5 replicas" in article.body and "3 replicas" not in article.body
     assert not [c for c in report["checks"] if "ungrounded" in c]
     # her commit is cited beside the sources, and the sources stay raw copies
     assert article.edits == [f"{sha} by Ann Example"]
-    assert article.sources == ["raw/cache.md"]
+    assert sorted(article.sources) == ["raw/cache-2.md", "raw/cache.md"]
 
 
 def test_without_the_persons_lines_as_material_that_sentence_is_ungrounded(
@@ -275,13 +283,9 @@ def test_without_the_persons_lines_as_material_that_sentence_is_ungrounded(
 ):
     """The same model, with no hand edit to draw on: its sentence about Priya Raman
     states what no material says, and the checks take it out."""
-    notes = tmp_path / "notes"
-    write(notes, "a.md", A)
-    compile_json(kb, notes)
-    write(notes, "a.md", A.replace("30 minutes", "45 minutes"))
-    report = compile_json(kb, notes)
+    _, report = with_ann_and_b_revised(kb, tmp_path, edit=False)
     article = read_article(kb, CACHE)
-    assert "45 minutes" in article.body and "Priya Raman" not in article.body
+    assert "5 replicas" in article.body and "Priya Raman" not in article.body
     assert any("ungrounded" in c and "Priya Raman" in c for c in report["checks"])
     assert article.edits == []
 
