@@ -150,16 +150,28 @@ def contradicted(hand: HandEdit, generated: str) -> str:
     """Why kb-ai's new version contradicts a line the person wrote ("" when it does not):
     the line states a number kb-ai's last version stated and its new version no longer
     does, so the source it came from now says something else."""
-    before = set(_NUMBER.findall(hand.base))
-    after = set(_NUMBER.findall(generated))
+    dropped = numbers_dropped(hand.base, generated)
     for line in person_lines(hand):
-        gone = [n for n in _NUMBER.findall(line) if n in before and n not in after]
+        gone = [n for n in _NUMBER.findall(line) if n in dropped]
         if gone:
             return (
                 f"the revised source no longer states {gone[0]}, which the hand edit says: "
                 f"{line.strip()[:200]!r}"
             )
     return ""
+
+
+def numbers_dropped(base: str, new: str) -> set[str]:
+    """The numbers kb-ai's last version stated that its new one no longer states: not
+    anywhere, or not in the lines that replaced the lines stating them (a revised value:
+    "15 minutes" became "20 minutes" while 15 is still said elsewhere)."""
+    a, b = base.splitlines(), new.splitlines()
+    out = set(_NUMBER.findall(base)) - set(_NUMBER.findall(new))
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "replace":
+            was = set(_NUMBER.findall("\n".join(a[i1:i2])))
+            out |= was - set(_NUMBER.findall("\n".join(b[j1:j2])))
+    return out
 
 
 def person_lines(hand: HandEdit) -> list[str]:
