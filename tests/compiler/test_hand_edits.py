@@ -332,3 +332,28 @@ def test_without_a_persons_lines_an_article_whose_last_source_leaves_is_deleted(
     report = json.loads(run(kb, "rm", raw, "--json").output)
     assert report["deleted"] == [path] and report["held"] == []
     assert not kb.resolve(path, under="").exists()
+
+
+def test_a_value_revised_in_its_line_contradicts_the_persons_sentence_though_said_elsewhere(
+    kb, fake_model, tmp_path
+):
+    """30 stays in the article (30 sessions), but the line that said the TTL is 30
+    minutes now says 45: Ann's sentence about a 30-minute TTL is contradicted, and held."""
+    notes = tmp_path / "notes"
+    cache = (
+        "# Cache\n\nThe cache keeps 30 sessions per node. It runs on Redis in Frankfurt. "
+        "Each node has 16 GB of memory. The TTL is 30 minutes.\n"
+    )
+    write(notes, "cache.md", cache)
+    (path,) = compile_json(kb, notes)["created"]
+    lines = text_of(kb, path).split("\n")
+    at = lines.index("## From raw/cache.md") + 1  # far from the line the revision changes
+    mine = "Keep the TTL at 30 minutes while the load tests run."
+    commit_by_ann(kb, path, "\n".join([*lines[:at], "", mine, *lines[at:]]))
+    before = text_of(kb, path)
+
+    write(notes, "cache.md", cache.replace("TTL is 30 minutes", "TTL is 45 minutes"))
+    report = compile_json(kb, notes)
+    assert report["held"] == [path] and text_of(kb, path) == before
+    (review,) = json.loads(run(kb, "review", "list", "--json").output)
+    assert "no longer states 30, which the hand edit says" in review["summary"]

@@ -232,3 +232,17 @@ def test_two_copies_of_one_text_in_one_run_are_one_source(kb, fake_model, tmp_pa
     again = compile_json(kb, tmp_path / "b")
     assert list_raw(kb) == [RAW] and again["created"] == [] and len(again["updated"]) == 1
     assert "20 minutes" in titled(kb)[0].body
+
+
+def test_a_file_revised_in_place_under_a_new_heading_keeps_its_article(kb, fake_model, tmp_path):
+    """The same file, its heading changed as well as a value: its article is updated
+    (title and path kept), not replaced by a second one."""
+    note = write(tmp_path / "a" / "deploy-howto.md", DEPLOY)
+    compile_cli(kb, note)
+    (before,) = list_articles(kb)
+    write(note, DEPLOY.replace(f"# {TITLE}", "# Shipping invoices").replace("15 min", "20 min"))
+    summary = compile_json(kb, note)
+    assert summary["created"] == [] and summary["updated"] == [before] and not summary["deleted"]
+    assert list_articles(kb) == [before]
+    article = read_article(kb, before)
+    assert article.title == TITLE and "20 minutes" in article.body
