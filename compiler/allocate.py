@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from compiler.identity import Ambiguous, Match
+from compiler.identity import MAYBE_TEXT, Ambiguous, Match
 from compiler.identity_index import Arrival, SourceIndex
 from compiler.result import MaybeRevision, Revision
 from compiler.sources import Source
@@ -79,6 +79,14 @@ def allocate_source(
         and not any(r["raw_path"] == old for o, r in known.items() if o != src.origin)
     ):  # said to revise another source: its own copy from before goes after the run
         found_so_far.superseded.append((old, w.raw_path))
+    if (
+        not unknown
+        and revises is None
+        and len(w.previous_articles) == 1
+        and row["checksum"] != src.checksum
+        and index.likeness(w.raw_path, src) >= MAYBE_TEXT
+    ):  # the same file revised where it is, still on its subject: it keeps its article
+        w = replace(w, alike=w.previous_articles)
     found_so_far.in_run.add(w.raw_path)
     found_so_far.texts.setdefault(src.checksum, w.raw_path)
     index.remember(w.raw_path, src, arrival.name if arrival else "")

@@ -18,16 +18,17 @@ from wiki import KnowledgeBase
 def keep_articles(
     w: Work, targets: Sequence[Target], by_path: Mapping[str, Any]
 ) -> tuple[Target, ...]:
-    """A revision that fed one article keeps feeding it, whichever way it came (the
-    same file changed, or identity's revision from elsewhere): a new article classify
+    """A revision that fed one article keeps feeding it: a new article classify
     proposes instead (a retitled revision) is that article, so its path stays. So does
-    a document that may revise a source (its text in between, a new source the run
-    names): a new article classify proposes is that source's article, so a revision
-    nobody has confirmed yet still adds no second article on its subject."""
+    the same file revised where it is while its text is still like what it was (a file
+    rewritten on another subject leaves its article), and a document that may revise a
+    source (its text in between, a new source the run names): a new article classify
+    proposes is that source's article, so a revision nobody has confirmed yet still
+    adds no second article on its subject (compiler/allocate.py sets ``alike``)."""
     targets = tuple(targets)
-    if len(w.previous_articles) == 1:
+    if w.revision and len(w.previous_articles) == 1:
         (old,) = w.previous_articles
-    elif not w.previous_articles and len(w.alike) == 1:
+    elif len(w.alike) == 1:
         (old,) = w.alike
     else:
         return targets
