@@ -357,3 +357,25 @@ def test_a_value_revised_in_its_line_contradicts_the_persons_sentence_though_sai
     assert report["held"] == [path] and text_of(kb, path) == before
     (review,) = json.loads(run(kb, "review", "list", "--json").output)
     assert "no longer states 30, which the hand edit says" in review["summary"]
+
+
+def test_an_article_its_source_leaves_in_a_compile_is_held_while_it_holds_a_persons_lines(
+    kb, fake_model, tmp_path
+):
+    """a.md rewritten on another subject leaves the cache article, which has no other
+    source: with Ann's line in it, the compile holds it instead of deleting it."""
+    notes = tmp_path / "notes"
+    write(notes, "a.md", A)
+    (path,) = compile_json(kb, notes)["created"]
+    commit_by_ann(kb, path, text_of(kb, path).rstrip("\n") + f"\n\n{MINE}\n")
+    edited = text_of(kb, path)
+
+    write(notes, "a.md", "# Billing\n\nInvoices go out on the first working day of the month.\n")
+    report = compile_json(kb, notes)
+    assert report["deleted"] == [] and report["held"] == [path]
+    assert len(report["created"]) == 1  # the billing article
+    assert text_of(kb, path) == edited and git(kb, "show", f"HEAD:{path}") == edited
+    (review,) = json.loads(run(kb, "review", "list", "--json").output)
+    assert "its last source left" in review["summary"]
+    shown = run(kb, "review", "show", review["run"]).output
+    assert MINE in shown and "kb-ai would delete this article" in shown
