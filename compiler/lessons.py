@@ -242,7 +242,9 @@ def learn(
                 articles=_union(match.articles, session.homes),
             )
             if session.session not in match.sessions and match.id not in counted:
-                confidence, _ = faded(match, rules, session.day)
+                # what time took is gone, but a lesson seen again is never less sure
+                # than one seen for the first time
+                confidence = max(faded(match, rules, session.day)[0], rules.start)
                 day = max(session.day.isoformat(), match.last_seen)
                 lesson = replace(
                     lesson,

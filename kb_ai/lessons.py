@@ -9,7 +9,8 @@ the session-start snapshot (kb_ai/hooks/snapshot.py) shows the surest.
 
 How sure: a lesson starts at ``lesson_start`` (0.5), each later session that shows it
 again adds ``lesson_step`` (0.05) up to ``lesson_max`` (0.9), and every
-``lesson_decay_days`` (30) it goes unseen takes ``lesson_decay`` (0.05) off. At or above
+``lesson_decay_days`` (30) it goes unseen takes ``lesson_decay`` (0.05) off (seen
+again, it goes on from what is left, or from the start if less is left). At or above
 ``lesson_threshold`` (0.55) it is *active* and may enter the snapshot; a lesson seen
 once is *new* (a guess: the snapshot leaves it out); one that falls below the threshold
 after a second sighting, or fades before one, is *deprecated*: out of the snapshot,

@@ -106,6 +106,9 @@ def test_an_unseen_lesson_fades_is_marked_deprecated_never_deleted_and_comes_bac
     teach(tmp_path, ("d", DAY + timedelta(days=41), [convention(rule)]))
     back = by_text(tmp_path, "deploy workflow")
     assert (back.status, back.confidence, back.seen) == ("learned", 0.55, 3)
+    # after a year unseen all it had is gone; seen again it is as sure as a lesson seen twice
+    teach(tmp_path, ("e", DAY + timedelta(days=420), [convention(rule)]))
+    assert by_text(tmp_path, "deploy workflow").confidence == 0.55
 
 
 def test_a_lesson_seen_once_that_fades_is_deprecated_not_new(tmp_path):
