@@ -65,6 +65,10 @@ def ask(kb: KnowledgeBase, prompts: list[str]) -> tuple[list[float], list[float]
     return times, bare, outs
 
 
+def own(times: list[float], bare: list[float]) -> list[float]:
+    return [t - b for t, b in zip(times, bare, strict=True)]
+
+
 def run(count: int) -> dict:
     with tempfile.TemporaryDirectory() as d:
         kb, titles = make_kb(Path(d) / "kb")
@@ -100,10 +104,10 @@ def run(count: int) -> dict:
         "busy_p99_ms": pct(busy, 0.99) * 1000,
         "busy_max_ms": max(busy) * 1000,
         # the hook's own cost: its time less the bare start timed just before it
-        "own_idle_p50_ms": pct([h - b for h, b in zip(idle, idle_bare)], 0.5) * 1000,
-        "own_idle_p99_ms": pct([h - b for h, b in zip(idle, idle_bare)], 0.99) * 1000,
-        "own_busy_p50_ms": pct([h - b for h, b in zip(busy, busy_bare)], 0.5) * 1000,
-        "own_busy_p99_ms": pct([h - b for h, b in zip(busy, busy_bare)], 0.99) * 1000,
+        "own_idle_p50_ms": pct(own(idle, idle_bare), 0.5) * 1000,
+        "own_idle_p99_ms": pct(own(idle, idle_bare), 0.99) * 1000,
+        "own_busy_p50_ms": pct(own(busy, busy_bare), 0.5) * 1000,
+        "own_busy_p99_ms": pct(own(busy, busy_bare), 0.99) * 1000,
         "replies_with_pages": sum(1 for n in named if n),
         "most_pages": max((len(n) for n in named), default=0),
         "most_bytes": max((len(o.encode()) for o in outs), default=0),

@@ -110,8 +110,12 @@ async def replay(root: Path) -> dict:
         "seen_counts": dict(sorted(Counter(s.lesson.seen for s in final).items())),
         # every lesson more than one session showed: to check by eye that they are one
         "merged_across_sessions": [
-            {"text": s.lesson.text[:160], "seen": s.lesson.seen, "confidence": s.confidence,
-             "sessions": [raw.removeprefix("raw/")[:40] for raw in s.lesson.sessions]}  # fmt: skip
+            {
+                "text": s.lesson.text[:160],
+                "seen": s.lesson.seen,
+                "confidence": s.confidence,
+                "sessions": [raw.removeprefix("raw/")[:40] for raw in s.lesson.sessions],
+            }  # fmt: skip
             for s in final
             if len(s.lesson.sessions) > 1
         ],
