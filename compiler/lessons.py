@@ -26,7 +26,9 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.extract import Extraction
 from kb_ai.lessons import (
@@ -42,6 +44,11 @@ from kb_ai.lessons import (
     write_lesson,
 )
 from wiki.slugs import slugify
+
+if TYPE_CHECKING:
+    from compiler.state import Plan, Work
+    from kb_ai.settings import Settings
+    from wiki import KnowledgeBase
 
 _WORD = re.compile(r"[^\W_]+")
 # fmt: off
@@ -198,7 +205,7 @@ def _union(old: Sequence[str], new: Iterable[str]) -> tuple[str, ...]:
 
 
 def learn(
-    root,
+    root: Path,
     sessions: Sequence[SessionLessons],
     rules: Rules,
     *,
@@ -280,11 +287,16 @@ def homes_of(paths: Iterable[str]) -> tuple[str, ...]:
     return tuple(p for p in paths if len(p.split("/")) == 3 and p.split("/")[1] in KINDS)
 
 
-def learn_from_run(kb, settings, work, plan, *, today: date | None = None) -> Learned:
+def learn_from_run(
+    kb: KnowledgeBase,
+    settings: Settings,
+    work: Sequence[Work],
+    plan: Plan,
+    *,
+    today: date | None = None,
+) -> Learned:
     """The lessons of a compile run's sessions (``work`` in input order, ``plan`` the
     articles each fed), learned into the knowledge base's lessons/."""
-    from datetime import UTC, datetime
-
     today = today or datetime.now(UTC).date()
     sessions = []
     for i, w in enumerate(work):
@@ -298,11 +310,11 @@ def learn_from_run(kb, settings, work, plan, *, today: date | None = None) -> Le
     return learn(kb.root, sessions, Rules.of(settings), today=today, review=settings.learn_review)
 
 
-def standings(kb, settings, *, today: date | None = None) -> list[Standing]:
+def standings(
+    kb: KnowledgeBase, settings: Settings, *, today: date | None = None
+) -> list[Standing]:
     """Every lesson and where it stands ``today``: the snapshot's order first (approved,
     then active), then new, pending, deprecated and rejected ones, each surest first."""
-    from datetime import UTC, datetime
-
     today = today or datetime.now(UTC).date()
     rules = Rules.of(settings)
     all_ = [standing(lesson, rules, today) for lesson in read_lessons(kb.root)]
@@ -312,7 +324,9 @@ def standings(kb, settings, *, today: date | None = None) -> list[Standing]:
     )
 
 
-def decide(kb, lesson_ids: Sequence[str], verdict: str, by: str) -> tuple[list[Lesson], str | None]:
+def decide(
+    kb: KnowledgeBase, lesson_ids: Sequence[str], verdict: str, by: str
+) -> tuple[list[Lesson], str | None]:
     """A person's verdict (``approved`` or ``rejected``) on lessons, in one commit with
     the person as its author. Every id must be a lesson's: an unknown one is an error and
     nothing is changed. Returns the lessons as decided and the commit (None: no change)."""

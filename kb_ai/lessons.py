@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -93,7 +93,6 @@ class Standing:
     state: str
     confidence: float
     days_unseen: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def _day(text: str) -> date | None:
