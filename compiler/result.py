@@ -64,6 +64,10 @@ class Revision:
         return out
 
 
+#: The way of a document whose text is that of another this run compiles: one source.
+COPY = "the same text, a copy in this run"
+
+
 @dataclass(frozen=True)
 class MaybeRevision:
     """A document compiled as a new source (``raw_path``) that may revise one of

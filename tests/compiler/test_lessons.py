@@ -140,10 +140,14 @@ def test_an_article_that_holds_lessons_is_left_to_them_in_the_snapshot(tmp_path)
     made = [SessionLessons("raw/a.md", DAY, (seen,), (home,))]
     learn(kb.root, made, RULES, today=DAY)
     once = build_snapshot(kb.root, today=DAY).splitlines()
-    assert once[0] == "- pitfall: Stale lockfile — uv.lock out of date."  # a new lesson: its article
+    assert (
+        once[0] == "- pitfall: Stale lockfile — uv.lock out of date."
+    )  # a new lesson: its article
     learn(kb.root, [SessionLessons("raw/b.md", DAY, (seen,), (home,))], RULES, today=DAY)
     twice = build_snapshot(kb.root, today=DAY).splitlines()
-    assert twice[0].startswith("- pitfall (confidence 0.55, seen in 2 sessions): error: the lockfile")
+    assert twice[0].startswith(
+        "- pitfall (confidence 0.55, seen in 2 sessions): error: the lockfile"
+    )
     assert not any("Stale lockfile" in line for line in twice)  # not said twice
     (lesson,) = read_lessons(kb.root)
     decide(kb, [lesson.id], "rejected", "Ada")
