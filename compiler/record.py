@@ -152,5 +152,7 @@ def commit_message(result: CompileResult) -> str:
         *(f"updated {p}" for p in result.updated),
         *(f"deleted {d.path}: {d.cause}" for d in result.deleted),
         *(f"held {p}: its update meets a hand edit, which stays (review)" for p in result.held),
+        *(f"learned lessons/{i}.md" for i in result.lessons_new),
+        *(f"seen again lessons/{i}.md" for i in result.lessons_seen),
     ]
     return head + ("\n\n" + "\n".join(body) if body else "")

@@ -27,6 +27,7 @@ from compiler.extract import Extraction
 from compiler.hand_edits import Held, hold_deletion, look_at, person_material, store_merged
 from compiler.identity_index import SourceIndex
 from compiler.intake import Skipped, Unread
+from compiler.lessons import learn_from_run
 from compiler.links import LinkTargets, link_mentions
 from compiler.mode import ComposedArticles
 from compiler.plan import plan_articles
@@ -391,6 +392,14 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     result = replace(
         result, compiled=[*result.compiled, *compiled], failed=[*result.failed, *failed]
     )
+    if not ctx.interrupted:  # what the run's sessions taught, in lessons/ (compiler/lessons.py)
+        learned = await run_io(learn_from_run, ctx.kb, ctx.settings, state.work, state.plan)
+        result = replace(
+            result,
+            lessons_found=result.lessons_found + learned.sightings,
+            lessons_new=[*result.lessons_new, *learned.new],
+            lessons_seen=[*result.lessons_seen, *learned.seen_again],
+        )
     ctx.progress("stage", name="index", total=len(written))
     if written or result.deleted:
         await run_io(write_run_indexes, ctx.kb, state.catalog, state.catalog_ns, written)

@@ -161,6 +161,29 @@ class Settings:
     capture_max_attempts: int = _setting(
         8, "Attempts at compiling a captured session before it waits for `kb-ai hooks retry`."
     )
+    lesson_start: float = _setting(
+        0.5, "Confidence of a lesson (pitfall or convention) the first session shows."
+    )
+    lesson_step: float = _setting(
+        0.05, "Confidence a lesson gains each time a later session shows it again."
+    )
+    lesson_max: float = _setting(0.9, "The most confidence a lesson's sightings can give it.")
+    lesson_decay: float = _setting(
+        0.05, "Confidence a lesson loses for every lesson_decay_days it goes unseen."
+    )
+    lesson_decay_days: float = _setting(
+        30.0, "Days unseen that cost a lesson lesson_decay of its confidence."
+    )
+    lesson_threshold: float = _setting(
+        0.55,
+        "Below this confidence a lesson stays out of the session-start snapshot; one that "
+        "falls below it after being seen again, or fades, is marked deprecated (never deleted).",
+    )
+    learn_review: bool = _setting(
+        False,
+        "Hold the lessons sessions teach for a person's approval (`kb-ai learned approve`) "
+        "before any reaches the session-start snapshot.",
+    )
     chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
     # documents (compiler/documents): PDF, Office, sheets, pages, archives, URLs
     max_document_bytes: int = _setting(
