@@ -242,6 +242,12 @@ class Settings:
         "does not cover it (retrieval/coverage.py). 0 turns the check off.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
+    corpus_budget_tokens: int = _setting(
+        50_000,
+        "Tokens of article text a corpus may hold to be read whole for each question asked "
+        "of it (kb-ai ask --corpus): no page selection, the same prompt head every time; a "
+        "larger corpus is answered by selecting pages inside it. 0: always select.",
+    )
     second_hop_pages: int = _setting(
         3, "Pages the model may ask for in each follow-up after the first reading."
     )
@@ -278,6 +284,15 @@ class Settings:
         "web user",
         "The author name of what the web UI commits (the editor's saves, approvals):"
         " the server has one shared token, so it cannot tell people apart.",
+    )
+    also: tuple[str, ...] = _setting(
+        (),
+        "Other knowledge bases that ask, chat and MCP consult beside this one, read only: "
+        "folders (relative ones to this knowledge base) or git URLs, cloned into "
+        ".kb-ai/also/; e.g. ['../team-kb', 'https://git.example.org/team/kb.git'].",
+    )
+    also_pull_seconds: float = _setting(
+        600.0, "A git URL of also is pulled when its copy here is older than this."
     )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
@@ -335,6 +350,7 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "catalog_budget_chars": 4_000,
     "selection_budget_tokens": 1_500,
     "read_chars": 4_000,
+    "corpus_budget_tokens": 2_500,
     "select_k": 3,
     "second_hop_pages": 0,
     "max_hops": 0,
