@@ -37,6 +37,8 @@ class Answer:
     findings: list[Finding] = field(default_factory=list)  # what the checks removed, and why
     hops: list[Hop] = field(default_factory=list)  # each search-and-read round, in order
     see_also: list[Citation] = field(default_factory=list)  # nearby pages of one not covered
+    # the corpus asked (retrieval/scope.py): its name, read_whole, articles; None: the wiki
+    corpus: dict[str, Any] | None = None
     claims: list[ClaimSpan] = field(default_factory=list)  # each cited claim and its span
 
     @property
@@ -57,6 +59,7 @@ class Answer:
             "findings": [f.as_dict() for f in self.findings],
             "claims": [c.as_dict() for c in self.claims],
             "faithfulness": self.faithfulness,
+            "corpus": self.corpus,
         }
 
 
