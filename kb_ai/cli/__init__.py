@@ -140,16 +140,33 @@ def main(ctx: click.Context, kb_dir: str | None, model: str | None) -> None:
 
 
 @main.command()
+@click.option(
+    "--remote",
+    "remote",
+    metavar="URL",
+    help="A git remote that holds the wiki of record: cloned when it holds a knowledge "
+    "base, else this one is pushed to it; every commit is pushed there afterwards.",
+)
 @click.option("--no-hint", is_flag=True, help="Do not print what to run next (for scripts).")
 @pass_context
 @translate_errors
-def init(ctx: Context, no_hint: bool) -> None:
-    """Create the knowledge base directory as a git repository."""
+def init(ctx: Context, remote: str | None, no_hint: bool) -> None:
+    """Create the knowledge base directory as a git repository (or clone it from a
+    remote: a new server is `kb-ai init --remote URL`, then `kb-ai serve`)."""
     from wiki import KnowledgeBase
 
     settings = ctx.settings(detect=False)
-    kb = KnowledgeBase.init(settings.kb_dir)
-    click.echo(f"Knowledge base ready at {kb.root}")
+    remote = remote or settings.wiki_remote
+    if remote is None:
+        kb = KnowledgeBase.init(settings.kb_dir)
+        click.echo(f"Knowledge base ready at {kb.root}")
+    else:
+        from kb_ai.service.remote import init_from_remote
+
+        done = init_from_remote(settings.kb_dir, remote)
+        kb = done.kb
+        said = "cloned from" if done.how == "cloned" else "pushed to"
+        click.echo(f"Knowledge base ready at {kb.root}, {said} {done.url}")
     if not no_hint:
         click.echo(f"Next: kb-ai --kb {kb.root} compile <files or folders>")
 
@@ -315,10 +332,13 @@ def print_removal(result: Any, as_json: bool) -> None:
 def status(ctx: Context, as_json: bool) -> None:
     """Sources, articles, what is stale, the last run, and tokens and cost so far."""
     from compiler import kb_status
+    from kb_ai.service.remote import remote_state
 
     okb = ctx.open_kb(ctx.settings())
     kb = okb.kb
     report = kb_status(kb, okb.settings)
+    remote = remote_state(okb)
+    report["remote"] = remote.as_dict() if remote is not None else None
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False))
         return
@@ -365,6 +385,19 @@ def status(ctx: Context, as_json: bool) -> None:
         f"  model use {u['calls']} call(s), {u['prompt_tokens']:,} prompt + "
         f"{u['completion_tokens']:,} completion tokens, ${u['cost_usd']:.4f}"
     )
+    if remote is not None:
+        click.echo(f"  remote    {remote.url}: " + _remote_line(remote))
+
+
+def _remote_line(remote: Any) -> str:
+    waiting = f"{remote.ahead} commit(s) not pushed"
+    if remote.error:
+        since = f" since {remote.failing_since}" if remote.failing_since else ""
+        return f"{waiting}; failing{since}: {remote.error} ({remote.hint})"
+    if remote.ahead:
+        return f"{waiting} yet (pushed at the next commit or by the server)"
+    when = f", checked {remote.synced_at}" if remote.synced_at else ""
+    return f"up to date{when}"
 
 
 # Commands that live in their own modules, imported only when they are run (or listed by

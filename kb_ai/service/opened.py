@@ -65,5 +65,9 @@ def open_kb(
     if settings is None:
         settings = load_settings(root, dict(overrides or {}), detect=detect)
     kb = KnowledgeBase.open(settings.kb_dir)
+    if settings.wiki_remote:  # the setting names the remote to follow (wiki/remote.py)
+        from wiki.remote import set_remote
+
+        set_remote(kb, settings.wiki_remote)
     actor = actor or Actor.cli_user(kb.root)
     return OpenKb(kb.acting_as(actor), settings, actor, llm_factory)

@@ -14,6 +14,7 @@ from compiler.review import (
     review_diff,
 )
 from kb_ai.service.opened import OpenKb
+from kb_ai.service.remote import publish
 
 
 def reviews(okb: OpenKb) -> list[Review]:
@@ -39,7 +40,9 @@ def held(okb: OpenKb, review: Review) -> list[dict[str, str]]:
 def approve(okb: OpenKb, run: str) -> str | None:
     """Merge the run into main; returns main's new commit."""
     okb.note("approve", run)
-    return approve_review(okb.kb, run)
+    sha = approve_review(okb.kb, run)
+    publish(okb)
+    return sha
 
 
 def reject(okb: OpenKb, run: str) -> Rejection:

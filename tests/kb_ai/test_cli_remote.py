@@ -1,0 +1,121 @@
+"""`kb-ai init --remote` and `kb-ai status` with the wiki in a git remote: real bare
+repositories, the CLI, and the stand-in model over HTTP for the compiles."""
+
+import json
+import subprocess
+
+from click.testing import CliRunner
+
+from kb_ai.cli import main
+
+
+def bare(path):
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
+    return path
+
+
+def run(root, *args):
+    return CliRunner().invoke(main, ["--kb", str(root), *args], catch_exceptions=False)
+
+
+def remote_log(remote):
+    out = subprocess.run(
+        ["git", "-C", str(remote), "log", "--format=%s", "main"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return out.splitlines()
+
+
+def notes(tmp_path, name, text):
+    folder = tmp_path / "notes"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    return folder / name
+
+
+NOTE = "# Nightly backups\n\nBackups of the main database run nightly at 02:00.\n"
+
+
+def test_init_pushes_a_new_knowledge_base_then_a_second_one_clones_it(tmp_path, fake_model):
+    remote = bare(tmp_path / "wiki.git")
+
+    made = run(tmp_path / "a", "init", "--remote", str(remote), "--no-hint")
+    cloned = run(tmp_path / "b", "init", "--remote", str(remote), "--no-hint")
+
+    assert made.exit_code == 0, made.output
+    assert f"pushed to {remote}" in made.output
+    assert remote_log(remote) == ["Create the kb-ai knowledge base"]
+    assert cloned.exit_code == 0, cloned.output
+    assert f"cloned from {remote}" in cloned.output
+    assert (tmp_path / "b" / "kb-ai.toml").is_file()
+
+    # the first compiles: its commit reaches the remote, and the clone's next compile
+    # starts from it
+    assert run(tmp_path / "a", "compile", str(notes(tmp_path, "b.md", NOTE))).exit_code == 0
+    assert remote_log(remote)[0].startswith("compile:")
+    second = notes(tmp_path, "c.md", "# Pager alerts\n\nAlerts page the on-call engineer.\n")
+    assert run(tmp_path / "b", "compile", str(second)).exit_code == 0
+    shown = subprocess.run(
+        ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "main", "wiki"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "nightly-backups" in shown and "pager-alerts" in shown
+    status = json.loads(run(tmp_path / "b", "status", "--json").output)
+    assert status["remote"]["url"] == str(remote)
+    assert status["remote"]["ahead"] == 0 and status["remote"]["error"] is None
+
+
+def test_a_refusing_remote_is_reported_by_status_and_the_commit_kept(tmp_path, fake_model):
+    remote = bare(tmp_path / "wiki.git")
+    assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'read-only until Monday' >&2\nexit 1\n")
+    hook.chmod(0o755)
+
+    compiled = run(tmp_path / "a", "compile", str(notes(tmp_path, "b.md", NOTE)))
+    status = run(tmp_path / "a", "status")
+
+    assert compiled.exit_code == 0, compiled.output  # committed here all the same
+    line = next(ln for ln in status.output.splitlines() if ln.strip().startswith("remote"))
+    assert "1 commit(s) not pushed" in line
+    assert "refused the push" in line and "read-only until Monday" in line
+    assert remote_log(remote) == ["Create the kb-ai knowledge base"]
+
+
+def test_a_bad_remote_is_one_clear_line_and_makes_nothing(tmp_path):
+    result = run(tmp_path / "kb", "init", "--remote", str(tmp_path / "no-such.git"))
+
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"Error: cannot reach the wiki remote {tmp_path / 'no-such.git'}")
+    assert not (tmp_path / "kb").exists()
+
+
+def test_a_remote_that_is_not_a_knowledge_base_is_refused(tmp_path):
+    source = tmp_path / "project"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(source)], check=True)
+    (source / "README.md").write_text("a project\n")
+    subprocess.run(["git", "-C", str(source), "add", "."], check=True)
+    subprocess.run(
+        ["git", "-C", str(source), "-c", "user.name=a", "-c", "user.email=a@b", "commit",
+         "-qm", "x"], check=True,
+    )  # fmt: skip
+
+    result = run(tmp_path / "kb", "init", "--remote", str(source))
+
+    assert result.exit_code == 2
+    assert "not a kb-ai knowledge base" in result.output
+    assert not (tmp_path / "kb").exists()
+
+
+def test_cloning_into_a_directory_in_use_is_refused(tmp_path):
+    remote = bare(tmp_path / "wiki.git")
+    assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "mine.txt").write_text("keep me\n")
+
+    result = run(tmp_path / "b", "init", "--remote", str(remote))
+
+    assert result.exit_code == 2 and "not empty" in result.output
+    assert (tmp_path / "b" / "mine.txt").read_text() == "keep me\n"

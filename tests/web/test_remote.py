@@ -1,0 +1,91 @@
+"""Several servers on one wiki remote: a server follows what the writer pushes (its pages
+and its search), and a remote that refuses is shown on Status and /healthz without
+failing the server. Real bare repositories, the app through Starlette's TestClient."""
+
+import asyncio
+import subprocess
+import time
+
+from kb_ai.service import Actor, open_kb
+from kb_ai.service.compiling import compile_paths
+from kb_ai.service.remote import init_from_remote
+from kb_ai.settings import load_settings
+from tests.web.conftest import make_client
+
+
+def bare(path):
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
+    return path
+
+
+def settings_of(root, **more):
+    return load_settings(root, {"model": "fake/model", **more}, environ={})
+
+
+def compile_note(root, model, tmp_path, name, text):
+    """A compile on the writer, through the application layer (as its worker does)."""
+    folder = tmp_path / f"notes-{name}"
+    folder.mkdir()
+    (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    okb = open_kb(settings=settings_of(root), actor=Actor.worker(), llm_factory=model.factory)
+    return asyncio.run(compile_paths(okb, [folder]))
+
+
+def wait_until(check, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"not so after {timeout} s")
+
+
+def test_a_following_server_serves_the_writers_new_article(tmp_path, model):
+    remote = bare(tmp_path / "wiki.git")
+    init_from_remote(tmp_path / "writer", str(remote))
+    init_from_remote(tmp_path / "reader", str(remote))  # cloned before anything was written
+    follower = settings_of(tmp_path / "reader", wiki_follow_seconds=0.05)
+
+    with make_client(follower, model, start_worker=False) as reader:
+        assert "Nightly backups" not in reader.get("/wiki").text
+        result = compile_note(tmp_path / "writer", model, tmp_path, "backups",
+                              "# Nightly backups\n\nBackups run nightly at 02:00.\n")  # fmt: skip
+        (path,) = result.created
+
+        page = wait_until(lambda: (r := reader.get(f"/{path}")).status_code == 200 and r)
+        assert "Nightly backups" in page.text
+        assert "Nightly backups" in reader.get("/wiki").text
+        health = reader.get("/healthz").json()
+        assert health["remote"]["error"] is None and health["remote"]["following"]
+
+    # its search index took the article in (by path): a question's shortlist finds it
+    from contextlib import closing
+
+    from wiki import KnowledgeBase, open_state
+    from wiki.search import SearchIndex
+
+    with closing(open_state(KnowledgeBase.open(tmp_path / "reader"))) as conn:
+        assert [h.path for h in SearchIndex(conn).search("nightly backups")] == [path]
+
+
+def test_a_refusing_remote_shows_on_status_and_healthz_stays_up(tmp_path, model):
+    remote = bare(tmp_path / "wiki.git")
+    init_from_remote(tmp_path / "writer", str(remote))
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'quota exceeded' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    compile_note(tmp_path / "writer", model, tmp_path, "backups",
+                 "# Nightly backups\n\nBackups run nightly at 02:00.\n")  # fmt: skip
+
+    with make_client(settings_of(tmp_path / "writer", wiki_follow_seconds=0.05), model,
+                     start_worker=False) as server:  # fmt: skip
+        health = server.get("/healthz")
+        status = server.get("/status").text
+
+    assert health.status_code == 200
+    assert health.json()["ok"] is True
+    remote_report = health.json()["remote"]
+    assert remote_report["ahead"] == 1 and "quota exceeded" in remote_report["error"]
+    assert 'id="remote"' in status and "quota exceeded" in status
+    assert "1 commit not pushed yet" in status
