@@ -247,10 +247,21 @@ def compile(
         click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
     else:
         _print_compile(result)
+    if result.commit:
+        _warn_unpushed(okb)
     if result.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     if result.failed:
         sys.exit(EXIT_FAILED)
+
+
+def _warn_unpushed(okb: OpenKb) -> None:
+    """A line on stderr when the commit could not reach the wiki remote (it waits here)."""
+    from kb_ai.service.remote import remote_state
+
+    remote = remote_state(okb)
+    if remote is not None and remote.error:
+        click.echo(f"Not pushed yet: {remote.error}; {remote.hint}", err=True)
 
 
 def _print_compile(result: Any) -> None:
@@ -398,6 +409,32 @@ def _remote_line(remote: Any) -> str:
         return f"{waiting} yet (pushed at the next commit or by the server)"
     when = f", checked {remote.synced_at}" if remote.synced_at else ""
     return f"up to date{when}"
+
+
+@main.command()
+@pass_context
+@translate_errors
+def sync(ctx: Context) -> None:
+    """Push the commits waiting for the wiki remote and take in what others pushed
+    (what `kb-ai serve` does every few seconds). Exit status 1 when it fails."""
+    from kb_ai.service.remote import publish
+
+    okb = ctx.open_kb(ctx.settings(detect=False))
+    synced = publish(okb)
+    if synced is None:
+        raise UsageError(
+            f"{okb.root} follows no wiki remote",
+            hint="kb-ai init --remote URL makes one from a remote, or set KB_AI_WIKI_REMOTE",
+        )
+    if synced.skipped:
+        raise KbAiError(f"not now: {synced.skipped}", hint="try again when it is done")
+    state = synced.state
+    if state.error:
+        raise KbAiError(state.error, hint=state.hint)
+    click.echo(
+        f"{state.url}: pushed {synced.pushed} commit(s), took in {len(synced.changed)} "
+        "changed file(s)"
+    )
 
 
 # Commands that live in their own modules, imported only when they are run (or listed by

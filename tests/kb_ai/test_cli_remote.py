@@ -7,23 +7,11 @@ import subprocess
 from click.testing import CliRunner
 
 from kb_ai.cli import main
-
-
-def bare(path):
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
-    return path
+from tests.remotes import bare, refuse_pushes, remote_log, remote_paths
 
 
 def run(root, *args):
     return CliRunner().invoke(main, ["--kb", str(root), *args], catch_exceptions=False)
-
-
-def remote_log(remote):
-    out = subprocess.run(
-        ["git", "-C", str(remote), "log", "--format=%s", "main"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    return out.splitlines()
 
 
 def notes(tmp_path, name, text):
@@ -55,10 +43,7 @@ def test_init_pushes_a_new_knowledge_base_then_a_second_one_clones_it(tmp_path, 
     assert remote_log(remote)[0].startswith("compile:")
     second = notes(tmp_path, "c.md", "# Pager alerts\n\nAlerts page the on-call engineer.\n")
     assert run(tmp_path / "b", "compile", str(second)).exit_code == 0
-    shown = subprocess.run(
-        ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "main", "wiki"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    shown = " ".join(remote_paths(remote, "wiki"))
     assert "nightly-backups" in shown and "pager-alerts" in shown
     status = json.loads(run(tmp_path / "b", "status", "--json").output)
     assert status["remote"]["url"] == str(remote)
@@ -68,9 +53,7 @@ def test_init_pushes_a_new_knowledge_base_then_a_second_one_clones_it(tmp_path, 
 def test_a_refusing_remote_is_reported_by_status_and_the_commit_kept(tmp_path, fake_model):
     remote = bare(tmp_path / "wiki.git")
     assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
-    hook = remote / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'read-only until Monday' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    refuse_pushes(remote, "read-only until Monday")
 
     compiled = run(tmp_path / "a", "compile", str(notes(tmp_path, "b.md", NOTE)))
     status = run(tmp_path / "a", "status")
@@ -119,3 +102,30 @@ def test_cloning_into_a_directory_in_use_is_refused(tmp_path):
 
     assert result.exit_code == 2 and "not empty" in result.output
     assert (tmp_path / "b" / "mine.txt").read_text() == "keep me\n"
+
+
+def test_commits_made_while_the_remote_is_gone_are_pushed_by_sync(tmp_path, fake_model):
+    remote = bare(tmp_path / "wiki.git")
+    assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
+    away = remote.rename(tmp_path / "moved.git")
+
+    compiled = run(tmp_path / "a", "compile", str(notes(tmp_path, "b.md", NOTE)))
+    failed = run(tmp_path / "a", "sync")
+
+    assert compiled.exit_code == 0
+    assert "Not pushed yet: cannot reach the wiki remote" in compiled.stderr
+    assert failed.exit_code == 1 and "cannot reach the wiki remote" in failed.output
+
+    away.rename(remote)
+    synced = run(tmp_path / "a", "sync")
+
+    assert synced.exit_code == 0, synced.output
+    assert "pushed 1 commit(s)" in synced.output
+    assert remote_log(remote)[0].startswith("compile:")
+
+
+def test_sync_without_a_remote_says_how_to_follow_one(kb):
+    result = run(kb.root, "sync")
+
+    assert result.exit_code == 2
+    assert "follows no wiki remote" in result.output and "init --remote" in result.output

@@ -3,19 +3,14 @@ and its search), and a remote that refuses is shown on Status and /healthz witho
 failing the server. Real bare repositories, the app through Starlette's TestClient."""
 
 import asyncio
-import subprocess
 import time
 
 from kb_ai.service import Actor, open_kb
 from kb_ai.service.compiling import compile_paths
 from kb_ai.service.remote import init_from_remote
 from kb_ai.settings import load_settings
+from tests.remotes import bare, refuse_pushes
 from tests.web.conftest import make_client
-
-
-def bare(path):
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
-    return path
 
 
 def settings_of(root, **more):
@@ -72,9 +67,7 @@ def test_a_following_server_serves_the_writers_new_article(tmp_path, model):
 def test_a_refusing_remote_shows_on_status_and_healthz_stays_up(tmp_path, model):
     remote = bare(tmp_path / "wiki.git")
     init_from_remote(tmp_path / "writer", str(remote))
-    hook = remote / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'quota exceeded' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    refuse_pushes(remote, "quota exceeded")
     compile_note(tmp_path / "writer", model, tmp_path, "backups",
                  "# Nightly backups\n\nBackups run nightly at 02:00.\n")  # fmt: skip
 

@@ -4,6 +4,7 @@ two knowledge bases on one remote, a push race, a remote gone and back, one that
 import subprocess
 from contextlib import closing
 
+from tests.remotes import bare, refuse_pushes, remote_file, remote_log
 from wiki import KnowledgeBase, commit_all, git
 from wiki.articles import Article, write_article
 from wiki.catalog import build_catalog, write_indexes
@@ -11,26 +12,6 @@ from wiki.log import append_log
 from wiki.remote import publish, read_state, set_remote, sync
 from wiki.search import SearchIndex
 from wiki.state import open_state
-
-
-def bare(path):
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
-    return path
-
-
-def remote_log(remote):
-    out = subprocess.run(
-        ["git", "-C", str(remote), "log", "--format=%s", "main"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    return out.splitlines()
-
-
-def remote_file(remote, rel):
-    return subprocess.run(
-        ["git", "-C", str(remote), "show", f"main:{rel}"], capture_output=True, text=True,
-        check=True,
-    ).stdout  # fmt: skip
 
 
 def clone_kb(remote, root):
@@ -152,9 +133,7 @@ def test_a_remote_that_refuses_is_reported_and_the_commit_stays(tmp_path):
     kb = KnowledgeBase.init(tmp_path / "a")
     set_remote(kb, str(remote))
     publish(kb)
-    hook = remote / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'pushes are frozen for the audit' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    refuse_pushes(remote, "pushes are frozen for the audit")
 
     add_article(kb, "backups", "Nightly backups", "Backups run at 02:00.\n", "compile: 1")
     refused = publish(kb)
