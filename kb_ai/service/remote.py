@@ -81,7 +81,7 @@ def _clone(root: Path, url: str, branches: list[str]) -> Initialised:
     with closing(open_state(kb)) as conn:
         # A state.db made for a clone knows its sources again from raw/ (wiki/rebuild.py),
         # and nothing was lost: it never had one.
-        set_meta(conn, STATE_LOST, "")
+        set_meta(conn, STATE_LOST, None)
         refresh_search_index(kb, conn)
     return Initialised(kb, "cloned", url)
 

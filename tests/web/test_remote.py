@@ -3,14 +3,22 @@ and its search), and a remote that refuses is shown on Status and /healthz witho
 failing the server. Real bare repositories, the app through Starlette's TestClient."""
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
+
+import httpx
 
 from kb_ai.service import Actor, open_kb
 from kb_ai.service.compiling import compile_paths
 from kb_ai.service.remote import init_from_remote
 from kb_ai.settings import load_settings
+from tests.fakes.kb_responder import respond
+from tests.fakes.openai_server import FakeOpenAIServer
 from tests.remotes import bare, refuse_pushes
-from tests.web.conftest import make_client
+from tests.web.conftest import NOTE, make_client, wait_for
+from tests.web.live import LiveServer, model_env
 
 
 def settings_of(root, **more):
@@ -82,3 +90,45 @@ def test_a_refusing_remote_shows_on_status_and_healthz_stays_up(tmp_path, model)
     assert remote_report["ahead"] == 1 and "quota exceeded" in remote_report["error"]
     assert 'id="remote"' in status and "quota exceeded" in status
     assert "1 commit not pushed yet" in status
+
+
+def test_two_servers_made_by_init_remote_then_serve_share_the_wiki(tmp_path):
+    """The scaled setup without containers: a new server is `kb-ai init` (with the
+    remote in the environment, as compose.yaml sets it) then `kb-ai serve`; what is
+    submitted to one is compiled there, pushed, and served by the other."""
+    remote = bare(tmp_path / "wiki.git")
+    with FakeOpenAIServer(respond) as model:
+        servers = []
+        try:
+            for name in ("one", "two"):
+                root = tmp_path / name
+                env = {
+                    **model_env(model.base_url, root),
+                    "KB_AI_WIKI_REMOTE": str(remote),
+                    "KB_AI_WIKI_FOLLOW_SECONDS": "0.2",
+                }
+                made = subprocess.run(
+                    [sys.executable, "-m", "kb_ai", "init", "--no-hint"],
+                    env={**os.environ, **env}, capture_output=True, text=True, check=False,
+                )  # fmt: skip
+                assert made.returncode == 0, made.stderr
+                said = "pushed to" if name == "one" else "cloned from"
+                assert f"{said} {remote}" in made.stdout
+                servers.append(LiveServer(env, command=[
+                    sys.executable, "-m", "kb_ai", "serve", "--host", "127.0.0.1"]))  # fmt: skip
+            one, two = servers
+
+            task = httpx.post(f"{one.url}/api/submit", json=NOTE).json()["tasks"][0]
+            with httpx.Client(base_url=one.url) as client:
+                done = wait_for(client, task["id"], timeout=30)
+            assert done["state"] == "done", done["error"]
+            (path,) = done["result"]["created"]
+
+            page = wait_until(
+                lambda: (r := httpx.get(f"{two.url}/{path}")).status_code == 200 and r
+            )
+            assert NOTE["title"] in page.text
+            assert httpx.get(f"{two.url}/healthz").json()["remote"]["error"] is None
+        finally:
+            for server in servers:
+                server.stop()
