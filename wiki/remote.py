@@ -160,7 +160,7 @@ def publish(kb: KnowledgeBase) -> Synced | None:
             if not lock.acquire(blocking=False):
                 return Synced(_load(kb, url), skipped=f"{name} is held: a write is under way")
             held.callback(lock.release)
-        return sync(kb)
+        return _synced(kb, url)
 
 
 def sync(kb: KnowledgeBase) -> Synced | None:
@@ -169,8 +169,10 @@ def sync(kb: KnowledgeBase) -> Synced | None:
     recorded and returned. Call it holding the compile lock. None when the knowledge
     base follows no remote."""
     url = remote_url(kb)
-    if url is None:
-        return None
+    return None if url is None else _synced(kb, url)
+
+
+def _synced(kb: KnowledgeBase, url: str) -> Synced:
     synced = _sync(KnowledgeBase(kb.root), url)
     reindex(kb, synced.changed)
     return synced
@@ -185,15 +187,18 @@ def _sync(kb: KnowledgeBase, url: str) -> Synced:
                        f"check out the branch to follow: git -C {kb.root} checkout main")  # fmt: skip
     state.branch = branch
     start = _head(kb)
-    pushed, rebased = 0, False
+    pushed, rebased, took_in = 0, False, False
     for _ in range(PUSH_ATTEMPTS):
         fetched = _network(kb, ("fetch", "--quiet", "--prune", REMOTE))
         if fetched.returncode != 0:
             return _failed(kb, state, f"cannot reach the wiki remote {url}: "
                            f"{_first_line(fetched)}", _WAIT_HINT, start)  # fmt: skip
-        upstream = _upstream(kb, branch)
         ahead, behind = _counts(kb, branch)
+        if not ahead and not behind:
+            break
         if behind:
+            upstream = _upstream(kb, branch)
+            took_in = True
             if ahead:
                 conflict = _rebase(kb, upstream)
                 if conflict:
@@ -204,7 +209,7 @@ def _sync(kb: KnowledgeBase, url: str) -> Synced:
                 if moved.returncode != 0:
                     return _failed(kb, state, "cannot take in the remote's commits: "
                                    f"{_first_line(moved)}", _dirty_hint(kb), start)  # fmt: skip
-        ahead, _ = _counts(kb, branch)
+            ahead, _ = _counts(kb, branch)
         if not ahead:
             break
         push = _network(kb, ("push", "--quiet", REMOTE, f"HEAD:refs/heads/{branch}"))
@@ -221,10 +226,10 @@ def _sync(kb: KnowledgeBase, url: str) -> Synced:
     else:
         return _failed(kb, state, f"other writers kept moving the wiki remote {url}",
                        "it is tried again at the next commit and by the server", start)  # fmt: skip
-    changed = _changed(kb, start, _head(kb))
+    changed = _changed(kb, start, _head(kb)) if took_in else []
     state.error = state.hint = state.failing_since = None
     state.synced_at = _now()
-    state.ahead, state.behind = _counts(kb, branch)
+    state.ahead = state.behind = 0  # as of this fetch: pushed, taken in, or both
     _save(kb, state)
     return Synced(state, tuple(changed), pushed, rebased=rebased)
 
@@ -308,13 +313,14 @@ def _upstream(kb: KnowledgeBase, branch: str) -> str | None:
 def _counts(kb: KnowledgeBase, branch: str) -> tuple[int, int]:
     """(commits here the remote lacks, commits there this work tree lacks), as of the
     last fetch; an empty remote lacks every commit here."""
+    upstream = f"refs/remotes/{REMOTE}/{branch}"
+    both = _run(kb, ("rev-list", "--left-right", "--count", f"HEAD...{upstream}"), check=False)
+    if both.returncode == 0:  # one git process in the usual case
+        ahead, behind = both.stdout.split()
+        return int(ahead), int(behind)
     if _head(kb) is None:
         return 0, 0
-    upstream = _upstream(kb, branch)
-    if upstream is None:
-        return int(git(kb, "rev-list", "--count", "HEAD").strip() or 0), 0
-    out = git(kb, "rev-list", "--left-right", "--count", f"HEAD...{upstream}").split()
-    return int(out[0]), int(out[1])
+    return int(git(kb, "rev-list", "--count", "HEAD").strip() or 0), 0  # nothing fetched
 
 
 def _is_ancestor(kb: KnowledgeBase, older: str | None, newer: str) -> bool:
