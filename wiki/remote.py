@@ -134,6 +134,20 @@ def _outside(args: tuple[str, ...]) -> Any:
         return _Failed(f"no answer in {NETWORK_TIMEOUT:.0f} s")
 
 
+def shares_history(kb: KnowledgeBase, url: str, branch: str) -> bool:
+    """Whether ``branch`` of the remote ``url`` and this work tree's HEAD have a commit in
+    common (the same knowledge base, one side ahead or both); raises when it cannot be
+    fetched."""
+    probe_ref = "refs/kb-ai/probe"
+    fetched = _network(kb, ("fetch", "--quiet", "--no-tags", url, f"+refs/heads/{branch}:{probe_ref}"))  # fmt: skip
+    if fetched.returncode != 0:
+        raise UsageError(f"cannot fetch the wiki remote {url}: {_first_line(fetched)}")
+    try:
+        return _run(kb, ("merge-base", "HEAD", probe_ref), check=False).returncode == 0
+    finally:
+        _run(kb, ("update-ref", "-d", probe_ref), check=False)
+
+
 def read_state(kb: KnowledgeBase) -> RemoteState | None:
     """The remote's state as the last sync left it, with the commits waiting here
     counted now (no network); None when the knowledge base follows no remote."""
@@ -181,6 +195,7 @@ def _synced(kb: KnowledgeBase, url: str) -> Synced:
 def _sync(kb: KnowledgeBase, url: str) -> Synced:
     """:func:`sync`'s git work, acting as no one: replayed commits keep their authors."""
     state = _load(kb, url)
+    _settle_interrupted_rebase(kb)
     branch = _branch(kb)
     if branch is None:
         return _failed(kb, state, "the work tree is not on a branch",
@@ -358,6 +373,14 @@ def _rebase(kb: KnowledgeBase, upstream: str | None) -> str | None:
         git(kb, "add", "--", *conflicted)
         proc = _run(kb, ("rebase", "--continue"), check=False, env=env)
     return None
+
+
+def _settle_interrupted_rebase(kb: KnowledgeBase) -> None:
+    """A rebase of ours that a killed process left half-done: undone (its commits are
+    as they were before it), so this round rebases again from the start."""
+    git_dir = kb.root / ".git"
+    if (git_dir / "rebase-merge").is_dir() or (git_dir / "rebase-apply").is_dir():
+        _run(kb, ("rebase", "--abort"), check=False)
 
 
 def _merge_log(kb: KnowledgeBase) -> None:

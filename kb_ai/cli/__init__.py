@@ -165,7 +165,7 @@ def init(ctx: Context, remote: str | None, no_hint: bool) -> None:
 
         done = init_from_remote(settings.kb_dir, remote)
         kb = done.kb
-        said = "cloned from" if done.how == "cloned" else "pushed to"
+        said = {"cloned": "cloned from", "pushed": "pushed to"}.get(done.how, "following")
         click.echo(f"Knowledge base ready at {kb.root}, {said} {done.url}")
     if not no_hint:
         click.echo(f"Next: kb-ai --kb {kb.root} compile <files or folders>")

@@ -20,6 +20,7 @@ from kb_ai.errors import KbAiError, UsageError
 from kb_ai.service.opened import OpenKb
 from wiki import KnowledgeBase
 from wiki import remote as wiki_remote
+from wiki.layout import CONFIG_NAME
 from wiki.remote import RemoteState, Synced
 
 log = logging.getLogger("kb_ai.service.remote")
@@ -30,7 +31,8 @@ __all__ = ["Follower", "Initialised", "init_from_remote", "publish", "remote_sta
 @dataclass(frozen=True)
 class Initialised:
     """What ``kb-ai init --remote`` did: ``how`` is "cloned" (the remote held a
-    knowledge base) or "pushed" (it was empty and now holds this one)."""
+    knowledge base), "pushed" (it was empty and now holds this one) or "following" (this
+    knowledge base is the remote's already: it follows it)."""
 
     kb: KnowledgeBase
     how: str
@@ -46,6 +48,8 @@ def init_from_remote(root: Path, url: str) -> Initialised:
         raise UsageError("--remote needs a URL or path", hint="e.g. --remote /srv/kb.git")
     root = root.expanduser().resolve()
     branches = wiki_remote.probe(url)
+    if branches and (root / CONFIG_NAME).is_file():
+        return _join(KnowledgeBase.open(root), url, branches)
     if branches:
         return _clone(root, url, branches)
     kb = KnowledgeBase.init(root)
@@ -56,15 +60,30 @@ def init_from_remote(root: Path, url: str) -> Initialised:
     return Initialised(kb, "pushed", url, synced)
 
 
+def _join(kb: KnowledgeBase, url: str, branches: list[str]) -> Initialised:
+    """A knowledge base here and one on the remote: followed when they are the same one
+    (it follows that remote already, or their histories meet), else refused."""
+    branch = "main" if "main" in branches else branches[0]
+    if wiki_remote.remote_url(kb) != url and not wiki_remote.shares_history(kb, url, branch):
+        raise UsageError(
+            f"{kb.root} is a knowledge base, and the remote {url} holds another one",
+            hint="give a new or empty directory to clone it into (kb-ai --kb DIR init "
+            "--remote URL), or an empty remote to push this one to",
+        )
+    wiki_remote.set_remote(kb, url)
+    synced = wiki_remote.publish(kb)
+    if synced is not None and synced.state.error:
+        raise KbAiError(synced.state.error, hint=synced.state.hint)
+    return Initialised(kb, "following", url, synced)
+
+
 def _clone(root: Path, url: str, branches: list[str]) -> Initialised:
     from wiki.indexing import refresh_search_index
-    from wiki.layout import CONFIG_NAME
     from wiki.state import STATE_LOST, open_state, set_meta
 
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        what = "a knowledge base" if (root / CONFIG_NAME).is_file() else "not empty"
         raise UsageError(
-            f"{root} is {what}, and the remote {url} holds a knowledge base already",
+            f"{root} is not empty, and the remote {url} holds a knowledge base already",
             hint="give a new or empty directory to clone it into (kb-ai --kb DIR init "
             "--remote URL), or point wiki_remote at an empty remote to push this one",
         )

@@ -129,3 +129,31 @@ def test_sync_without_a_remote_says_how_to_follow_one(kb):
 
     assert result.exit_code == 2
     assert "follows no wiki remote" in result.output and "init --remote" in result.output
+
+
+def test_init_again_on_a_knowledge_base_that_follows_the_remote_keeps_following(tmp_path):
+    remote = bare(tmp_path / "wiki.git")
+    assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
+    assert run(tmp_path / "b", "init", "--remote", str(remote)).exit_code == 0
+
+    again = run(tmp_path / "b", "init", "--remote", str(remote), "--no-hint")
+
+    assert again.exit_code == 0, again.output
+    assert f"following {remote}" in again.output
+
+
+def test_another_knowledge_base_is_not_joined_to_a_remote_that_holds_one(
+    tmp_path, monkeypatch
+):
+    remote = bare(tmp_path / "wiki.git")
+    assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
+    # a history of its own (made in the same second, the two first commits would be one)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-05T10:00:00Z")
+    assert run(tmp_path / "mine", "init").exit_code == 0
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+
+    result = run(tmp_path / "mine", "init", "--remote", str(remote))
+
+    assert result.exit_code == 2
+    assert "holds another one" in result.output
+    assert remote_log(remote) == ["Create the kb-ai knowledge base"]

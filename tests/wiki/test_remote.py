@@ -143,3 +143,26 @@ def test_a_remote_that_refuses_is_reported_and_the_commit_stays(tmp_path):
     assert refused.state.ahead == 1
     assert remote_log(remote) == ["Create the kb-ai knowledge base"]
     assert git(kb, "log", "-1", "--format=%s").strip() == "compile: 1"
+
+
+def test_a_rebase_a_killed_process_left_half_done_is_undone_first(tmp_path):
+    remote = bare(tmp_path / "wiki.git")
+    first = KnowledgeBase.init(tmp_path / "a")
+    set_remote(first, str(remote))
+    publish(first)
+    second = clone_kb(remote, tmp_path / "b")
+    add_article(first, "backups", "Nightly backups", "Backups run at 02:00.\n", "compile: A")
+    add_article(second, "alerts", "Pager alerts", "Alerts page the on-call.\n", "compile: B")
+    publish(first)
+    git(second, "fetch", "-q", "kb-ai")
+    stopped = subprocess.run(  # stops at the conflict in the indexes and log.md
+        ["git", "-C", str(second.root), "-c", "user.name=x", "-c", "user.email=x@y",
+         "rebase", "kb-ai/main"], capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert stopped.returncode != 0
+
+    won = publish(second)
+
+    assert won.state.error is None and won.pushed == 1
+    assert remote_log(remote)[:2] == ["compile: B", "compile: A"]
+    assert "<<<<<<<" not in remote_file(remote, "log.md")
