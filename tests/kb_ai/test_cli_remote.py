@@ -142,9 +142,7 @@ def test_init_again_on_a_knowledge_base_that_follows_the_remote_keeps_following(
     assert f"following {remote}" in again.output
 
 
-def test_another_knowledge_base_is_not_joined_to_a_remote_that_holds_one(
-    tmp_path, monkeypatch
-):
+def test_another_knowledge_base_is_not_joined_to_a_remote_that_holds_one(tmp_path, monkeypatch):
     remote = bare(tmp_path / "wiki.git")
     assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
     # a history of its own (made in the same second, the two first commits would be one)
