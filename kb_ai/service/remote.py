@@ -52,12 +52,17 @@ def init_from_remote(root: Path, url: str) -> Initialised:
         return _join(KnowledgeBase.open(root), url, branches)
     if branches:
         return _clone(root, url, branches)
-    kb = KnowledgeBase.init(root)
+    return _follow(KnowledgeBase.init(root), url, "pushed")
+
+
+def _follow(kb: KnowledgeBase, url: str, how: str) -> Initialised:
+    """``kb`` following ``url``, synced with it now (a failure to push is an error here:
+    the person running init is there to see it)."""
     wiki_remote.set_remote(kb, url)
     synced = wiki_remote.publish(kb)
     if synced is not None and synced.state.error:
         raise KbAiError(synced.state.error, hint=synced.state.hint)
-    return Initialised(kb, "pushed", url, synced)
+    return Initialised(kb, how, url, synced)
 
 
 def _join(kb: KnowledgeBase, url: str, branches: list[str]) -> Initialised:
@@ -70,11 +75,7 @@ def _join(kb: KnowledgeBase, url: str, branches: list[str]) -> Initialised:
             hint="give a new or empty directory to clone it into (kb-ai --kb DIR init "
             "--remote URL), or an empty remote to push this one to",
         )
-    wiki_remote.set_remote(kb, url)
-    synced = wiki_remote.publish(kb)
-    if synced is not None and synced.state.error:
-        raise KbAiError(synced.state.error, hint=synced.state.hint)
-    return Initialised(kb, "following", url, synced)
+    return _follow(kb, url, "following")
 
 
 def _clone(root: Path, url: str, branches: list[str]) -> Initialised:

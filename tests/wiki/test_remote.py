@@ -55,17 +55,22 @@ def test_a_commit_is_pushed_and_another_knowledge_base_takes_it_in(tmp_path):
     assert [h.path for h in hits] == ["wiki/topic/backups.md"]
 
 
-def test_a_push_race_is_won_on_retry_and_nothing_is_lost(tmp_path):
+def both_commit(tmp_path):
+    """Two knowledge bases on one remote, each with a commit on the same remote commit:
+    their articles differ, their indexes and log.md (which every compile rewrites)
+    collide. Returns (remote, first, second)."""
     remote = bare(tmp_path / "wiki.git")
     first = KnowledgeBase.init(tmp_path / "a")
     set_remote(first, str(remote))
     publish(first)
     second = clone_kb(remote, tmp_path / "b")
-
-    # Both commit on the same remote commit: their articles differ, their indexes and
-    # log.md (which every compile rewrites) collide.
     add_article(first, "backups", "Nightly backups", "Backups run at 02:00.\n", "compile: A")
     add_article(second, "alerts", "Pager alerts", "Alerts page the on-call.\n", "compile: B")
+    return remote, first, second
+
+
+def test_a_push_race_is_won_on_retry_and_nothing_is_lost(tmp_path):
+    remote, first, second = both_commit(tmp_path)
     assert publish(first).pushed == 1
     won = publish(second)
 
@@ -146,13 +151,7 @@ def test_a_remote_that_refuses_is_reported_and_the_commit_stays(tmp_path):
 
 
 def test_a_rebase_a_killed_process_left_half_done_is_undone_first(tmp_path):
-    remote = bare(tmp_path / "wiki.git")
-    first = KnowledgeBase.init(tmp_path / "a")
-    set_remote(first, str(remote))
-    publish(first)
-    second = clone_kb(remote, tmp_path / "b")
-    add_article(first, "backups", "Nightly backups", "Backups run at 02:00.\n", "compile: A")
-    add_article(second, "alerts", "Pager alerts", "Alerts page the on-call.\n", "compile: B")
+    remote, first, second = both_commit(tmp_path)
     publish(first)
     git(second, "fetch", "-q", "kb-ai")
     stopped = subprocess.run(  # stops at the conflict in the indexes and log.md
