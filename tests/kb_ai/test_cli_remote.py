@@ -155,3 +155,16 @@ def test_another_knowledge_base_is_not_joined_to_a_remote_that_holds_one(tmp_pat
     assert result.exit_code == 2
     assert "holds another one" in result.output
     assert remote_log(remote) == ["Create the kb-ai knowledge base"]
+
+
+def test_a_run_held_for_review_reaches_the_remote_when_approved(tmp_path, fake_model):
+    remote = bare(tmp_path / "wiki.git")
+    assert run(tmp_path / "a", "init", "--remote", str(remote)).exit_code == 0
+    held = run(tmp_path / "a", "compile", "--review", "--json", str(notes(tmp_path, "b.md", NOTE)))
+    review = json.loads(held.output)["review"]
+
+    assert remote_paths(remote, "wiki") == []  # its articles wait on the review branch
+    approved = run(tmp_path / "a", "review", "approve", review.removeprefix("review/"))
+
+    assert approved.exit_code == 0, approved.output
+    assert any("nightly-backups" in p for p in remote_paths(remote, "wiki"))
