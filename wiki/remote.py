@@ -81,7 +81,18 @@ class Synced:
 
 
 def remote_url(kb: KnowledgeBase) -> str | None:
-    """The URL of the remote this knowledge base follows, None if it follows none."""
+    """The URL of the remote this knowledge base follows, None if it follows none.
+
+    Asked on every commit and every /healthz: read from .git/config itself when that
+    is a plain file with no includes (no git process), else asked of git."""
+    config = kb.root / ".git" / "config"
+    try:
+        text = config.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    plain = text is not None and "[include" not in text.lower()
+    if plain and f'[remote "{REMOTE}"]' not in text:
+        return None
     proc = _run(kb, ("config", "--get", f"remote.{REMOTE}.url"), check=False)
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
