@@ -123,7 +123,7 @@ def phrase_missing(question: str, texts: Iterable[str]) -> list[str]:
     folded = [" ".join(fold(t).casefold().split()) for t in texts]
     out = []
     for name in wanted:
-        key = fold(name).casefold().removesuffix("'s").removesuffix("’s")
+        key = re.sub(r"['’]s?$", "", fold(name).casefold())  # James Woods', Nolan's
         if not any(key in t for t in folded):
             out.append(name)
     return out

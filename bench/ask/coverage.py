@@ -186,7 +186,7 @@ def main() -> None:
     chosen = DEV if args.tune else FRESH
     wanted = args.sets.split(",") if args.sets else list(chosen)
     sets = {
-        n: split(load(), half=half, fresh=not args.tune)
+        n: split(load(), half=half, fresh=not args.tune or n.startswith("cmrc"))
         for n, load in chosen.items()
         if n in wanted
     }

@@ -4,8 +4,9 @@ Each question is {question, answers, paragraphs: [(title, text)], gold: {(title,
 ``split`` marks every other question *uncovered* (its gold paragraphs are left out of
 the wiki, its distractors stay) and the rest *covered*.
 
-Development (tuned on, both halves: each was looked at in the session that built the
-gate): HotpotQA-100 and MuSiQue-50, their own multi-hop questions.
+Development (tuned on): HotpotQA-100 and MuSiQue-50, their own multi-hop questions,
+both halves (each was looked at in the session that built the gate), and the first
+half of CMRC 2018's trial passages (``cmrc-dev``).
 
 Fresh held-out (never looked at before the one reported run, questions never asked by
 any bench before):
@@ -14,8 +15,9 @@ any bench before):
   ("Who is the spouse of #1?" with #1 replaced by the first hop's answer), each with its
   one supporting paragraph; those written as graph queries ("Nashville >> capital of")
   are left out. Same paragraphs as MuSiQue's development set, other questions.
-- ``cmrc``: the first question of each of CMRC 2018's 256 trial passages (Chinese
-  Wikipedia), one article per passage.
+- ``cmrc``: the first question of each of the second half of CMRC 2018's 256 trial
+  passages (Chinese Wikipedia), one article per passage (weaker distractors: the other
+  passages are other articles, sharing common words only).
 
 For the fresh sets an uncovered question whose answer is still written in a paragraph
 kept in the wiki is dropped: it may be covered after all, so declining it would not be
@@ -91,11 +93,13 @@ def musique_hops() -> list[dict]:
     return out
 
 
-def cmrc() -> list[dict]:
-    """One question per CMRC 2018 trial passage (its first)."""
+def cmrc(part: str = "held-out") -> list[dict]:
+    """One question per CMRC 2018 trial passage (its first): the first half of the
+    passages for development, the second held out."""
     data = json.loads((DATA / "cmrc2018" / "cmrc2018_trial.json").read_text())["data"]
+    half = len(data) // 2
     out = []
-    for article in data:
+    for article in data[:half] if part == "dev" else data[half:]:
         for para in article["paragraphs"][:1]:
             qa = para["qas"][0]
             passage = (article["title"], para["context"])
@@ -134,5 +138,5 @@ def _states(text: str, answers: list[str]) -> bool:
     return False
 
 
-DEV = {"hotpotqa": hotpot, "musique": musique}
+DEV = {"hotpotqa": hotpot, "musique": musique, "cmrc-dev": lambda: cmrc("dev")}
 FRESH = {"musique-hops": musique_hops, "cmrc": cmrc}
