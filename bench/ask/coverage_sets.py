@@ -113,7 +113,8 @@ def cmrc(part: str = "held-out") -> list[dict]:
 def split(questions: list[dict], *, half: str, fresh: bool) -> list[dict]:
     """Every other question uncovered; covered ones that lost a gold paragraph to another
     question's removal dropped; for a fresh set, uncovered ones whose answer a kept
-    paragraph still states dropped too."""
+    paragraph still states dropped too (and questions with no words: CMRC has one)."""
+    questions = [q for q in questions if q["question"].strip()]
     for i, q in enumerate(questions):
         q["uncovered"] = i % 2 == 1
         q["half"] = half
