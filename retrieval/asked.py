@@ -62,6 +62,13 @@ _NUMBER_WORDS_TEXT = (
     "half several"
 )
 _NUMBER_WORDS = frozenset(_NUMBER_WORDS_TEXT.split())
+# Who is answered by a team or a role's holders as often as by a name; a code span
+# (`release-approvers`) names one too.
+_GROUP = re.compile(
+    r"`[^`]+`|\b(?:teams?|group|department|committee|board|squad|owners?|lead|staff|"
+    r"council|office|crew)\b",
+    re.I,
+)
 _CAPITAL = re.compile(r"\b[A-Z][\w'’.-]*")
 # A name of several words: capitalised words in a row, anywhere but at the start.
 _PHRASE = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)+")
@@ -91,6 +98,8 @@ def holds_kind(kind: str, sentence: str, question: str) -> bool:
         if CJK_RUN.search(sentence):
             return True  # no capitals to tell a name by
         asked = terms(question)
+        if any(terms(m.group()) - asked for m in _GROUP.finditer(sentence)):
+            return True  # "signed off by the platform team": a team answers a who too
         return any(
             (word := m.group().strip("'’.-")).casefold() not in STOP_WORDS
             and not terms(word) <= asked
