@@ -144,6 +144,9 @@ def test_a_who_question_is_not_covered_by_sentences_that_name_nobody():
         question, [page(text + " Dana is the on-call engineer for the payments service this week.")]
     )
     assert named.covered(), named
+    # a team answers a who-question too ("signed off by the platform team")
+    team = page("Release step 4 is signed off by the platform team.")
+    assert measure("Who signs off release step 4?", [team]).covered()
 
 
 def test_how_many_and_when_questions_need_a_number_and_a_date_beyond_their_own():
