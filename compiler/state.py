@@ -56,6 +56,9 @@ class Work:
     targets: tuple[Target, ...] = ()
     error: str | None = None
     revision: bool = False  # a revision of a source compiled from elsewhere (identity)
+    # the article its text is on the subject of: the one of the source it may revise (a
+    # new source in between, named), or its own (the same file revised, still alike)
+    alike: tuple[str, ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -101,6 +104,7 @@ class RunState:
     article_errors: Mapping[str, str] = field(default_factory=dict)  # by path
     arrivals: Mapping[str, Arrival] = field(default_factory=dict)  # by origin (identity)
     held: tuple[Held, ...] = ()  # articles whose new version meets a person's change
+    hand_merged: tuple[str, ...] = ()  # articles stored merged into a person's change
 
     @property
     def origins(self) -> dict[str, str]:

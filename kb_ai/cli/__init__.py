@@ -265,6 +265,10 @@ def _print_compile(result: Any) -> None:
             f"  kb-ai review show {result.held_review[7:]} shows both versions; approve takes"
             " kb-ai's, reject keeps the hand edit"
         )
+    for lid in result.lessons_new:
+        click.echo(f"  learned  lessons/{lid}.md")
+    for lid in result.lessons_seen:
+        click.echo(f"  seen     lessons/{lid}.md: shown again")
     if result.redactions:
         click.echo(
             f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything"
@@ -383,6 +387,7 @@ LAZY_COMMANDS = {
     "lint": "kb_ai.cli.lint",
     "rm": "kb_ai.cli.remove",
     "review": "kb_ai.cli.review",
+    "learned": "kb_ai.cli.learned",
     "watch": "kb_ai.cli.watch",
     "users": "kb_ai.cli.users",
     "audit": "kb_ai.cli.users",

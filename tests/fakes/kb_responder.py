@@ -232,8 +232,11 @@ def classify(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _material_sections(user: str) -> list[tuple[str, str]]:
+    """(source, material) of the prompt; a person's lines (from a hand edit) left out:
+    the prompt says they are in the article already, never to be repeated."""
     sources = re.findall(r"^Material from (\S+?)(?::| \(|$)", user, re.M)
-    return list(zip(sources, _between(user, "material"), strict=False))
+    sections = zip(sources, _between(user, "material"), strict=False)
+    return [(s, t) for s, t in sections if s != "edit" and not s.startswith("edit:")]
 
 
 def _dated_sections(user: str) -> dict[str, str]:
