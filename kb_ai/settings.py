@@ -236,10 +236,11 @@ class Settings:
         6_000, "Token budget of the selection prompt; larger catalogs are shortlisted first."
     )
     coverage_threshold: float = _setting(
-        0.6,
+        0.5,
         "Share of a question's content terms (weighed by rarity) the best sentences of the "
-        "pages read must hold for it to count as covered; below it the answer says the wiki "
-        "does not cover it (retrieval/coverage.py). 0 turns the check off.",
+        "pages read must hold for it to count as covered (with its names, and an answer of "
+        "the kind it asks for); below it the answer says the wiki does not cover it "
+        "(retrieval/coverage.py). 0 turns the check off.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
     corpus_budget_tokens: int = _setting(
