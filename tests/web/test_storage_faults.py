@@ -34,6 +34,24 @@ def finished(client, task_id, timeout=20.0):
         time.sleep(0.05)
 
 
+def submitted_held_at_write(client, model, release):
+    """Submit the note and return its task once the compile waits in its write call;
+    the call answers when ``release`` is set."""
+
+    def slow(stage, messages, schema):
+        if stage == "write":
+            release.wait(20)
+        return respond(stage, messages, schema)
+
+    model.handler = slow
+    task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
+    deadline = time.monotonic() + 20
+    while client.get(f"/api/tasks/{task['id']}").json()["task"]["stage"] != "write":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return task
+
+
 def test_a_corrupted_state_db_is_a_503_in_the_one_error_shape_everywhere(settings, model):
     with make_client(settings, model, worker_retry_seconds=0.05) as client:
         assert client.get("/healthz").status_code == 200
@@ -85,19 +103,8 @@ def test_tasks_held_when_state_db_stops_taking_writes_go_back_and_compile(settin
     left "running"; once the file takes writes again they compile."""
     db = settings.kb_dir / ".kb-ai" / "state.db"
     release = threading.Event()
-
-    def slow(stage, messages, schema):
-        if stage == "write":
-            release.wait(20)
-        return respond(stage, messages, schema)
-
-    model.handler = slow
     with make_client(settings, model, worker_retry_seconds=0.05) as client:
-        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
-        deadline = time.monotonic() + 20
-        while client.get(f"/api/tasks/{task['id']}").json()["task"]["stage"] != "write":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        task = submitted_held_at_write(client, model, release)
         files = sorted(db.parent.glob("state.db*"))
         with unwritable(files):  # the folder stays writable: the locks beside work
             release.set()  # the compile finishes and cannot record what it did
@@ -114,19 +121,8 @@ def test_tasks_held_when_state_db_stops_taking_writes_go_back_and_compile(settin
 def test_state_db_deleted_while_a_task_runs_loses_no_task_and_says_so(settings, model):
     db = settings.kb_dir / ".kb-ai" / "state.db"
     release = threading.Event()
-
-    def slow(stage, messages, schema):
-        if stage == "write":
-            release.wait(20)
-        return respond(stage, messages, schema)
-
-    model.handler = slow
     with make_client(settings, model, worker_retry_seconds=0.05) as client:
-        task = client.post("/api/submit", json=NOTE).json()["tasks"][0]
-        deadline = time.monotonic() + 20
-        while client.get(f"/api/tasks/{task['id']}").json()["task"]["stage"] != "write":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        task = submitted_held_at_write(client, model, release)
         db.unlink()
         release.set()
         done = finished(client, task["id"])
