@@ -30,6 +30,18 @@ def _start_worker(kb, pg_url):
     )
 
 
+def _stop(proc):
+    """Stop a worker as Ctrl-C does; killed if it has not stopped within 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    proc.stderr.close()
+
+
 def _states(kb):
     with closing(open_state(kb)) as conn:
         return [t["state"] for t in TaskQueue(kb, conn).list()]
@@ -56,14 +68,7 @@ def test_two_workers_compile_every_submission_once(shared, pg_url, fake_model):
         assert all(w.poll() is None for w in workers)  # both still serving
     finally:
         for w in workers:
-            w.send_signal(signal.SIGINT)
-        for w in workers:
-            try:
-                w.wait(30)
-            except subprocess.TimeoutExpired:
-                w.kill()
-                w.wait(10)
-            w.stderr.close()
+            _stop(w)
     with closing(open_state(shared)) as conn:
         tasks = TaskQueue(shared, conn).list()
     assert all(t["attempts"] == 1 for t in tasks)  # none compiled twice
@@ -99,19 +104,12 @@ def test_a_worker_killed_mid_compile_leaves_its_task_to_the_other(shared, pg_url
     finally:
         if first.poll() is None:
             first.kill()
-            first.wait(10)
-        first.stderr.close()
+        _stop(first)
     second = _start_worker(shared, pg_url)
     try:
         assert _wait_until(lambda: _states(shared) == ["done"]), _states(shared)
     finally:
-        second.send_signal(signal.SIGINT)
-        try:
-            second.wait(30)
-        except subprocess.TimeoutExpired:
-            second.kill()
-            second.wait(10)
-        second.stderr.close()
+        _stop(second)
     with closing(open_state(shared)) as conn:
         done = TaskQueue(shared, conn).get(task["id"])
     assert done["attempts"] == 2 and done["state"] == "done"
