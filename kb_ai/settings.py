@@ -80,7 +80,8 @@ class Settings:
     database_url: str | None = _setting(
         None,
         "A PostgreSQL database (postgresql://user@host:5432/db) for the state several "
-        "servers and workers share: the task queue, its leases and the compile lock. "
+        "servers and workers share: the task queue and its leases, the compile lock, chat "
+        "sessions, people and the audit log. "
         "Unset: everything stays in .kb-ai/state.db.",
     )
     trusted_user_header: str | None = _setting(
