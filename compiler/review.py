@@ -65,9 +65,21 @@ MIGRATIONS = (
         created_at TEXT NOT NULL,
         state TEXT NOT NULL      -- pending | approved | rejected
     )""",
+    "ALTER TABLE reviews ADD COLUMN reason TEXT NOT NULL DEFAULT ''",  # why it was held
+    # decisions on single articles of a run (compiler/review_articles.py)
+    """CREATE TABLE review_articles (
+        run TEXT NOT NULL,
+        path TEXT NOT NULL,
+        decision TEXT NOT NULL,  -- approved | rejected
+        by TEXT NOT NULL,
+        comment TEXT NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (run, path)
+    )""",
 )
-_KEPT = ("kb-ai.toml", ".gitignore")  # settings, not the run's work: never held back
-_GENERATED = ("index/master-index.md", "index/topics.md", "log.md")
+COLUMNS = "(run, branch, base, commit_sha, sources, summary, created_at, state, reason)"
+KEPT = ("kb-ai.toml", ".gitignore")  # settings, not the run's work: never held back
+GENERATED = ("index/master-index.md", "index/topics.md", "log.md")
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,8 @@ class Review:
     summary: str
     created_at: str
     state: str
+    reason: str = ""  # why it waits (review_policy), "" for older runs
+    submitted_by: str = ""  # the author of its commit: who submitted the run
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +105,8 @@ class Review:
             "summary": self.summary,
             "created_at": self.created_at,
             "state": self.state,
+            "reason": self.reason,
+            "submitted_by": self.submitted_by,
         }
 
 
@@ -103,14 +119,17 @@ class Rejection:
     tasks: list[dict[str, Any]]
 
 
-def _db(kb: KnowledgeBase) -> sqlite3.Connection:
+def reviews_db(kb: KnowledgeBase) -> sqlite3.Connection:
     conn = open_state(kb)
     apply_migrations(conn, "reviews", MIGRATIONS)
     return conn
 
 
-def hold_for_review(kb: KnowledgeBase, run_id: int | str, commit: str, sources: list[str]) -> str:
-    """Move the run's ``commit`` off main onto ``review/<run_id>``; returns the branch."""
+def hold_for_review(
+    kb: KnowledgeBase, run_id: int | str, commit: str, sources: list[str], reason: str = ""
+) -> str:
+    """Move the run's ``commit`` off main onto ``review/<run_id>`` (``reason``: why it
+    waits, shown to reviewers); returns the branch."""
     run = str(run_id)
     branch = PREFIX + run
     with compile_lock(kb):
@@ -123,7 +142,7 @@ def hold_for_review(kb: KnowledgeBase, run_id: int | str, commit: str, sources: 
         base = git(kb, "rev-parse", "HEAD~1").strip()
         changed = _changed_articles(kb, base, full)
         settings_files = [
-            p for p in git(kb, "diff", "--name-only", base, full, "--", *_KEPT).splitlines() if p
+            p for p in git(kb, "diff", "--name-only", base, full, "--", *KEPT).splitlines() if p
         ]
         git(kb, "branch", "-f", branch, full)
         _undo_on_main(kb, base, full, set(settings_files))
@@ -132,12 +151,13 @@ def hold_for_review(kb: KnowledgeBase, run_id: int | str, commit: str, sources: 
                 kb, f"Settings of compile run {run} (its wiki changes wait on {branch})",
                 settings_files,
             )  # fmt: skip
-        with closing(_db(kb)) as conn:
-            _restore_tables(kb, conn, changed)
+        with closing(reviews_db(kb)) as conn:
+            restore_tables(kb, conn, changed)
             message = git(kb, "log", "-1", "--format=%B", full).strip()
             with conn:
                 conn.execute(
-                    "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
+                    f"INSERT OR REPLACE INTO reviews {COLUMNS}"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
                     (
                         run,
                         branch,
@@ -146,6 +166,7 @@ def hold_for_review(kb: KnowledgeBase, run_id: int | str, commit: str, sources: 
                         json.dumps(sources, ensure_ascii=False),
                         message,
                         datetime.now(UTC).isoformat(timespec="seconds"),
+                        reason,
                     ),
                 )
     return branch
@@ -176,11 +197,13 @@ def hold_hand_edits(kb: KnowledgeBase, run_id: int | str, held: Sequence[Held]) 
         message = signed("\n".join(lines))
         commit = git(kb, "commit-tree", tree, "-p", head, "-m", message).strip()
         git(kb, "branch", "-f", branch, commit)
-        with closing(_db(kb)) as conn, conn:
+        with closing(reviews_db(kb)) as conn, conn:
             conn.execute(
-                "INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, '[]', ?, ?, 'pending')",
+                f"INSERT OR REPLACE INTO reviews {COLUMNS}"
+                " VALUES (?, ?, ?, ?, '[]', ?, ?, 'pending', ?)",
                 (run, branch, head, commit, message,
-                 datetime.now(UTC).isoformat(timespec="seconds")),
+                 datetime.now(UTC).isoformat(timespec="seconds"),
+                 "kb-ai's update meets a hand edit"),
             )  # fmt: skip
     return branch
 
@@ -239,44 +262,48 @@ def _undo_on_main(kb: KnowledgeBase, base: str, run: str, keep: set[str]) -> Non
 
 
 def list_reviews(kb: KnowledgeBase, *, pending_only: bool = True) -> list[Review]:
-    with closing(_db(kb)) as conn:
+    with closing(reviews_db(kb)) as conn:
         sql = "SELECT * FROM reviews" + (" WHERE state = 'pending'" if pending_only else "")
         rows = conn.execute(sql + " ORDER BY created_at, run").fetchall()
-    return [_review(row) for row in rows]
+    return [_review(kb, row) for row in rows]
 
 
 def get_review(kb: KnowledgeBase, run: str) -> Review:
     run = run.removeprefix(PREFIX)
-    with closing(_db(kb)) as conn:
+    with closing(reviews_db(kb)) as conn:
         row = conn.execute("SELECT * FROM reviews WHERE run = ?", (run,)).fetchone()
     if row is None:
         raise NotFoundError(
             f"no review run {run!r}", hint="`kb-ai review list` shows the runs waiting"
         )
-    return _review(row)
+    return _review(kb, row)
 
 
 def review_diff(kb: KnowledgeBase, run: str) -> str:
     """What the run changes, against the main it was taken off."""
-    review = _pending(kb, run)
+    review = pending_review(kb, run)
     return git(kb, "diff", "--no-color", review.base, review.commit, "--", "wiki", "index")
 
 
-def approve_review(kb: KnowledgeBase, run: str) -> str | None:
-    """Merge the run into main; returns main's new commit."""
-    review = _pending(kb, run)
+def approve_review(kb: KnowledgeBase, run: str, comment: str = "") -> str | None:
+    """Merge the run into main, then say in log.md and a commit by the reviewer (the
+    knowledge base's actor) who approved it and their ``comment``; returns main's new
+    commit."""
+    review = pending_review(kb, run)
     with compile_lock(kb):
         before = git(kb, "rev-parse", "HEAD").strip()
         moved = before != review.base
         if not moved:
             git(kb, "merge", "-q", "--ff-only", review.commit)
         else:
-            _merge(kb, review)
+            _merge(kb, review, comment)
         if review.run.endswith(EDITS):  # held articles only: their index lines follow
-            _index_approved(kb, review)
+            _index_approved(kb, review, comment)
+        elif not moved:  # main has the run's own commit: the approval needs one of its own
+            record_decision(kb, f"approved run {review.run}", comment)
         changed = _changed_articles(kb, before, "HEAD")
-        with closing(_db(kb)) as conn:
-            _restore_tables(kb, conn, changed)
+        with closing(reviews_db(kb)) as conn:
+            restore_tables(kb, conn, changed)
             with conn:
                 conn.execute("UPDATE reviews SET state = 'approved' WHERE run = ?", (review.run,))
             TaskQueue(kb, conn).settle_review(review.branch, approved=True)
@@ -284,11 +311,12 @@ def approve_review(kb: KnowledgeBase, run: str) -> str | None:
     return head_sha(kb)
 
 
-def reject_review(kb: KnowledgeBase, run: str) -> Rejection:
+def reject_review(kb: KnowledgeBase, run: str, comment: str = "") -> Rejection:
     """Drop the run; its sources become pending again, its queued submissions failed
-    with the reason (to retry from Status)."""
-    review = _pending(kb, run)
-    with compile_lock(kb), closing(_db(kb)) as conn:
+    with the reason (to retry from Status). log.md and a commit by the reviewer say who
+    rejected it and their ``comment``."""
+    review = pending_review(kb, run)
+    with compile_lock(kb), closing(reviews_db(kb)) as conn:
         with conn:
             for origin in review.sources:
                 conn.execute(
@@ -299,21 +327,34 @@ def reject_review(kb: KnowledgeBase, run: str) -> Rejection:
             conn.execute("UPDATE reviews SET state = 'rejected' WHERE run = ?", (review.run,))
         tasks = TaskQueue(kb, conn).settle_review(review.branch, approved=False)
         git(kb, "branch", "-q", "-D", review.branch)
+        record_decision(kb, f"rejected run {review.run}", comment)
     return Rejection(review.sources, tasks)
 
 
-def _pending(kb: KnowledgeBase, run: str) -> Review:
+def record_decision(kb: KnowledgeBase, what: str, comment: str) -> str | None:
+    """A reviewer's decision in log.md and a commit of its own (by the reviewer), its
+    message carrying their comment. Call under the compile lock."""
+    append_log(kb, "review", [what + (f": {comment}" if comment else "")])
+    return commit_paths(kb, review_message(what, comment), ["log.md"])
+
+
+def review_message(what: str, comment: str) -> str:
+    """A review commit's message: ``review: <what>``, then the reviewer's comment."""
+    return f"review: {what}" + (f"\n\n{comment.strip()}" if comment.strip() else "")
+
+
+def pending_review(kb: KnowledgeBase, run: str) -> Review:
     review = get_review(kb, run)
     if review.state != "pending":
         raise UsageError(f"run {review.run} was {review.state} already")
     return review
 
 
-def _merge(kb: KnowledgeBase, review: Review) -> None:
+def _merge(kb: KnowledgeBase, review: Review, comment: str) -> None:
     """Merge a run into a main that moved: generated files line by line, then rebuilt."""
     attributes = kb.root / ".git" / "info" / "attributes"
     attributes.parent.mkdir(parents=True, exist_ok=True)
-    rules = "".join(f"{path} merge=union\n" for path in _GENERATED)
+    rules = "".join(f"{path} merge=union\n" for path in GENERATED)
     if rules not in (attributes.read_text() if attributes.exists() else ""):
         with attributes.open("a", encoding="utf-8") as f:
             f.write(rules)
@@ -327,21 +368,25 @@ def _merge(kb: KnowledgeBase, review: Review) -> None:
             hint=f"reject it (kb-ai review reject {review.run}) and compile its sources again",
         ) from exc
     fingerprint = write_indexes(kb, build_catalog(kb))  # the union of two indexes, made whole
-    append_log(kb, "review", [f"approved run {review.run} ({review.branch})"])
+    said = f": {comment}" if comment else ""
+    append_log(kb, "review", [f"approved run {review.run} ({review.branch}){said}"])
     with closing(open_state(kb)) as conn:
         set_meta(conn, INDEX_FINGERPRINT, fingerprint)
     git(kb, "add", "-A", "--", "index", "log.md")
-    git(kb, "commit", "-q", "-m", signed(f"review: approve run {review.run}\n\n{review.summary}"))
+    message = review_message(f"approved run {review.run}", comment)
+    git(kb, "commit", "-q", "-m", signed(f"{message}\n\n{review.summary}"))
 
 
-def _index_approved(kb: KnowledgeBase, review: Review) -> None:
+def _index_approved(kb: KnowledgeBase, review: Review, comment: str) -> None:
     """The indexes and log.md after approving a review of hand-edited articles (its
     branch holds the articles only), in a commit of their own."""
     fingerprint = write_indexes(kb, build_catalog(kb))
-    append_log(kb, "review", [f"approved kb-ai's update of hand-edited articles ({review.branch})"])
+    said = f": {comment}" if comment else ""
+    what = f"approved kb-ai's update of hand-edited articles ({review.branch}){said}"
+    append_log(kb, "review", [what])
     with closing(open_state(kb)) as conn:
         set_meta(conn, INDEX_FINGERPRINT, fingerprint)
-    commit_paths(kb, f"review: approve {review.run}: indexes", ["index", "log.md"])
+    commit_paths(kb, review_message(f"approve {review.run}: indexes", comment), ["index", "log.md"])
 
 
 def _changed_articles(kb: KnowledgeBase, old: str, new: str) -> list[str]:
@@ -349,7 +394,7 @@ def _changed_articles(kb: KnowledgeBase, old: str, new: str) -> list[str]:
     return [p for p in out.splitlines() if p.endswith(".md")]
 
 
-def _restore_tables(kb: KnowledgeBase, conn: sqlite3.Connection, changed: list[str]) -> None:
+def restore_tables(kb: KnowledgeBase, conn: sqlite3.Connection, changed: list[str]) -> None:
     """The search tables and index fingerprint for the articles on disk now."""
     on_disk = set(list_articles(kb))
     remove_from_tables(conn, [p for p in changed if p not in on_disk])
@@ -358,7 +403,8 @@ def _restore_tables(kb: KnowledgeBase, conn: sqlite3.Connection, changed: list[s
     set_meta(conn, INDEX_FINGERPRINT, None)  # indexes replaced by git: read them afresh
 
 
-def _review(row: sqlite3.Row) -> Review:
+def _review(kb: KnowledgeBase, row: sqlite3.Row) -> Review:
+    author = _run(kb, ("log", "-1", "--format=%an", row["commit_sha"]), check=False)
     return Review(
         run=row["run"],
         branch=row["branch"],
@@ -368,4 +414,6 @@ def _review(row: sqlite3.Row) -> Review:
         summary=row["summary"],
         created_at=row["created_at"],
         state=row["state"],
+        reason=row["reason"],
+        submitted_by=author.stdout.strip() if author.returncode == 0 else "",
     )

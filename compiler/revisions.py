@@ -40,13 +40,16 @@ async def retire_superseded(
     result: CompileResult,
     llm_factory: Callable[..., LLM],
     started_by: str,
+    *,
+    held: bool = False,
 ) -> str | None:
     """Remove the raw copies the run's revisions replaced (a document first compiled as
     a new source, then said to revise another): their articles lose them, in a commit
-    of its own after the run's. Returns the commit the run ends at."""
+    of its own after the run's (not while the run is ``held`` for review). Returns the
+    commit the run ends at."""
     from compiler.removal import Removed, remove_sources
 
-    if not result.superseded or not result.commit or settings.review:
+    if not result.superseded or not result.commit or held:
         return result.commit
     # (the origin is a label: the file compiled into it now feeds the source it revises)
     gone = [Removed(f"its document, now {new}", old) for old, new in result.superseded]

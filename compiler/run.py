@@ -27,6 +27,7 @@ from compiler.record import INDEX_FINGERPRINT
 from compiler.recovery import reconcile, unfinished_run
 from compiler.result import CompileResult
 from compiler.review import hold_for_review, hold_hand_edits
+from compiler.review_policy import hold_reason
 from compiler.revisions import retire_superseded
 from compiler.runs import RunTracker
 from compiler.sources import Source
@@ -40,7 +41,7 @@ from compiler.stages import (
     write_stage,
 )
 from compiler.state import RunState
-from kb_ai.llm import LLM, open_llm
+from kb_ai.llm import LLM, calling_as, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
 from wiki.lock import compile_lock
@@ -151,9 +152,12 @@ class Compiler:
             finally:
                 self._tasks.remove_handler()
                 lock.release()
+        # held for a reviewer (review_policy): main stays as it was until approved
+        hold = await run_io(hold_reason, self.kb, self.settings, state.hand_merged)
         commit = await retire_superseded(
-            self.kb, self.settings, state.result, self.llm_factory, self.started_by
-        )
+            self.kb, self.settings, state.result, self.llm_factory, self.started_by,
+            held=bool(hold),
+        )  # fmt: skip
         result = replace(
             state.result,
             commit=commit,
@@ -175,9 +179,9 @@ class Compiler:
                     result.as_dict(),
                     result.commit,
                 )
-        if self.settings.review and result.commit:  # main stays as it was until approved
+        if hold and result.commit:
             review = await run_io(
-                hold_for_review, self.kb, run_id, result.commit, list(result.compiled)
+                hold_for_review, self.kb, run_id, result.commit, list(result.compiled), hold
             )
             result = replace(result, review=review)
         if state.held:  # the person's version stays on main; kb-ai's waits beside it
@@ -189,8 +193,10 @@ class Compiler:
         """The stages with the model client open for them (closed however they end); the
         result carries the client's usage."""
         llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
-        try:
-            state = await self._stages(llm, state, progress)
+        actor = self.kb.actor
+        try:  # the local model serves the run's submitter in turn with others
+            with calling_as(actor.name if actor is not None else ""):
+                state = await self._stages(llm, state, progress)
         finally:
             await _close(llm)  # closing twice is harmless
         return replace(state, result=replace(state.result, usage=llm.usage))

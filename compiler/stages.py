@@ -328,8 +328,10 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         checks=[*r.checks, *checks],
         held=[*r.held, *kept],
     )
+    merged = sorted(p for p, blob in wrote.items() if blob is None)  # (see Stored)
     return replace(state, result=result, written=written, article_errors=errors,
-                   held=(*state.held, *held))  # fmt: skip
+                   held=(*state.held, *held),
+                   hand_merged=(*state.hand_merged, *merged))  # fmt: skip
 
 
 def _load_versions(kb: KnowledgeBase) -> dict[str, str]:

@@ -101,6 +101,7 @@ class RunState:
     article_errors: Mapping[str, str] = field(default_factory=dict)  # by path
     arrivals: Mapping[str, Arrival] = field(default_factory=dict)  # by origin (identity)
     held: tuple[Held, ...] = ()  # articles whose new version meets a person's change
+    hand_merged: tuple[str, ...] = ()  # articles stored merged into a person's change
 
     @property
     def origins(self) -> dict[str, str]:

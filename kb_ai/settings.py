@@ -19,6 +19,7 @@ from kb_ai.errors import ConfigError
 from kb_ai.stages import STAGES, own_stages, stage_of
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
+REVIEW_POLICIES = ("none", "contributors", "hand-edited", "all")
 
 
 def _timeout(stage: str) -> Any:
@@ -243,7 +244,19 @@ class Settings:
     review: bool = _setting(
         False,
         "Commit each compile run to a branch review/<run id> for a person to approve"
-        " (kb-ai review), instead of to main.",
+        ' (kb-ai review), instead of to main: the same as review_policy = "all".',
+    )
+    review_policy: str = _setting(
+        "none",
+        "Which compile runs wait on a review/<run id> branch for a reviewer: none, "
+        "contributors (runs submitted by a person whose role is contributor, or whom a "
+        "sign-on proxy names with no role of their own), hand-edited (runs that merge into "
+        "an article a person edited), all.",
+    )
+    review_self_approve: bool = _setting(
+        False,
+        "Whether a reviewer may approve or reject a run they submitted themselves (people "
+        "of a served knowledge base; the CLI user at the terminal owns the files anyway).",
     )
     web_editor: str = _setting(
         "web user",
@@ -422,6 +435,7 @@ def load_settings(
             f"structured_output must be one of {', '.join(STRUCTURED_MODES)}",
             hint=f"got {values['structured_output']!r}",
         )
+    _review_policy(values, overrides or {})
     if values.get("default_role", "reader") not in ("reader", "contributor", "reviewer", "admin"):
         raise ConfigError(
             "default_role must be one of reader, contributor, reviewer, admin",
@@ -451,6 +465,27 @@ def load_settings(
             hint="a source about a new subject needs one new article",
         )
     return Settings(kb_dir=kb, **values)
+
+
+def _review_policy(values: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """review_policy from itself and the older ``review`` switch: ``--review`` and
+    ``--no-review`` decide for their run; otherwise review = true means "all"."""
+    policy = values.get("review_policy", "none")
+    if policy not in REVIEW_POLICIES:
+        raise ConfigError(
+            f"review_policy must be one of {', '.join(REVIEW_POLICIES)}",
+            hint=f'got {policy!r}; e.g. review_policy = "contributors" in kb-ai.toml',
+        )
+    if overrides.get("review") is not None:  # --review / --no-review, for this run
+        values["review_policy"] = "all" if overrides["review"] else "none"
+    elif values.get("review"):
+        if "review_policy" in values and policy != "all":
+            raise ConfigError(
+                f"review = true holds every run, but review_policy is {policy!r}",
+                hint="keep one of them: review_policy says which runs wait for a reviewer",
+            )
+        values["review_policy"] = "all"
+    values["review"] = values.get("review_policy") == "all"
 
 
 def describe_settings() -> list[tuple[str, str, Any]]:

@@ -23,11 +23,11 @@ from starlette.staticfiles import StaticFiles
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
+from kb_ai.service.fairness import QuestionBuckets
 from kb_ai.settings import Settings
 from web import api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
-from web.fairness import QuestionBuckets
 from web.people import Directory, ProxyRule
 from web.pool import WorkerPool
 from web.services import Limits, Services
@@ -53,6 +53,7 @@ def create_app(
     health_limits: health.HealthLimits | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     extra_lifespans: Sequence[Callable[[], contextlib.AbstractAsyncContextManager]] = (),
+    questions: QuestionBuckets | None = None,
 ) -> Starlette:
     """The Starlette app over the knowledge base at ``settings.kb_dir``.
 
@@ -64,7 +65,8 @@ def create_app(
     server at /mcp this way); ``extra_lifespans``: what those routes run while the app does.
     ``actor``: who the requests act as (the author of what they commit); until people
     sign in, a web user named by the ``web_editor`` setting. ``llm_factory``: the model
-    client maker (tests' fakes).
+    client maker (tests' fakes). ``questions``: the per-person question buckets
+    (`kb-ai serve` shares them with the MCP server at /mcp); one of its own otherwise.
     """
     factory = {"llm_factory": llm_factory} if llm_factory is not None else {}
     actor = actor or Actor("web", settings.web_editor.strip() or "web user")
@@ -78,7 +80,7 @@ def create_app(
             max_document_bytes=settings.max_document_bytes,
         ),
         status_interval=status_interval,
-        questions=QuestionBuckets(settings.questions_per_minute),
+        questions=questions or QuestionBuckets(settings.questions_per_minute),
     )
 
     @contextlib.asynccontextmanager

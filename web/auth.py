@@ -6,7 +6,9 @@
   accepted as
   ``Authorization: Bearer <token>``, as an HttpOnly cookie, or once as ``?token=`` on a
   page, which sets the cookie and drops the token from the address bar. Compared in
-  constant time.
+  constant time. Wrong tokens in a row from one address are slowed as failed sign-ins
+  are (after FREE_TOKEN_FAILURES, web/sessions.py), refused before their scrypt hash is
+  computed, unless a token offered is one already known good.
 - Without a token (loopback only), the Host header must name loopback, so a web page
   elsewhere cannot reach the server by DNS rebinding.
 - A state-changing request (any method but GET, HEAD, OPTIONS) must come from kb-ai's
@@ -40,7 +42,7 @@ from kb_ai.errors import StorageError
 from web import csrf
 from web.people import ANONYMOUS, LOCAL, Directory, Visitor
 from web.sessions import COOKIE as SESSION_COOKIE
-from web.sessions import Sessions, SignInThrottle
+from web.sessions import FREE_TOKEN_FAILURES, Sessions, SignInThrottle
 
 COOKIE = "kb_ai_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -49,6 +51,7 @@ FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-dat
 SCRIPT_PATHS = ("/api/", "/mcp", "/healthz")  # everything else that writes is a page form
 LOGIN = "/login"  # the sign-in page: open to all, it checks the token itself
 TOO_MANY = "Too many failed sign-ins from this address: wait, then try again"
+WRONG_TOKENS = "Too many wrong tokens from this address: wait, then send the right one"
 FOREIGN = "Refused: requests that change data must come from kb-ai's own pages"
 SECURITY_HEADERS = {
     "content-security-policy": (
@@ -90,6 +93,7 @@ class GuardMiddleware:
         directory: Directory | None = None,
         sessions: Sessions | None = None,
         throttle: SignInThrottle | None = None,
+        tokens: SignInThrottle | None = None,
     ) -> None:
         """``csrf_token``: the token of the pages (web/csrf.py); without one, none is valid
         and browsers cannot write (an app with no pages). ``directory``: the people whose
@@ -100,6 +104,7 @@ class GuardMiddleware:
         self.directory = directory
         self.sessions = sessions
         self.throttle = throttle or SignInThrottle()
+        self.tokens = tokens or SignInThrottle(free=FREE_TOKEN_FAILURES)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,6 +123,14 @@ class GuardMiddleware:
         if wait > 0:  # failed sign-ins from this address: it waits before the next
             await _send_error(send, path, headers, 429, TOO_MANY, retry_after=wait)
             return
+        # tokens a script (or a cookie) offers: wrong ones in a row wait too, unless the
+        # token is one known good already (no hash to compute for it)
+        scripted = [t for where, t in offered if where in ("bearer", "cookie")]
+        cheap = self.directory is None or any(self.directory.cheap(t) for t in scripted)
+        wait = self.tokens.wait(address) if scripted and not in_query and not cheap else 0.0
+        if wait > 0:
+            await _send_error(send, path, headers, 429, WRONG_TOKENS, retry_after=wait)
+            return
         try:
             who, required = await self._identify(offered)
         except StorageError as exc:  # the people cannot be read: no one is let in on them
@@ -126,6 +139,11 @@ class GuardMiddleware:
                 return
             who, required = self._admin_only(offered)  # /healthz reports the fault itself
         refusal = self._refuse(scope, headers, who, required)
+        if scripted and not in_query and not cheap:
+            if refusal is not None and refusal[0] == 401:
+                self.tokens.failed(address)
+            elif who is not None:
+                self.tokens.succeeded(address)
         if refusal is not None:
             if in_query and refusal[0] == 401:  # a failed sign-in
                 self.throttle.failed(address)

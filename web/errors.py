@@ -20,7 +20,7 @@ from kb_ai.service import STATUS_BY_TYPE as SERVICE_STATUS
 from kb_ai.service import error_body, error_fields
 from kb_ai.service import status_for as _status_for
 from kb_ai.service.errors import StatusTable
-from web.fairness import TooManyQuestionsError
+from kb_ai.service.fairness import TooManyQuestionsError
 from web.people import ForbiddenError
 from web.templating import error_page
 
@@ -44,7 +44,6 @@ STATUS_BY_TYPE: StatusTable = (
     (UnsupportedError, 415),
     (AuthError, 401),
     (ForbiddenError, 403),
-    (TooManyQuestionsError, 429),
     *SERVICE_STATUS,
 )
 

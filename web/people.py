@@ -160,6 +160,14 @@ class Directory:
             required = self.admin is not None or self.proxy is not None
             return None, required or store.count() > 0
 
+    def cheap(self, token: str) -> bool:
+        """Whether ``token`` is told good without scrypt: the server's own, or one
+        checked before (so a person's script is not held back by another's wrong ones)."""
+        if self.admin is not None and hmac.compare_digest(token.encode(), self.admin):
+            return True
+        with self._lock:
+            return hashlib.sha256(token.encode()).digest() in self._checked
+
     def _proxied(self, store: PeopleStore, name: str) -> Visitor | None:
         assert self.proxy is not None
         person = store.find(name)

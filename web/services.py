@@ -16,8 +16,8 @@ from starlette.requests import Request
 
 from kb_ai.llm import LLM
 from kb_ai.service import OpenKb
+from kb_ai.service.fairness import QuestionBuckets
 from kb_ai.settings import Settings
-from web.fairness import QuestionBuckets
 from web.people import visitor
 from web.pool import WorkerPool
 from wiki import KnowledgeBase, open_state

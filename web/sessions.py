@@ -22,6 +22,10 @@ LIFETIME = 12 * 3600  # seconds a sign-in lasts
 # long after each further failure, up to MAX_WAIT; a sign-in that works clears it.
 FIRST_WAIT = 1.0
 MAX_WAIT = 300.0
+# Wrong bearer tokens (or token cookies) from one address: this many in a row are free,
+# then each waits as a failed sign-in does, so that wrong tokens cannot keep the server
+# computing scrypt hashes (tens to hundreds of milliseconds of CPU each).
+FREE_TOKEN_FAILURES = 5
 
 
 class Sessions:
@@ -56,9 +60,11 @@ class Sessions:
 
 
 class SignInThrottle:
-    """Failed sign-ins per address, in memory: how long each must wait to try again."""
+    """Failed sign-ins (or wrong tokens) per address, in memory: how long each must wait
+    to try again. ``free``: failures in a row that cost no wait (a typo fixed at once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, free: int = 0) -> None:
+        self.free = free
         self._failed: dict[str, tuple[int, float]] = {}  # address -> (failures, may retry at)
         self._lock = threading.Lock()
 
@@ -73,7 +79,9 @@ class SignInThrottle:
         now = now if now is not None else time.monotonic()
         with self._lock:
             count = self._failed.get(address, (0, 0.0))[0] + 1
-            self._failed[address] = (count, now + min(FIRST_WAIT * 2 ** (count - 1), MAX_WAIT))
+            over = count - self.free
+            wait = min(FIRST_WAIT * 2 ** (over - 1), MAX_WAIT) if over > 0 else 0.0
+            self._failed[address] = (count, now + wait)
             if len(self._failed) > 10_000:  # a flood of addresses: forget the oldest
                 self._failed.pop(next(iter(self._failed)))
 

@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from kb_ai.errors import NotFoundError
 from kb_ai.service import compiling, linting, reviewing
-from web.people import require
+from web.people import require, visitor
 from web.render import diff_lines
 from web.services import services
 from web.templating import render
@@ -55,37 +55,55 @@ async def health(request: Request) -> Response:
 async def reviews(request: Request) -> Response:
     svc = services(request)
     okb = svc.acting(request)
+    who = visitor(request)
 
     def load() -> list[dict]:
-        return [
-            r.as_dict()
-            | {"lines": diff_lines(reviewing.diff(okb, r.run)), "held": reviewing.held(okb, r)}
-            for r in reviewing.reviews(okb)
-        ]
+        runs = []
+        for r in reviewing.reviews(okb):
+            articles = [
+                c.as_dict() | {"lines": diff_lines(d)} for c, d in reviewing.articles(okb, r)
+            ]
+            own = who.actor is not None and who.actor.kind == "person"
+            own = own and r.submitted_by == who.actor.name  # type: ignore[union-attr]
+            runs.append(
+                r.as_dict() | {"articles": articles, "held": reviewing.held(okb, r), "own": own}
+            )
+        return runs
 
     q = request.query_params
     return render(
         request, "review.html", runs=await svc.run(load), nav="review",
+        self_approve=okb.settings.review_self_approve,
         done=q.get("done"), run=q.get("run"), waiting=q.get("waiting"),
+        articles=q.get("articles"),
     )  # fmt: skip
 
 
 async def review_action(request: Request) -> Response:
+    """Approve or reject a run, or the articles the form names (``article``, repeatable),
+    with the form's ``comment``."""
     require(request, "reviewer")
-    await page_form(request)
+    form = await page_form(request)
     svc = services(request)
     run, action = request.path_params["run"], request.path_params["action"]
     okb, waiting = svc.acting(request), ""
+    articles = [str(a) for a in form.getlist("article") if str(a).strip()]
+    comment = str(form.get("comment") or "")
+    address = request.client.host if request.client else ""
+    decided = {"articles": articles, "comment": comment, "address": address}
     if action == "approve":
-        await svc.run(reviewing.approve, okb, run)
+        await svc.run(reviewing.approve, okb, run, **decided)
     elif action == "reject":
-        rejection = await svc.run(reviewing.reject, okb, run)
-        waiting = f"&waiting={len(rejection.tasks)}"  # submissions left to retry on Status
+        rejection = await svc.run(reviewing.reject, okb, run, **decided)
+        if rejection is not None:  # submissions left to retry on Status
+            waiting = f"&waiting={len(rejection.tasks)}"
     else:
         raise NotFoundError(f"No action {action!r}")
-    await svc.audit(request, action, f"run {run}")
     done = {"approve": "approved", "reject": "rejected"}[action]
-    return RedirectResponse(f"/review?done={done}&run={quote(run)}{waiting}", status_code=303)
+    which = f"&articles={quote(', '.join(articles))}" if articles else ""
+    return RedirectResponse(
+        f"/review?done={done}&run={quote(run)}{which}{waiting}", status_code=303
+    )
 
 
 def routes() -> list[Route]:

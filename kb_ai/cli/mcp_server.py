@@ -29,7 +29,7 @@ from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -40,6 +40,7 @@ from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 from kb_ai.errors import KbAiError
 from kb_ai.service import Actor, OpenKb, error_fields, open_kb
 from kb_ai.service.asking import ask as answer_question
+from kb_ai.service.fairness import QuestionBuckets, TooManyQuestionsError
 from retrieval import Answer
 
 ASK_DESCRIPTION = """\
@@ -95,6 +96,7 @@ def build_server(
     settings_overrides: Mapping[str, Any] | None = None,
     *,
     okb: OpenKb | None = None,
+    questions: QuestionBuckets | None = None,
 ) -> MCPServer:
     """The MCP server with its one `ask` tool, over the knowledge base at kb_dir (or
     ``okb``, one opened already through kb_ai.service).
@@ -103,6 +105,10 @@ def build_server(
     not a knowledge base fails now (NotAKnowledgeBaseError), not at the first question.
     The model is opened per call, so "no model configured" reaches the agent as a tool
     error it can report.
+
+    Over HTTP behind the web app's guard, each call asks as the person whose token it
+    carries, and spends one of their ``questions`` (the web app's buckets, shared with
+    /api/ask): past their share the tool error has status 429 and ``retry_after``.
     """
     if okb is None:
         okb = open_kb(kb_dir, overrides=settings_overrides, actor=Actor.agent("mcp client"))
@@ -117,14 +123,19 @@ def build_server(
 
     async def ask(
         question: Annotated[str, Field(description=QUESTION_HELP)],
+        ctx: Context,
         paths: Annotated[list[str] | None, Field(description=PATHS_HELP)] = None,
     ) -> Annotated[CallToolResult, AskResult]:
         try:
-            answer = await _answer(okb, question, paths)
+            asker = _asker(okb, ctx, questions)
+            answer = await _answer(asker, question, paths)
         except KbAiError as exc:
+            fields = error_fields(exc)
+            if isinstance(exc, TooManyQuestionsError):
+                fields["retry_after"] = round(exc.retry_after, 1)
             return CallToolResult(
                 content=[TextContent(type="text", text=str(exc))],
-                structured_content=error_fields(exc),
+                structured_content=fields,
                 is_error=True,
             )
         return CallToolResult(
@@ -140,6 +151,23 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     return server
+
+
+def _asker(okb: OpenKb, ctx: Context, questions: QuestionBuckets | None) -> OpenKb:
+    """The knowledge base for whoever sent the call (over HTTP, the person the guard let
+    in), once their question fits their share."""
+    try:
+        request = ctx.request_context.request
+    except ValueError:  # called outside a request (a test calling the tool directly)
+        request = None
+    if getattr(request, "scope", None) is None:  # stdio: the agent that started the server
+        return okb
+    from web.people import visitor  # (over HTTP: the web app is loaded already)
+
+    who = visitor(request)  # type: ignore[arg-type]
+    if questions is not None:
+        questions.take(who.name)
+    return okb if who.actor is None else okb.acting_as(who.actor)
 
 
 async def _answer(okb: OpenKb, question: str, paths: Sequence[str] | None) -> Answer:
@@ -213,6 +241,7 @@ def http_app(
     settings_overrides: Mapping[str, Any] | None = None,
     *,
     host: str | None = None,
+    questions: QuestionBuckets | None = None,
 ) -> McpHttpApp:
     """The `ask` server over streamable HTTP, ready to mount (see McpHttpApp).
 
@@ -225,9 +254,10 @@ def http_app(
     served on; when it is loopback, requests whose Host header does not name loopback
     are refused (the SDK's DNS rebinding protection). Behind a guard that checks Host
     itself, leave it out: a second check would also refuse a reverse proxy that
-    forwards its own Host to a token-protected server on loopback.
+    forwards its own Host to a token-protected server on loopback. ``questions``: the
+    per-person buckets the `ask` tool spends from (the web app's, for one share each).
     """
-    server = build_server(kb_dir, settings_overrides)
+    server = build_server(kb_dir, settings_overrides, questions=questions)
     security = None
     if host is not None and host in LOOPBACK:
         security = TransportSecuritySettings(

@@ -15,6 +15,8 @@ from kb_ai.settings import Settings
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from kb_ai.service.fairness import QuestionBuckets
+
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, envvar="KB_AI_HOST",
@@ -38,6 +40,7 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     """
     import uvicorn
 
+    from kb_ai.service.fairness import QuestionBuckets
     from web import create_app
     from web.auth import is_loopback
 
@@ -53,10 +56,12 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     if token is not None and len(token) < 16:
         raise UsageError("KB_AI_TOKEN is too short", hint="use at least 16 random characters")
     ctx.announce(settings)
-    routes, lifespans = mcp_mount(settings)
+    questions = QuestionBuckets(settings.questions_per_minute)  # one share on /api and /mcp
+    routes, lifespans = mcp_mount(settings, questions)
     app = create_app(
-        settings, workers=workers, token=token, extra_routes=routes, extra_lifespans=lifespans
-    )
+        settings, workers=workers, token=token, extra_routes=routes, extra_lifespans=lifespans,
+        questions=questions,
+    )  # fmt: skip
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kb-ai serving {settings.kb_dir} at http://{shown}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
@@ -68,10 +73,13 @@ def _has_people(settings: Settings) -> bool:
     return bool(people.people(open_kb(settings=settings)))
 
 
-def mcp_mount(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
+def mcp_mount(
+    settings: Settings, questions: QuestionBuckets | None = None
+) -> tuple[list[BaseRoute], list[Callable[[], Any]]]:
     """The MCP server (kb_ai/cli/mcp_server.py, streamable HTTP) at /mcp, behind the web
     app's token guard, when the MCP extra is installed (``pip install 'kb-ai[mcp]'``);
-    else nothing."""
+    else nothing. ``questions``: the web app's per-person buckets, so that a person's
+    questions over MCP and over /api/ask share one limit."""
     from starlette.routing import Route
 
     try:
@@ -86,6 +94,6 @@ def mcp_mount(settings: Settings) -> tuple[list[BaseRoute], list[Callable[[], An
     }
     # No host= here: the guard already checks Host when there is no token, and with a
     # token a server behind a reverse proxy must answer /mcp like every other page.
-    mcp = http_app(str(settings.kb_dir), overrides)
+    mcp = http_app(str(settings.kb_dir), overrides, questions=questions)
     # a malformed body gets its JSON-RPC error, with the request's id (kb_ai/cli/mcp_wire.py)
     return [Route("/mcp", CheckedPosts(mcp))], [mcp.lifespan]

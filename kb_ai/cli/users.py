@@ -3,18 +3,14 @@ tokens) and `kb-ai audit` (who did what)."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from kb_ai.cli import Context, main, pass_context, translate_errors
+from kb_ai.cli import main
+from kb_ai.cli._admin import echo_json, kb_command
+from kb_ai.service import OpenKb
 from wiki.people import ROLES
 
 ROLE = click.Choice(ROLES)
-
-
-def _kb(ctx: Context):
-    return ctx.open_kb(ctx.settings(detect=False, announce=False))
 
 
 @main.group()
@@ -30,32 +26,27 @@ def users() -> None:
     """
 
 
-@users.command()
+@kb_command(users)
 @click.argument("name")
 @click.option("--role", type=ROLE, default="reader", show_default=True)
 @click.option("--email", help="Their email, the author email of what they commit.")
-@pass_context
-@translate_errors
-def add(ctx: Context, name: str, role: str, email: str | None) -> None:
+def add(okb: OpenKb, name: str, role: str, email: str | None) -> None:
     """Add a person; prints their token once, on the last line."""
     from kb_ai.service import people
 
-    person, token = people.add(_kb(ctx), name, role, email)
+    person, token = people.add(okb, name, role, email)
     click.echo(f"Added {person.name} ({person.role}). Their token, shown this once:")
     click.echo(token)
 
 
-@users.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="Print the people as JSON.")
-@pass_context
-@translate_errors
-def list_(ctx: Context, as_json: bool) -> None:
+@kb_command(users, name="list", json_help="Print the people as JSON.")
+def list_(okb: OpenKb, as_json: bool) -> None:
     """Everyone, with their role."""
     from kb_ai.service import people
 
-    found = people.people(_kb(ctx))
+    found = people.people(okb)
     if as_json:
-        click.echo(json.dumps([p.as_dict() for p in found], ensure_ascii=False))
+        echo_json(found)
         return
     if not found:
         click.echo("No people yet: kb-ai users add NAME --role ROLE")
@@ -63,56 +54,47 @@ def list_(ctx: Context, as_json: bool) -> None:
         click.echo(f"{p.name:<24} {p.role:<12} token from {p.token_at}")
 
 
-@users.command()
+@kb_command(users)
 @click.argument("name")
-@pass_context
-@translate_errors
-def remove(ctx: Context, name: str) -> None:
+def remove(okb: OpenKb, name: str) -> None:
     """Remove a person; their token stops working at once."""
     from kb_ai.service import people
 
-    click.echo(f"Removed {people.remove(_kb(ctx), name).name}.")
+    click.echo(f"Removed {people.remove(okb, name).name}.")
 
 
-@users.command()
+@kb_command(users)
 @click.argument("name")
-@pass_context
-@translate_errors
-def token(ctx: Context, name: str) -> None:
+def token(okb: OpenKb, name: str) -> None:
     """A new token for NAME (printed once, on the last line); the old one is revoked."""
     from kb_ai.service import people
 
-    new = people.new_token(_kb(ctx), name)
+    new = people.new_token(okb, name)
     click.echo(f"New token for {name}, shown this once (the old one no longer works):")
     click.echo(new)
 
 
-@users.command()
+@kb_command(users)
 @click.argument("name")
 @click.argument("role", type=ROLE)
-@pass_context
-@translate_errors
-def role(ctx: Context, name: str, role: str) -> None:
+def role(okb: OpenKb, name: str, role: str) -> None:
     """Give NAME another role."""
     from kb_ai.service import people
 
-    person = people.set_role(_kb(ctx), name, role)
+    person = people.set_role(okb, name, role)
     click.echo(f"{person.name} is now {person.role}.")
 
 
-@main.command()
+@kb_command(main, json_help="Print the entries as JSON.")
 @click.option("--since", metavar="WHEN", help="Only entries at or after this ISO date or time.")
-@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
-@pass_context
-@translate_errors
-def audit(ctx: Context, since: str | None, as_json: bool) -> None:
+def audit(okb: OpenKb, since: str | None, as_json: bool) -> None:
     """The audit log: who signed in, submitted, removed, approved, rejected, changed a
     role or a token, when, and from which address (oldest first)."""
     from kb_ai.service import people
 
-    found = people.entries(_kb(ctx), since)
+    found = people.entries(okb, since)
     if as_json:
-        click.echo(json.dumps([e.as_dict() for e in found], ensure_ascii=False))
+        echo_json(found)
         return
     for entry in found:
         click.echo(entry.line)

@@ -260,7 +260,7 @@ class LocalTransport:
     def _generate(self, request: Request, cancel: threading.Event) -> Iterator[str | RawReply]:
         """Runs in a worker thread: text pieces, then one RawReply."""
         path = model_path(request.model)
-        with _Loaded.turns.turn(priority_of(request.stage), cancel) as got:
+        with _Loaded.turns.turn(priority_of(request.stage), cancel, request.caller) as got:
             if not got:
                 return  # cancelled while waiting: nobody reads the reply
             llama = _Loaded.get(path, self.context_tokens, self.threads)

@@ -29,6 +29,7 @@ class Request:
     # reading well before a multi-megabyte one is in memory (None: no bound).
     max_reply_chars: int | None = None
     stage: str = ""  # what the call is for (the local model serves questions first)
+    caller: str = ""  # who it is for (the local model serves people in turn)
 
 
 @dataclass(frozen=True)

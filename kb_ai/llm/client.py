@@ -29,6 +29,7 @@ from kb_ai.errors import (
 from kb_ai.llm import structured
 from kb_ai.llm._breaker import Breaker
 from kb_ai.llm._transport import RawReply, Request, Transport
+from kb_ai.llm._turns import caller
 from kb_ai.llm.parse import parse_reply
 from kb_ai.llm.store import CachedReply, CacheReceipt, CallRecord, CallStore, cache_key
 from kb_ai.llm.types import Completion, Usage
@@ -395,6 +396,7 @@ class LLMClient:
             api_key=self.settings.api_key,
             max_reply_chars=self.settings.max_reply_chars or None,
             stage=stage,
+            caller=caller.get(),
         )
 
     def _key(self, request: Request, schema: dict | None, mode: str | None) -> str:

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 
 from kb_ai.errors import KbAiError
-from kb_ai.llm import LLM
+from kb_ai.llm import LLM, calling_as
 from kb_ai.service.opened import OpenKb
 from retrieval import Answer, Asker, AskEvent, Done, Error, Turn, check_question
 
@@ -42,9 +42,11 @@ async def ask_events(
         return
     try:
         asker = Asker(okb.kb, okb.settings, client)
-        async with aclosing(asker.events(question, history=history, paths=paths)) as events:
-            async for event in events:
-                yield event
+        # the local model serves the people asking in turn (kb_ai/llm/_turns.py)
+        with calling_as(okb.actor.name):
+            async with aclosing(asker.events(question, history=history, paths=paths)) as events:
+                async for event in events:
+                    yield event
     finally:
         if own and (aclose := getattr(client, "aclose", None)) is not None:
             await aclose()  # the LLM protocol does not require it

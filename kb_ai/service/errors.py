@@ -21,12 +21,20 @@ from kb_ai.errors import (
     StorageError,
     UsageError,
 )
+from kb_ai.service.fairness import TooManyQuestionsError
 
 StatusTable = tuple[tuple[type[KbAiError], int], ...]
+
+
+class SelfReviewError(KbAiError):
+    """A person approved or rejected their own run while review_self_approve is off."""
+
 
 # Most specific first: the first matching type decides the status.
 STATUS_BY_TYPE: StatusTable = (
     (EditConflictError, 409),
+    (SelfReviewError, 403),
+    (TooManyQuestionsError, 429),
     (PathEscapeError, 400),
     (ConfigError, 400),
     (UsageError, 400),

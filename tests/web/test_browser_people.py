@@ -1,9 +1,13 @@
 """People in a real browser (Debian's chromium through Playwright) against a real
-`kb-ai serve`: a contributor signs in and submits, Status says who; a reader signs in
-and sees no Submit, Retry or Delete; the audit log has both sign-ins and the submission."""
+`kb-ai serve`: a contributor signs in and submits, Status says who; their run waits for
+a reviewer (review_policy = "contributors"), who approves it with a comment on the
+Review page; a reader signs in and sees no Submit, Edit or Delete; the audit log (and
+`kb-ai audit`) has the sign-ins, the submission and the approval."""
 
 import pytest
+from click.testing import CliRunner
 
+from kb_ai.cli import main
 from kb_ai.service import open_kb, people
 from tests.fakes.kb_responder import respond
 from tests.web.conftest import BROWSER, serving, watched_page
@@ -19,12 +23,14 @@ def sign_in(page, token):
     page.get_by_role("button", name="Sign in").click()
 
 
-def test_a_contributor_submits_and_a_reader_only_reads(tmp_path, browser):
+def test_a_contributor_submits_a_reviewer_approves_and_a_reader_only_reads(tmp_path, browser):
     kb = KnowledgeBase.init(tmp_path / "kb")
+    kb.config_path.write_text(kb.config_path.read_text() + 'review_policy = "contributors"\n')
     okb = open_kb(kb.root, detect=False)
     with serving(kb.root, respond) as live:
         # added to the running server (it waits for /healthz, which then needs a token)
         _, cora = people.add(okb, "Cora Contributor", "contributor")
+        _, rex = people.add(okb, "Rex Reviewer", "reviewer")
         _, rita = people.add(okb, "Rita Reader", "reader")
         with watched_page(browser, live.url) as page:
             page.goto("/wiki")
@@ -42,6 +48,21 @@ def test_a_contributor_submits_and_a_reader_only_reads(tmp_path, browser):
             row = page.locator("#tasks tbody tr").first
             expect(row.locator(".pill")).to_have_text("done", timeout=30_000)
             expect(row).to_contain_text("by Cora Contributor")
+            page.goto("/wiki")
+            expect(page.get_by_role("link", name="Nightly backups")).to_have_count(0)  # held
+
+        with watched_page(browser, live.url) as page:
+            sign_in(page, rex)
+            page.get_by_role("link", name="Review", exact=True).click()
+            run = page.locator("article.review")
+            expect(run).to_have_count(1)
+            expect(run.locator(".submitted-by")).to_have_text("submitted by Cora Contributor")
+            expect(run.locator("pre.diff").first).to_contain_text("kept 30 days")
+            decision = run.locator("form.run-decision")
+            decision.get_by_label("Comment on the run").fill("Matches the backup runbook")
+            decision.get_by_role("button", name="Approve").click()
+            expect(page.get_by_role("status")).to_contain_text("approved")
+            expect(page.locator("article.review")).to_have_count(0)
 
         with watched_page(browser, live.url) as page:
             sign_in(page, rita)
@@ -51,8 +72,22 @@ def test_a_contributor_submits_and_a_reader_only_reads(tmp_path, browser):
             expect(page.locator("#tasks tbody tr").first).to_contain_text("by Cora Contributor")
             expect(page.get_by_role("link", name="Submit", exact=True)).to_have_count(0)
             expect(page.get_by_role("button", name="Delete")).to_have_count(0)
+            page.goto("/wiki")
+            page.get_by_role("link", name="Nightly backups").first.click()
+            expect(page.locator("main")).to_contain_text("02:00")  # approved: on main now
+            expect(page.get_by_role("link", name="Edit", exact=True)).to_have_count(0)
 
     actions = [(e.who, e.action) for e in people.entries(okb)]
-    assert ("Cora Contributor", "sign-in") in actions
-    assert ("Cora Contributor", "submit") in actions
-    assert ("Rita Reader", "sign-in") in actions
+    for expected in [
+        ("Cora Contributor", "sign-in"),
+        ("Cora Contributor", "submit"),
+        ("Rex Reviewer", "sign-in"),
+        ("Rex Reviewer", "approve"),
+        ("Rita Reader", "sign-in"),
+    ]:
+        assert expected in actions
+    audit = CliRunner().invoke(main, ["--kb", str(kb.root), "audit"])
+    assert audit.exit_code == 0, audit.output
+    assert "Rex Reviewer  approve run" in audit.output
+    assert "(Matches the backup runbook)" in audit.output
+    assert "Cora Contributor  submit" in audit.output

@@ -41,7 +41,7 @@ def test_a_held_run_is_approved_on_the_review_page(tmp_path, browser):
         run = page.locator("article.review")
         expect(run).to_have_count(1)
         expect(run.locator("pre.diff")).to_contain_text("kept 30 days")
-        run.get_by_role("button", name="Approve").click()
+        run.get_by_role("button", name="Approve", exact=True).click()
         expect(page.get_by_role("status")).to_contain_text("approved")
         expect(page.locator("article.review")).to_have_count(0)
 

@@ -166,3 +166,44 @@ def test_a_sign_on_proxy_names_the_person_only_from_its_own_address(kb, model, t
         assert new.status_code == 202 and new.json()["tasks"][0]["submitted_by"] == "Nia New"
         forged = elsewhere.get("/api/tasks", headers={"x-forwarded-user": "Rex Reviewer"})
         assert forged.status_code == 401
+
+
+def test_wrong_tokens_from_one_address_wait_and_cost_no_hash(
+    settings, model, tokens, monkeypatch, caplog
+):
+    """A wrong token whose id is known makes the server compute scrypt; past a few in a
+    row from one address, the next waits (429 + Retry-After) without one, while a token
+    the server knows good still works from there. No token appears in a reply."""
+    import logging
+
+    import wiki.people
+
+    caplog.set_level(logging.DEBUG)
+    hashed = []
+    real = wiki.people.hash_secret
+    monkeypatch.setattr(wiki.people, "hash_secret", lambda *a: hashed.append(1) or real(*a))
+    good = tokens["reader"]
+    token_id = good.split(".")[0]
+    with make_client(settings, model, start_worker=False) as client:
+        assert client.get("/api/tasks", headers=bearer(good)).status_code == 200
+        replies = []
+        for n in range(5):  # a few in a row are free (a typo fixed at once)
+            wrong = client.get("/api/tasks", headers=bearer(f"{token_id}.guess{n}"))
+            assert wrong.status_code == 401
+            replies.append(wrong)
+        sixth = client.get("/api/tasks", headers=bearer(f"{token_id}.guess5"))
+        assert sixth.status_code == 401  # the first that costs a wait
+        before = len(hashed)
+        waiting = client.get("/api/tasks", headers=bearer(f"{token_id}.guess6"))
+        assert waiting.status_code == 429 and int(waiting.headers["retry-after"]) >= 1
+        assert waiting.json()["kind"] and "Too many wrong tokens" in waiting.json()["error"]
+        assert len(hashed) == before  # refused before any scrypt
+        assert client.get("/api/tasks", headers=bearer(good)).status_code == 200
+        fresh = client.get("/api/tasks", headers=bearer(tokens["contributor"]))
+        assert fresh.status_code == 429  # not known good yet: it waits like the rest
+        page = client.get("/wiki", headers=bearer(f"{token_id}.guess7"))
+        for reply in [*replies, sixth, waiting, page]:
+            assert "guess" not in reply.text and token_id + "." not in reply.text
+    entries = AuditLog(open_state(KnowledgeBase.open(settings.kb_dir))).entries()
+    assert all("guess" not in e.line for e in entries)
+    assert "guess" not in caplog.text and good not in caplog.text

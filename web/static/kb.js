@@ -311,7 +311,9 @@ function initChat() {
 }
 
 document.addEventListener("submit", (ev) => {
-  const msg = ev.target.dataset && ev.target.dataset.confirm;
+  // the button pressed may ask on its own (a form's Reject beside its Approve)
+  const asker = ev.submitter && ev.submitter.dataset.confirm ? ev.submitter : ev.target;
+  const msg = asker.dataset && asker.dataset.confirm;
   if (msg && !window.confirm(msg)) ev.preventDefault();
 }, true);
 

@@ -1,5 +1,6 @@
 """Fair use of the model: a token bucket of questions per person, so one agent's loop
-cannot take every answer the server gives (``questions_per_minute``; 0: no limit).
+cannot take every answer the server gives (``questions_per_minute``; 0: no limit). The
+web app's /api/ask and the MCP `ask` tool over HTTP spend from the same buckets.
 
 Each person (or the server's own admin, or the local user) has a bucket holding up to
 ``questions_per_minute`` questions, refilled at that rate; a question when it is empty
