@@ -6,11 +6,11 @@ source's identity in raw/."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from compiler.identity import Ambiguous, Match
+from compiler.identity import MAYBE_TEXT, Ambiguous, Match
 from compiler.identity_index import Arrival, SourceIndex
 from compiler.result import MaybeRevision, Revision
 from compiler.sources import Source
@@ -32,6 +32,17 @@ class Identities:
     maybe_revisions: list[MaybeRevision] = field(default_factory=list)
     superseded: list[tuple[str, str]] = field(default_factory=list)  # (old raw, new raw)
     in_run: set[str] = field(default_factory=set)  # the raw paths this run compiles
+    texts: dict[str, str] = field(default_factory=dict)  # checksum -> its raw path, this run
+
+
+def copy_in_run(src: Source, known: Mapping[str, Any], found_so_far: Identities) -> str | None:
+    """The raw path of the source this run compiles already with ``src``'s very text (a
+    second copy of one document: it is recorded as that source, not compiled again), or
+    None. A document compiled before keeps its own source."""
+    row = known.get(src.origin)
+    if row is not None and row["raw_path"]:
+        return None
+    return found_so_far.texts.get(src.checksum)
 
 
 def allocate_source(
@@ -68,7 +79,16 @@ def allocate_source(
         and not any(r["raw_path"] == old for o, r in known.items() if o != src.origin)
     ):  # said to revise another source: its own copy from before goes after the run
         found_so_far.superseded.append((old, w.raw_path))
+    if (
+        not unknown
+        and revises is None
+        and len(w.previous_articles) == 1
+        and row["checksum"] != src.checksum
+        and index.likeness(w.raw_path, src) >= MAYBE_TEXT
+    ):  # the same file revised where it is, still on its subject: it keeps its article
+        w = replace(w, alike=w.previous_articles)
     found_so_far.in_run.add(w.raw_path)
+    found_so_far.texts.setdefault(src.checksum, w.raw_path)
     index.remember(w.raw_path, src, arrival.name if arrival else "")
     if isinstance(found, Match):
         found_so_far.revisions.append(Revision(src.origin, w.raw_path, found.way, found.similarity))
@@ -78,6 +98,11 @@ def allocate_source(
             found_so_far.maybe_revisions.append(
                 MaybeRevision(src.origin, w.raw_path, candidates, found.reason)
             )
+            # a new source, but its text is much like that source's: it is on the
+            # subject of that source's article (compiler/revisions.py keep_articles)
+            home = index.articles_of(candidates[0][0])
+            if len(home) == 1 and not w.previous_articles:
+                w = replace(w, alike=tuple(home))
     return w
 
 

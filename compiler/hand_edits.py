@@ -23,6 +23,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from compiler.material import HAND_EDIT, Material
 from kb_ai.errors import KbAiError
 from wiki import Article, KnowledgeBase, atomic_write_text, read_article
 from wiki._frontmatter import load_document
@@ -70,6 +71,20 @@ class Held:
     proposal: str  # the merge, kb-ai's side taken where they overlap
     reason: str
     by: str  # the person's commits: "a1b2c3d by Ann"
+    deletes: bool = False  # kb-ai's new version is no article: its last source left
+
+
+def hold_deletion(look: Look, path: str, left: str) -> Held | None:
+    """The article at ``path`` held instead of deleted (its last source, ``left``, went)
+    when it holds a person's lines; None when nothing of it is a person's."""
+    hand = look.hand
+    if hand is None or not person_lines(hand):
+        return None
+    reason = (
+        f"its last source left ({left}), but it holds a person's lines: approve deletes it, "
+        "reject keeps it with them"
+    )
+    return Held(path, hand.current, "", "", reason, hand.by(), deletes=True)
 
 
 def look_at(kb: KnowledgeBase, path: str, known: str | None = None) -> Look:
@@ -105,6 +120,7 @@ def store_merged(
             atomic_write_text(file, generated)
             drop_base(kb, normal.path)
             return Stored(normal, blob_id(generated))
+        generated = _without_repeats(generated, hand)
         merge = merge_texts(kb, hand.base, hand.current, generated)
         reason = _overlap(merge.conflicts) or contradicted(hand, generated)
         merged = None
@@ -134,16 +150,28 @@ def contradicted(hand: HandEdit, generated: str) -> str:
     """Why kb-ai's new version contradicts a line the person wrote ("" when it does not):
     the line states a number kb-ai's last version stated and its new version no longer
     does, so the source it came from now says something else."""
-    before = set(_NUMBER.findall(hand.base))
-    after = set(_NUMBER.findall(generated))
+    dropped = numbers_dropped(hand.base, generated)
     for line in person_lines(hand):
-        gone = [n for n in _NUMBER.findall(line) if n in before and n not in after]
+        gone = [n for n in _NUMBER.findall(line) if n in dropped]
         if gone:
             return (
                 f"the revised source no longer states {gone[0]}, which the hand edit says: "
                 f"{line.strip()[:200]!r}"
             )
     return ""
+
+
+def numbers_dropped(base: str, new: str) -> set[str]:
+    """The numbers kb-ai's last version stated that its new one no longer states: not
+    anywhere, or not in the lines that replaced the lines stating them (a revised value:
+    "15 minutes" became "20 minutes" while 15 is still said elsewhere)."""
+    a, b = base.splitlines(), new.splitlines()
+    out = set(_NUMBER.findall(base)) - set(_NUMBER.findall(new))
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "replace":
+            was = set(_NUMBER.findall("\n".join(a[i1:i2])))
+            out |= was - set(_NUMBER.findall("\n".join(b[j1:j2])))
+    return out
 
 
 def person_lines(hand: HandEdit) -> list[str]:
@@ -157,8 +185,71 @@ def person_lines(hand: HandEdit) -> list[str]:
     return out
 
 
+def person_material(look: Look | None) -> Material | None:
+    """A person's lines in the article, as material of its next version: grounded (the
+    checks take what they state as stated), cited by the edit's commits and authors.
+    None when the article holds no person's line. They stay in the file word for word
+    through the merge; the writer is told not to repeat them (:func:`store_merged`
+    drops a line of theirs it repeats anyway)."""
+    hand = look.hand if look is not None else None
+    if hand is None:
+        return None
+    header = set(_header_lines(hand.current))
+    lines = [line for line in person_lines(hand) if line not in header]
+    if not lines:
+        return None
+    newest = hand.edits[0] if hand.edits else None
+    text = "\n".join(f"- {line.strip()}" for line in lines)
+    return Material(
+        source=HAND_EDIT + (newest.commit if newest else "uncommitted"),
+        text=text,
+        date=newest.date[:10] if newest else "",
+        dated=newest is not None,
+        cite=hand.by(),
+    )
+
+
+def _without_repeats(generated: str, hand: HandEdit) -> str:
+    """kb-ai's new version without the lines it repeats of the person's own: the merge
+    puts theirs where they wrote them, so none is said twice."""
+    theirs = {line.strip() for line in person_lines(hand)}
+    before = {line.strip() for line in hand.base.splitlines()}
+    kept: list[str] = []
+    lines = generated.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.strip() and line.strip() in theirs and line.strip() not in before:
+            # its paragraph break goes with it: the one before, else the one after
+            if kept and not kept[-1].strip():
+                kept.pop()
+            elif i + 1 < len(lines) and not lines[i + 1].strip():
+                lines[i + 1] = ""
+            continue
+        if line:
+            kept.append(line)
+    return "".join(kept)
+
+
+def _header_lines(text: str) -> list[str]:
+    """The lines of ``text``'s frontmatter (a person's change there is not material)."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return []
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), 0)
+    return lines[: end + 1]
+
+
 def _parse(path: str, text: str) -> Article:
     return article_from(path, *load_document(text, path))
 
 
-__all__ = ["EDIT_LOCK", "Held", "Look", "Stored", "base_path", "look_at", "store_merged"]
+__all__ = [
+    "EDIT_LOCK",
+    "Held",
+    "Look",
+    "Stored",
+    "base_path",
+    "hold_deletion",
+    "look_at",
+    "person_material",
+    "store_merged",
+]

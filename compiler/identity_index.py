@@ -156,6 +156,12 @@ class SourceIndex:
         )
         return find_revised(document, self)
 
+    def likeness(self, raw_path: str, src: Source) -> float:
+        """How alike ``src``'s text is to the raw copy at ``raw_path`` as it is on disk
+        (before this run writes it): 0.0 when that copy cannot be read."""
+        theirs = self._shingles_of(raw_path)
+        return 0.0 if theirs is None else jaccard(shingle_hashes(body_text(src.text)), theirs)
+
     def articles_of(self, raw_path: str) -> list[str]:
         """The articles the source in ``raw_path`` fed when it was compiled last."""
         row = self.rows.get(raw_path)

@@ -19,6 +19,7 @@ from itertools import combinations
 from compiler.identity import title_key
 from compiler.identity_index import pairs_alike
 from compiler.record import INDEX_FINGERPRINT
+from compiler.removal import discard
 from kb_ai.errors import KbAiError, UsageError
 from wiki import (
     Article,
@@ -27,17 +28,13 @@ from wiki import (
     append_log,
     commit_all,
     current_catalog,
-    delete_article,
     get_meta,
     git,
     open_state,
     read_article,
     read_raw,
-    set_meta,
     source_articles,
-    write_indexes,
 )
-from wiki.indexing import remove_from_tables
 from wiki.lint import WARNING, Finding, LintReport
 from wiki.lock import compile_lock
 from wiki.repair import lint_and_fix
@@ -181,16 +178,8 @@ def merge_revisions(kb: KnowledgeBase) -> tuple[list[Merge], str | None]:
 def _apply(kb: KnowledgeBase, conn, merges: list[Merge]) -> None:
     moved = {raw: m.raw_kept for m in merges for raw in m.raw_gone}
     article_moved = {path: m.kept for m in merges for path in m.gone}
-    for m in merges:
-        for path in m.gone:
-            delete_article(kb, path)
-        for raw in m.raw_gone:
-            slug = raw.removeprefix("raw/").removesuffix(".md")
-            stored = read_raw(kb, raw)
-            for rel in (raw, f"extraction/{slug}.md", stored.original_path):
-                if rel and kb.resolve(rel, under="").is_file():
-                    kb.resolve(rel, under="").unlink()
     with conn:  # every origin compiled into a copy that went is known as the one kept
+        discard(kb, conn, list(article_moved), list(moved))
         for origin, row in all_sources(conn).items():
             raw = moved.get(row["raw_path"], row["raw_path"])
             articles = sorted({article_moved.get(p, p) for p in source_articles(row)})
@@ -198,9 +187,6 @@ def _apply(kb: KnowledgeBase, conn, merges: list[Merge]) -> None:
                 "UPDATE sources SET raw_path = ?, articles = ? WHERE origin = ?",
                 (raw, json.dumps(articles, ensure_ascii=False), origin),
             )
-        remove_from_tables(conn, list(article_moved))
-        fingerprint = get_meta(conn, INDEX_FINGERPRINT)
-        set_meta(conn, INDEX_FINGERPRINT, write_indexes(kb, current_catalog(kb, fingerprint)))
 
 
 def _undated_disagreements(group: list[Article]) -> list[Finding]:

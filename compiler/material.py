@@ -23,6 +23,16 @@ class Material:
     previous: str | None = None  # the earlier extraction of a revised source
     date: str = ""  # when its facts held (compiler/dating.py)
     dated: bool = False  # the date is the source's own, not the day it was added
+    # a person's lines (``source`` "edit:<commit>"): who wrote them, "a1b2c3d by Ann"
+    cite: str = ""
+
+    @property
+    def by_hand(self) -> bool:
+        return self.source.startswith(HAND_EDIT)
+
+
+#: The source of a person's lines in an article, as material: "edit:<commit>".
+HAND_EDIT = "edit:"
 
 
 _ITEM = re.compile(r"^(?:- |\s+\d+\. )")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 
-from compiler.result import CompileResult, Failure
+from compiler.result import CompileResult, Failure, Revision
 from compiler.state import Plan, Work
 from wiki import (
     Article,
@@ -36,11 +36,14 @@ def record_sources(
     model: str,
     prompt_version: str,
     interrupted: bool,
+    copies: Sequence[Revision] = (),
 ) -> tuple[list[str], list[Failure]]:
     """Each source's outcome, in input order, into state.db; returns (the origins
-    compiled, the failures)."""
+    compiled, the failures). ``copies``: documents with the text of another source of
+    the run, recorded as that source (its raw copy, articles and outcome)."""
     compiled: list[str] = []
     failed: list[Failure] = []
+    outcome: dict[str, dict] = {}  # raw path -> what was recorded of its source
     with closing(open_state(kb)) as conn:
         # One transaction: the sources' state and the mark that the run's articles are
         # theirs land together, or neither does (see compiler.recovery).
@@ -59,9 +62,7 @@ def record_sources(
                 compiled.append(w.source.origin)
             else:
                 failed.append(Failure(w.source.origin, error))
-            upsert_source(
-                conn,
-                w.source.origin,
+            outcome[w.raw_path] = dict(
                 raw_path=w.raw_path,
                 checksum=w.source.checksum,
                 model=model,
@@ -71,6 +72,16 @@ def record_sources(
                 # what it feeds now: an article it fed before and not now has lost it
                 articles=sorted(set(paths)) if error is None else list(w.previous_articles),
             )
+            upsert_source(conn, w.source.origin, **outcome[w.raw_path])
+        for copy in copies:
+            same = outcome.get(copy.raw_path)
+            if same is None:  # the source it copies was never read (interrupted)
+                continue
+            upsert_source(conn, copy.origin, **same)
+            if same["status"] == "ok":
+                compiled.append(copy.origin)
+            else:
+                failed.append(Failure(copy.origin, same["error"] or ""))
         set_meta(conn, RUN_RECORDED, "1")
         conn.commit()
     return compiled, failed
@@ -141,5 +152,7 @@ def commit_message(result: CompileResult) -> str:
         *(f"updated {p}" for p in result.updated),
         *(f"deleted {d.path}: {d.cause}" for d in result.deleted),
         *(f"held {p}: its update meets a hand edit, which stays (review)" for p in result.held),
+        *(f"learned lessons/{i}.md" for i in result.lessons_new),
+        *(f"seen again lessons/{i}.md" for i in result.lessons_seen),
     ]
     return head + ("\n\n" + "\n".join(body) if body else "")

@@ -21,7 +21,7 @@ from typing import Any
 
 from compiler.classify import Target
 from compiler.documents.citations import base_path
-from compiler.hand_edits import Held, look_at, store_merged
+from compiler.hand_edits import Held, Look, hold_deletion, look_at, person_material, store_merged
 from compiler.links import LinkTargets, link_mentions
 from compiler.origins import file_of
 from compiler.recompose import stored_source
@@ -46,6 +46,7 @@ from wiki import (
     list_articles,
     open_state,
     read_article,
+    read_raw,
     set_meta,
     write_indexes,
 )
@@ -219,8 +220,17 @@ async def _remove(
     gone = {r.raw_path for r in result.removed}
     fed = [a for a in _articles(kb) if gone & _raw_paths(a)]
     to_rewrite = [a for a in fed if _raw_paths(a) - gone]
-    result.deleted = sorted(a.path for a in fed if not _raw_paths(a) - gone)
+    for a in fed:  # no source left: deleted, unless it holds a person's lines (review)
+        if not _raw_paths(a) - gone:
+            left = ", ".join(sorted(_raw_paths(a) & gone))
+            hold = hold_deletion(look_at(kb, a.path), a.path, left)
+            if hold is not None:
+                held.append(hold)
+            else:
+                result.deleted.append(a.path)
+    result.deleted.sort()
     rewritten: list[Article] = []
+    looks = [look_at(kb, a.path) for a in to_rewrite]  # a person's lines are material too
     if to_rewrite:
         llm = llm_factory(settings, db_path=kb.state_db)
         try:
@@ -232,7 +242,10 @@ async def _remove(
             )
             rewritten = list(
                 await asyncio.gather(
-                    *(_rewrite(kb, llm, a, gone, settings, targets) for a in to_rewrite)
+                    *(
+                        _rewrite(kb, llm, a, look, gone, settings, targets)
+                        for a, look in zip(to_rewrite, looks, strict=True)
+                    )
                 )
             )
         finally:
@@ -241,40 +254,58 @@ async def _remove(
                 await llm.aclose()
     # Every model call succeeded: now the files change, merged with a person's edits.
     written: dict[str, Article] = {}
-    for a in rewritten:
-        stored = store_merged(kb, a, look_at(kb, a.path), [])
+    for a, look in zip(rewritten, looks, strict=True):
+        stored = store_merged(kb, a, look, [])
         if isinstance(stored, Held):
             held.append(stored)
         else:
             written[a.path] = stored.article
     result.rewritten = sorted(written)
     result.held = sorted(h.path for h in held)
-    for path in result.deleted:
-        delete_article(kb, path)
-    for r in result.removed:
-        slug = r.raw_path.removeprefix("raw/").removesuffix(".md")
-        for rel in (r.raw_path, f"extraction/{slug}.md"):
-            path = kb.resolve(rel, under="")
-            if path.is_file():
-                path.unlink()
     with closing(open_state(kb)) as conn:
-        fingerprint = get_meta(conn, INDEX_FINGERPRINT)
-        set_meta(conn, INDEX_FINGERPRINT, write_indexes(kb, current_catalog(kb, fingerprint)))
-        remove_from_tables(conn, result.deleted)
+        discard(kb, conn, result.deleted, [r.raw_path for r in result.removed])
         refresh_search_index(kb, conn, sorted(written), written)
-        for r in result.removed:
-            delete_source(conn, r.origin)
+        gone_raw = {r.raw_path for r in result.removed}
+        for origin, row in all_sources(conn).items():  # each origin compiled into it too
+            if row["raw_path"] in gone_raw or origin in {r.origin for r in result.removed}:
+                delete_source(conn, origin)
         _forget_articles(conn, result.deleted)
     lines = [f"removed {r.raw_path} ({r.origin}): {reason}" for r in result.removed]
     lines += [f"deleted {p} (no source left)" for p in result.deleted]
     lines += [f"rewrote {p} without it" for p in result.rewritten]
-    lines += [f"held {p}: its rewrite meets a hand edit (review)" for p in result.held]
+    lines += [
+        f"held {h.path}: {h.reason if h.deletes else 'its rewrite meets a hand edit'} (review)"
+        for h in sorted(held, key=lambda h: h.path)
+    ]
     append_log(kb, "rm", lines)
     head = (
         f"rm: {len(result.removed)} source(s) removed, {len(result.deleted)} article(s)"
         f" deleted, {len(result.rewritten)} rewritten"
     )
     result.commit = commit_all(kb, f"{head}\n\nWhy: {reason}\n\n" + "\n".join(lines))
+
+
+def discard(
+    kb: KnowledgeBase, conn: sqlite3.Connection, articles: Sequence[str], raws: Sequence[str]
+) -> None:
+    """Delete ``articles`` and the raw copies ``raws`` (each with its extraction and the
+    original file it was converted from); the master index, the topics and the search
+    tables follow. What records the sources in state.db is the caller's to change (a
+    removal forgets them, lint --fix points them at the copy it keeps)."""
+    for path in articles:
+        delete_article(kb, path)
+    for raw in raws:
+        slug = raw.removeprefix("raw/").removesuffix(".md")
+        try:
+            original = read_raw(kb, raw).original_path
+        except (KbAiError, OSError, UnicodeDecodeError):
+            original = ""  # an unreadable copy: its original, if any, is not known
+        for rel in (raw, f"extraction/{slug}.md", original):
+            if rel and (path := kb.resolve(rel, under="")).is_file():
+                path.unlink()
+    remove_from_tables(conn, list(articles))
+    fingerprint = get_meta(conn, INDEX_FINGERPRINT)
+    set_meta(conn, INDEX_FINGERPRINT, write_indexes(kb, current_catalog(kb, fingerprint)))
 
 
 def _raw_paths(article: Article) -> set[str]:
@@ -294,11 +325,13 @@ async def _rewrite(
     kb: KnowledgeBase,
     llm: LLM,
     article: Article,
+    look: Look,
     gone: set[str],
     settings: Settings,
     targets: LinkTargets,
 ) -> Article:
-    """``article`` written again from the extractions of the sources it has left."""
+    """``article`` written again from the extractions of the sources it has left (and
+    the lines a person wrote in it)."""
     material = [
         m for m in (stored_source(kb, s) for s in _raw_paths(article) - gone) if m is not None
     ]
@@ -307,6 +340,9 @@ async def _rewrite(
             f"{article.path}: none of its other sources has a readable extraction",
             hint=f"recompile its sources with `kb-ai compile --force`, or delete {article.path}",
         )
+    person = person_material(look)
+    if person is not None:
+        material.append(person)
     target = Target(article.path, article.title, article.type, exists=True)
     fresh = await compile_article(
         llm, PROMPTS, target, material, None, patch_threshold=settings.patch_threshold_chars,

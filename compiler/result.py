@@ -64,6 +64,10 @@ class Revision:
         return out
 
 
+#: The way of a document whose text is that of another this run compiles: one source.
+COPY = "the same text, a copy in this run"
+
+
 @dataclass(frozen=True)
 class MaybeRevision:
     """A document compiled as a new source (``raw_path``) that may revise one of
@@ -105,6 +109,9 @@ class CompileResult:
     superseded: list[tuple[str, str]] = field(default_factory=list)
     held: list[str] = field(default_factory=list)  # articles whose update meets a hand edit
     held_review: str | None = None  # the branch those updates wait on
+    lessons_found: int = 0  # lessons the run's sessions showed, new or known (sightings)
+    lessons_new: list[str] = field(default_factory=list)  # lessons the sessions taught (ids)
+    lessons_seen: list[str] = field(default_factory=list)  # known lessons shown again
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,4 +134,7 @@ class CompileResult:
             "superseded": [{"raw_path": old, "by": new} for old, new in self.superseded],
             "held": self.held,
             "held_review": self.held_review,
+            "lessons_found": self.lessons_found,
+            "lessons_new": self.lessons_new,
+            "lessons_seen": self.lessons_seen,
         }

@@ -77,6 +77,11 @@ MIGRATIONS = (
         PRIMARY KEY (run, path)
     )""",
 )
+#: What a review shows as kb-ai's version of an article it would delete.
+DELETES = (
+    "(none: its last source left, so kb-ai would delete this article; approve deletes it, "
+    "reject keeps it as the person left it)"
+)
 COLUMNS = "(run, branch, base, commit_sha, sources, summary, created_at, state, reason)"
 KEPT = ("kb-ai.toml", ".gitignore")  # settings, not the run's work: never held back
 GENERATED = ("index/master-index.md", "index/topics.md", "log.md")
@@ -184,6 +189,11 @@ def hold_hand_edits(kb: KnowledgeBase, run_id: int | str, held: Sequence[Held]) 
         head = git(kb, "rev-parse", "HEAD").strip()
         _run(kb, ("read-tree", head), env=env)
         for h in held:
+            if h.deletes:  # approving deletes the article (and kb-ai's kept version of it)
+                for rel in (h.path, base_path(h.path)):
+                    _run(kb, ("update-index", "--force-remove", rel), env=env)
+                lines.append(f"held {h.path}: {h.reason}; the hand edit ({h.by}) stays on main")
+                continue
             blob = _run(kb, ("hash-object", "-w", "--stdin"), stdin=h.proposal).stdout.strip()
             _run(kb, ("update-index", "--add", "--cacheinfo", f"100644,{blob},{h.path}"), env=env)
             if h.proposal != h.generated:  # the merge base after approval: kb-ai's own
@@ -215,14 +225,20 @@ def held_versions(kb: KnowledgeBase, review: Review) -> list[dict[str, str]]:
         return []
     out = []
     for path in _changed_articles(kb, review.base, review.commit):
-        proposal = git(kb, "show", f"{review.commit}:{path}")
-        kept = _run(kb, ("show", f"{review.commit}:{base_path(path)}"), check=False)
         person = _run(kb, ("show", f"HEAD:{path}"), check=False)
+        shown = _run(kb, ("show", f"{review.commit}:{path}"), check=False)
+        if shown.returncode != 0:  # held instead of deleted: its last source left
+            proposal = ""
+            kb_ai = DELETES
+        else:
+            proposal = shown.stdout
+            kept = _run(kb, ("show", f"{review.commit}:{base_path(path)}"), check=False)
+            kb_ai = kept.stdout if kept.returncode == 0 else proposal
         out.append(
             {
                 "path": path,
                 "person": person.stdout if person.returncode == 0 else "",
-                "kb_ai": kept.stdout if kept.returncode == 0 else proposal,
+                "kb_ai": kb_ai,
                 "proposal": proposal,
             }
         )

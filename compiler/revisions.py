@@ -19,11 +19,19 @@ def keep_articles(
     w: Work, targets: Sequence[Target], by_path: Mapping[str, Any]
 ) -> tuple[Target, ...]:
     """A revision that fed one article keeps feeding it: a new article classify
-    proposes instead (a retitled revision) is that article, so its path stays."""
+    proposes instead (a retitled revision) is that article, so its path stays. So does
+    the same file revised where it is while its text is still like what it was (a file
+    rewritten on another subject leaves its article), and a document that may revise a
+    source (its text in between, a new source the run names): a new article classify
+    proposes is that source's article, so a revision nobody has confirmed yet still
+    adds no second article on its subject (compiler/allocate.py sets ``alike``)."""
     targets = tuple(targets)
-    if not w.revision or len(w.previous_articles) != 1:
+    if w.revision and len(w.previous_articles) == 1:
+        (old,) = w.previous_articles
+    elif len(w.alike) == 1:
+        (old,) = w.alike
+    else:
         return targets
-    (old,) = w.previous_articles
     entry = by_path.get(old)
     if entry is None or any(t.path == old for t in targets):
         return targets

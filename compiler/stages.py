@@ -20,13 +20,14 @@ from datetime import UTC, datetime
 from functools import partial
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
-from compiler.allocate import Identities, allocate_source, taken_slugs
+from compiler.allocate import Identities, allocate_source, copy_in_run, taken_slugs
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
 from compiler.extract import Extraction
-from compiler.hand_edits import Held, look_at, store_merged
+from compiler.hand_edits import Held, hold_deletion, look_at, person_material, store_merged
 from compiler.identity_index import SourceIndex
 from compiler.intake import Skipped, Unread
+from compiler.lessons import learn_from_run
 from compiler.links import LinkTargets, link_mentions
 from compiler.mode import ComposedArticles
 from compiler.plan import plan_articles
@@ -39,7 +40,7 @@ from compiler.record import (
     write_run_indexes,
 )
 from compiler.recovery import finish_journal, journaled
-from compiler.result import Deletion, Failure
+from compiler.result import COPY, Deletion, Failure, Revision
 from compiler.state import Plan, PlannedArticle, RunState, Work
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
@@ -109,6 +110,11 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
                 src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
                 if isinstance(src, Skipped):  # an agent session with nothing new
                     skipped.append(src.key)
+                    ctx.progress("advance", name="extract", item=item.origin)
+                    continue
+                copy = copy_in_run(src, state.known, found)
+                if copy is not None:  # one document twice in this run: one source
+                    found.revisions.append(Revision(src.origin, copy, COPY, 1.0))
                     ctx.progress("advance", name="extract", item=item.origin)
                     continue
                 # where a document gets its raw slug: the one of the source it revises
@@ -273,11 +279,21 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
             rewrite = await run_io(plan_rewrite, ctx.kb, existing, material, dropped, threshold)
         if rewrite is not None:
             if not rewrite.material:
+                # a person's lines in it: held for review, not deleted with them
+                hold = hold_deletion(look, path, ", ".join(sorted(dropped))) if look else None
+                if hold is not None:
+                    held.append(hold)
+                    return
                 deleted[path] = await run_io(delete_left, ctx.kb, existing, dropped, origins)
                 stager.add(path)
                 return
             target, material, existing = rewrite.target, rewrite.material, rewrite.existing
         mine = notes.setdefault(path, [])
+        # a person's lines are material of a composed article (grounded, cited); a small
+        # model's article is its source's own text, which the merge keeps them beside
+        person = person_material(look) if not ctx.settings.writes_from_sources else None
+        if person is not None:
+            material = [*material, person]
         article = await ctx.mode.write(ctx.llm, target, material, existing, mine, by_raw)
         if rewrite is not None:
             article = rewrite.finish(article)
@@ -371,10 +387,19 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
         model=ctx.settings.model or "",
         prompt_version=ctx.mode.version,
         interrupted=ctx.interrupted,
+        copies=[r for r in result.revisions if r.way == COPY],
     )
     result = replace(
         result, compiled=[*result.compiled, *compiled], failed=[*result.failed, *failed]
     )
+    if not ctx.interrupted:  # what the run's sessions taught, in lessons/ (compiler/lessons.py)
+        learned = await run_io(learn_from_run, ctx.kb, ctx.settings, state.work, state.plan)
+        result = replace(
+            result,
+            lessons_found=result.lessons_found + learned.sightings,
+            lessons_new=[*result.lessons_new, *learned.new],
+            lessons_seen=[*result.lessons_seen, *learned.seen_again],
+        )
     ctx.progress("stage", name="index", total=len(written))
     if written or result.deleted:
         await run_io(write_run_indexes, ctx.kb, state.catalog, state.catalog_ns, written)

@@ -56,6 +56,9 @@ class Work:
     targets: tuple[Target, ...] = ()
     error: str | None = None
     revision: bool = False  # a revision of a source compiled from elsewhere (identity)
+    # the article its text is on the subject of: the one of the source it may revise (a
+    # new source in between, named), or its own (the same file revised, still alike)
+    alike: tuple[str, ...] = ()
 
     @property
     def usable(self) -> bool:

@@ -206,9 +206,11 @@ async def compile_article(
             notes.append(f"summary taken from the body: {summary_problem}")
     sources = list(existing.sources) if existing else []
     for m in material:
-        if all(base_path(e) != m.source for e in sources):
+        if not m.by_hand and all(base_path(e) != m.source for e in sources):
             sources.append(m.source)
-    sources = with_pages(sources, {m.source: m.text for m in material}, body)
+    sources = with_pages(sources, {m.source: m.text for m in material if not m.by_hand}, body)
+    # a person's lines were material too: their commits are cited beside the sources
+    edits = [label for m in material if m.by_hand for label in m.cite.split(", ") if label]
     tags = _clean_tags(draft.data.get("tags")) or (list(existing.tags) if existing else [])
     return Article(
         path=existing.path if existing else target.path,
@@ -221,6 +223,7 @@ async def compile_article(
         updated=day,
         body=body + "\n",
         keys=derive_keys(body),
+        edits=edits,
     )
 
 

@@ -168,6 +168,29 @@ class Settings:
     capture_max_attempts: int = _setting(
         8, "Attempts at compiling a captured session before it waits for `kb-ai hooks retry`."
     )
+    lesson_start: float = _setting(
+        0.5, "Confidence of a lesson (pitfall or convention) the first session shows."
+    )
+    lesson_step: float = _setting(
+        0.05, "Confidence a lesson gains each time a later session shows it again."
+    )
+    lesson_max: float = _setting(0.9, "The most confidence a lesson's sightings can give it.")
+    lesson_decay: float = _setting(
+        0.05, "Confidence a lesson loses for every lesson_decay_days it goes unseen."
+    )
+    lesson_decay_days: float = _setting(
+        30.0, "Days unseen that cost a lesson lesson_decay of its confidence."
+    )
+    lesson_threshold: float = _setting(
+        0.55,
+        "Below this confidence a lesson stays out of the session-start snapshot; one that "
+        "falls below it after being seen again, or fades, is marked deprecated (never deleted).",
+    )
+    learn_review: bool = _setting(
+        False,
+        "Hold the lessons sessions teach for a person's approval (`kb-ai learned approve`) "
+        "before any reaches the session-start snapshot.",
+    )
     chunk_chars: int = _setting(24_000, "Sources longer than this are extracted in chunks.")
     # documents (compiler/documents): PDF, Office, sheets, pages, archives, URLs
     max_document_bytes: int = _setting(
@@ -226,6 +249,12 @@ class Settings:
         "does not cover it (retrieval/coverage.py). 0 turns the check off.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
+    corpus_budget_tokens: int = _setting(
+        50_000,
+        "Tokens of article text a corpus may hold to be read whole for each question asked "
+        "of it (kb-ai ask --corpus): no page selection, the same prompt head every time; a "
+        "larger corpus is answered by selecting pages inside it. 0: always select.",
+    )
     second_hop_pages: int = _setting(
         3, "Pages the model may ask for in each follow-up after the first reading."
     )
@@ -262,6 +291,15 @@ class Settings:
         "web user",
         "The author name of what the web UI commits (the editor's saves, approvals):"
         " the server has one shared token, so it cannot tell people apart.",
+    )
+    also: tuple[str, ...] = _setting(
+        (),
+        "Other knowledge bases that ask, chat and MCP consult beside this one, read only: "
+        "folders (relative ones to this knowledge base) or git URLs, cloned into "
+        ".kb-ai/also/; e.g. ['../team-kb', 'https://git.example.org/team/kb.git'].",
+    )
+    also_pull_seconds: float = _setting(
+        600.0, "A git URL of also is pulled when its copy here is older than this."
     )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
@@ -319,6 +357,7 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "catalog_budget_chars": 4_000,
     "selection_budget_tokens": 1_500,
     "read_chars": 4_000,
+    "corpus_budget_tokens": 2_500,
     "select_k": 3,
     "second_hop_pages": 0,
     "max_hops": 0,

@@ -36,6 +36,8 @@ class Answer:
     findings: list[Finding] = field(default_factory=list)  # what the checks removed, and why
     hops: list[Hop] = field(default_factory=list)  # each search-and-read round, in order
     see_also: list[Citation] = field(default_factory=list)  # nearby pages of one not covered
+    # the corpus asked (retrieval/scope.py): its name, read_whole, articles; None: the wiki
+    corpus: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +50,7 @@ class Answer:
             "covered": self.covered,
             "see_also": [c.as_dict() for c in self.see_also],
             "findings": [f.as_dict() for f in self.findings],
+            "corpus": self.corpus,
         }
 
 

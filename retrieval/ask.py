@@ -17,29 +17,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, closing
-from functools import partial
-from pathlib import Path
 
-from kb_ai.errors import KbAiError, LLMError, LLMOutputError, UsageError
-from kb_ai.llm import LLM, Completion, Usage
-from kb_ai.prompts import PromptLibrary
+from kb_ai.errors import KbAiError, LLMOutputError, UsageError
+from kb_ai.llm import LLM, Completion
 from kb_ai.settings import Settings
-from retrieval import extractive, selection
+from retrieval import extractive
 from retrieval.answer import Answer, AskEvent, Delta, Done, Error, Note, Status, Turn
-from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
-from retrieval.checks import NOT_COVERED, AnswerCheck, Finding
+from retrieval.candidates import Catalog
+from retrieval.checks import NOT_COVERED, AnswerCheck
 from retrieval.chunks import SentenceCutter
-from retrieval.connection import SharedConnection
 from retrieval.coverage import measure, not_covered
-from retrieval.follow import Hop, follow_schema, pages_hold_every_term, parse_follow_up
-from retrieval.languages import TERMS_SCHEMA, parse_terms, terms_prompt
-from retrieval.pages import Page, check_paths, link_targets, read_page
+from retrieval.follow import Hop
+from retrieval.pages import Page, check_paths
+from retrieval.picking import PROMPTS, PagePicker
 from retrieval.rewrite import standalone_question
-from retrieval.terms import shares_a_term, terms
 from wiki import KnowledgeBase, compile_under_way
-from wiki.feedback import search_with_feedback
 
-PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
 MAX_QUESTION_CHARS = 4_000
 
 
@@ -59,21 +52,9 @@ def check_question(question: object) -> str:
     return text
 
 
-class Asker:
-    """Answers questions from one knowledge base with one LLM client."""
-
-    def __init__(self, kb: KnowledgeBase, settings: Settings, llm: LLM) -> None:
-        self.kb = kb
-        self.settings = settings
-        self.llm = llm
-        self.usage = Usage()
-        self.findings: list[Finding] = []  # of the question being answered
-        self.crossing: list[str] = []  # its search terms in the catalog's language, if other
-        self.state = SharedConnection(kb)  # state.db for the question, closed at its end
-
-    def _paid(self, reply: Completion) -> Completion:
-        self.usage = self.usage + reply.usage
-        return reply
+class Asker(PagePicker):
+    """Answers questions from one knowledge base with one LLM client (the pages picked
+    as picking.py picks them)."""
 
     async def events(
         self, question: str, *, history: Sequence[Turn] = (), paths: Sequence[str] | None = None
@@ -81,6 +62,8 @@ class Asker:
         try:
             async with aclosing(self._events(question, history, paths)) as events:
                 async for event in events:
+                    if isinstance(event, Done) and self.scope is not None:
+                        event.answer.corpus = self.scope.as_dict()
                     yield event
         except KbAiError as exc:
             yield Error(exc, self.usage)
@@ -100,11 +83,30 @@ class Asker:
         catalog = await asyncio.to_thread(
             Catalog.load, self.kb, self.settings.selection_budget_tokens, self.state.use
         )
+        scope = self.scope
+        if scope is not None:
+            if not scope.paths:
+                raise EmptyWikiError(
+                    f"Corpus {scope.name} has no article left in the wiki",
+                    hint=f"kb-ai corpus rebuild {scope.name}",
+                )
+            yield Note(scope.note())
+            self.indexed = len(catalog)
+            catalog = await asyncio.to_thread(scope.catalog, catalog)
+        whole = scope is not None and scope.whole and not paths
         if paths:
             chosen = check_paths(self.kb, list(paths))
             standalone = question
+        elif whole:  # the corpus read whole: no selection, the same pages every question
+            standalone = question
+            if history:
+                yield Status("rewriting")
+                standalone = await standalone_question(
+                    self.llm, PROMPTS, question, history, self._paid
+                )
+            chosen = list(scope.paths)
         else:
-            if not len(catalog):  # during a first compile: say it is on its way
+            if not len(catalog) and not self.shelves:  # a first compile: it is on its way
                 first = "a compile is running: ask again once it is done (see Status)"
                 hint = first if note else "compile some notes first: kb-ai compile <paths>"
                 raise EmptyWikiError("The wiki has no articles yet", hint=hint)
@@ -130,13 +132,13 @@ class Asker:
                 yield Done(answer)
                 return
         yield Status("reading", paths=list(chosen))
-        pages = await asyncio.to_thread(self._read, chosen)
+        pages = list(scope.pages) if whole else await asyncio.to_thread(self._read, chosen)
         searched = " ".join([standalone, *self.crossing])
-        hops = [Hop(searched, list(chosen), "paths" if paths else "search")]
+        hops = [Hop(searched, list(chosen), "paths" if paths or whole else "search")]
         # Follow-ups: what the pages name that the answer needs next, within one budget
         # of pages for the whole question.
         room = self.settings.select_k + self.settings.second_hop_pages - len(pages)
-        for _ in range(0 if paths else self.settings.max_hops):
+        for _ in range(0 if paths or whole else self.settings.max_hops):
             hop = await self._follow_up(standalone, pages, catalog, room)
             if hop is None:
                 break
@@ -147,9 +149,11 @@ class Asker:
         # Covered only when the pages read hold sentences that answer the question
         # (coverage.py): otherwise no answer is written, and the nearest pages are named.
         # (Not across scripts: a question's words in another script than the pages are
-        # not theirs; the answer's checks still apply.)
+        # not theirs; nor over a corpus read whole, asked across its records in words of
+        # its own, "what recurs": the answer's checks still apply.)
         coverage = await asyncio.to_thread(measure, standalone, pages)
-        if not self.crossing and not coverage.covered(self.settings.coverage_threshold):
+        gate = not self.crossing and not whole
+        if gate and not coverage.covered(self.settings.coverage_threshold):
             answer = not_covered(coverage, pages, self.usage, standalone, hops, self.findings)
             yield Delta(answer.answer)
             yield Done(answer)
@@ -177,6 +181,7 @@ class Asker:
                 question=standalone,
                 history=[t.__dict__ for t in history[-6:]],
                 crossing=bool(self.crossing),
+                corpus=scope if whole else None,
             )
             async for item in self.llm.stream(messages, stage="answer"):
                 if isinstance(item, Completion):
@@ -257,213 +262,6 @@ class Asker:
             f"A compile is changing the wiki right now ({where}): this answer comes from "
             "the wiki as it is before that compile ends; ask again once it is done."
         )
-
-    def _read(self, paths: Sequence[str]) -> list[Page]:
-        return [read_page(self.kb, p, self.settings.read_chars) for p in paths]
-
-    def selection_prompt(
-        self,
-        question: str,
-        catalog: Catalog,
-        exclude: set[str] | frozenset[str] = frozenset(),
-        search_terms: Sequence[str] = (),
-        feedback: bool = True,
-    ) -> tuple[list[dict], list[str], bool]:
-        """The selection messages within the budget, the candidate paths (none of
-        ``exclude``), and whether the catalog was shortlisted. ``search_terms`` (in the
-        catalog's language) are searched and shown beside the question; ``feedback``
-        False: searched once, without the names of the best hit (wiki/feedback.py)."""
-        overhead = estimate_tokens(
-            "".join(
-                m["content"]
-                for m in PROMPTS.render(
-                    "select",
-                    lines=[],
-                    question=question,
-                    k=self.settings.select_k,
-                    shortlisted=True,
-                    total=len(catalog),
-                    search_terms=search_terms,
-                )
-            )
-        )
-        budget = max(self.settings.selection_budget_tokens - overhead - 64, 0)
-        cands = pick_candidates(
-            catalog,
-            " ".join([question, *search_terms]),
-            budget,
-            lambda q, limit: self._search(q, limit, len(catalog), feedback),
-            exclude=exclude,
-        )
-        messages = PROMPTS.render(
-            "select",
-            lines=cands.lines,
-            question=question,
-            k=self.settings.select_k,
-            shortlisted=cands.shortlisted,
-            total=cands.total,
-            search_terms=search_terms,
-        )
-        return messages, cands.paths, cands.shortlisted
-
-    def _search(self, question: str, limit: int, articles: int, feedback: bool = True) -> list[str]:
-        with self.state.use():
-            # the question, then with the names its best hit mentions (wiki/feedback.py)
-            index = self.state.search_index(articles)
-            if feedback:
-                return search_with_feedback(index, question, limit)
-            return [hit.path for hit in index.search(question, limit=limit)]
-
-    async def _pick(self, messages: list[dict], offered: list[str], limit: int) -> list[str] | None:
-        """Ask the model to pick among ``offered`` paths; None when the reply has no list.
-
-        Spellings are normalised before they are compared, so a real page is never lost
-        to a leading slash or a missing .md; anything not offered is dropped."""
-        reply = self._paid(
-            await self.llm.complete(
-                messages,
-                stage="select",
-                schema=selection.paths_schema(offered, limit),
-                schema_name="selection",
-            )
-        )
-        chosen, keep = selection.chosen_paths(reply.data, offered, limit)
-        (reply.accept if keep else reply.reject)()  # every path invented: not one to keep
-        return chosen
-
-    async def _catalog_terms(self, question: str, catalog: Catalog) -> list[str]:
-        """Search terms in the catalog's language(s) for a question written in another
-        script (languages.py); [] when the scripts agree or the reply has none usable.
-        Only terms whose words the index holds are kept: one no page has finds nothing."""
-        messages = await asyncio.to_thread(terms_prompt, question, catalog.sample)
-        if messages is None:
-            return []
-        try:
-            reply = self._paid(
-                await self.llm.complete(
-                    messages, stage="select", schema=TERMS_SCHEMA, schema_name="search_terms"
-                )
-            )
-        except LLMOutputError:
-            return []  # unusable: the question is searched as it is
-        except LLMError as exc:
-            raise selection.selection_failed(exc) from exc
-        offered = parse_terms(reply.data)
-        kept = await asyncio.to_thread(self._known_terms, offered, len(catalog))
-        (reply.accept if kept or not offered else reply.reject)()
-        return kept
-
-    def _known_terms(self, offered: list[str], articles: int) -> list[str]:
-        with self.state.use():
-            return self.state.search_index(articles).known(offered)
-
-    async def _select(self, question: str, catalog: Catalog) -> tuple[list[str], bool]:
-        messages, paths, shortlisted = await asyncio.to_thread(
-            self.selection_prompt, question, catalog, frozenset(), self.crossing
-        )
-        wanted = terms(" ".join([question, *self.crossing]))
-        if not paths or not await asyncio.to_thread(self._any_shares, wanted, paths, catalog):
-            self.findings.append(
-                Finding(
-                    "coverage",
-                    "no page of the wiki shares a meaningful term with the question, "
-                    "so no model was asked",
-                )
-            )
-            return [], shortlisted
-        try:
-            chosen = await self._pick(messages, paths, self.settings.select_k)
-        except LLMError as exc:
-            raise selection.selection_failed(exc) from exc
-        if chosen is None:
-            raise selection.SelectionError(
-                "Page selection returned no list of paths, so no answer was given"
-            )
-        texts = await asyncio.to_thread(lambda: {p: self._page_text(p) for p in chosen})
-        related = selection.related_pages(texts, wanted, question)
-        unread = "page not read: it shares no meaningful term with the question"
-        self.findings += [Finding("selection", unread, path=p) for p in chosen if p not in related]
-        if self.settings.answers_extractively:  # a small model's pick, and the best match
-            search = partial(self._search, articles=len(catalog))
-            best = await asyncio.to_thread(
-                selection.best_match, search, self._page_text, question, wanted
-            )
-            related += [p for p in best if p not in related]
-        return related, shortlisted
-
-    def _page_text(self, path: str) -> str:
-        try:
-            return self.kb.resolve(path, under="wiki").read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def _any_shares(self, wanted: set[str], paths: list[str], catalog: Catalog) -> bool:
-        """Whether any of the candidate pages shares a meaningful term with the question:
-        their catalog lines first, then their whole text."""
-        if not wanted:
-            return False
-        lines = catalog.lookup(paths)
-        if any(shares_a_term(wanted, line) for line in lines.values()):
-            return True
-        return any(shares_a_term(wanted, self._page_text(p)) for p in paths)
-
-    async def _follow_up(
-        self, question: str, pages: list[Page], catalog: Catalog, room: int
-    ) -> Hop | None:
-        """The next round of pages the question needs, or None when the pages read are
-        enough (or no room is left, or the optional step fails)."""
-        n = min(self.settings.second_hop_pages, room)
-        if n <= 0:
-            return None
-        read = {p.path for p in pages}
-        linked = [p for p in catalog.resolve(*link_targets(pages)) if p not in read][:20]
-        lines = catalog.lookup(linked) if linked else {}
-        linked = [p for p in linked if p in lines]
-        held = " ".join(self.crossing) or question  # the question's words as the pages write them
-        if not linked and pages_hold_every_term(held, (p.text for p in pages)):
-            return None  # nothing links on, and every word of the question is answered for
-        messages = PROMPTS.render(
-            "follow", question=question, pages=pages, lines=[lines[p] for p in linked], n=n
-        )
-        try:
-            reply = self._paid(
-                await self.llm.complete(
-                    messages,
-                    stage="select",
-                    schema=follow_schema(linked, n),
-                    schema_name="follow_up",
-                )
-            )
-            follow = parse_follow_up(reply.data, linked, n)
-            reply.accept()  # malformed counts as "enough": nothing in it can do harm
-            if follow.enough:
-                return None
-            chosen = list(follow.pages)
-            query = question
-            if follow.terms and len(chosen) < n:
-                query = " ".join([question, *self.crossing, *follow.terms])
-                chosen += await self._select_more(
-                    query, catalog, read | set(chosen), n - len(chosen)
-                )
-        except LLMError:
-            return None  # the first pages are read; a failed optional step does not stop the answer
-        if not chosen:
-            return None
-        return Hop(query, chosen, "search" if follow.terms else "links")
-
-    async def _select_more(
-        self, query: str, catalog: Catalog, exclude: set[str], k: int
-    ) -> list[str]:
-        """Up to ``k`` pages not in ``exclude`` for ``query``, picked by the model. The
-        query holds the bridge terms already: searched once (the best hit's names added
-        nothing to a perfect reader's bridge search on MuSiQue-50, 0.96 either way at 50,
-        docs/benchmarks-multihop.md, and cost a search per follow-up)."""
-        messages, offered, _ = await asyncio.to_thread(
-            self.selection_prompt, query, catalog, exclude, (), False
-        )
-        if not offered:
-            return []
-        return await self._pick(messages, offered, k) or []
 
 
 async def ask(

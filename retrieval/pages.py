@@ -25,8 +25,14 @@ class Citation:
     title: str
     path: str
 
+    @property
+    def kb(self) -> str:
+        """The other knowledge base the page is from (``also``), "" for this one's."""
+        return self.path.split("/", 2)[1] if self.path.startswith("also/") else ""
+
     def as_dict(self) -> dict[str, str]:
-        return {"title": self.title, "path": self.path}
+        cited = {"title": self.title, "path": self.path}
+        return cited | {"kb": self.kb} if self.kb else cited
 
 
 def cut_marker(omitted: int) -> str:
@@ -99,7 +105,7 @@ def validate_citations(answer: str, pages: list[Page]) -> tuple[str, list[Citati
         if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # an outside link, not a citation
             return m.group(0)
         path = normalise_article_path(target)
-        if not path.startswith("wiki/"):
+        if not path.startswith(("wiki/", "also/")):  # also/<kb>/wiki/...: another KB's
             path = f"wiki/{path}"
         page = by_path.get(path)
         if page is None:

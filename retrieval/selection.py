@@ -63,7 +63,7 @@ def chosen_paths(data: object, offered: list[str], limit: int) -> tuple[list[str
     for p in picked:
         if isinstance(p, str):
             path = normalise_article_path(p)
-            if not path.startswith("wiki/"):
+            if not path.startswith(("wiki/", "also/")):  # also/: another KB's page
                 path = f"wiki/{path}"
             if path in allowed and path not in chosen:
                 chosen.append(path)

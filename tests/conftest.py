@@ -82,19 +82,25 @@ def clean_environment(monkeypatch, tmp_path_factory):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture
-def fake_model(monkeypatch):
-    """The stand-in model server (real HTTP, OpenAI wire format) answering every kb-ai
-    stage from its prompt, with the KB_AI_* environment pointing at it."""
-    from tests.fakes.kb_responder import respond
+def serve_model(monkeypatch, responder):
+    """A model server (real HTTP, OpenAI wire format) answering with ``responder``, with
+    the KB_AI_* environment pointing at it, for as long as the generator runs."""
     from tests.fakes.openai_server import FakeOpenAIServer
 
-    with FakeOpenAIServer(respond) as server:
+    with FakeOpenAIServer(responder) as server:
         monkeypatch.setenv("KB_AI_MODEL", "openai/fake-model")
         monkeypatch.setenv("KB_AI_API_BASE", server.base_url)
         monkeypatch.setenv("KB_AI_API_KEY", "sk-test")
         monkeypatch.setenv("KB_AI_RETRY_BACKOFF", "0.01")
         yield server
+
+
+@pytest.fixture
+def fake_model(monkeypatch):
+    """The stand-in model server answering every kb-ai stage from its prompt."""
+    from tests.fakes.kb_responder import respond
+
+    yield from serve_model(monkeypatch, respond)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
 from kb_ai.service.fairness import QuestionBuckets
 from kb_ai.settings import Settings
-from web import api, csrf, editor, health, login, pages, upkeep
+from web import also, api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
 from web.people import Directory, ProxyRule
@@ -114,6 +114,7 @@ def create_app(
         Route("/healthz", health.healthz),
         *api.routes(),
         *pages.routes(),
+        *also.routes(),
         *editor.routes(),
         *upkeep.routes(),
         *login.routes(),

@@ -143,6 +143,9 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
             except (OSError, PathEscapeError, ValueError):
                 item["title"] = f"{rel} (gone)"
         sources.append(item)
+    for edit in article.edits:  # a person's lines it was written with: "a1b2c3d by Ann"
+        sha = edit.split(" ", 1)[0]
+        sources.append({"path": sha, "title": f"Hand edit {edit}", "url": f"?sha={sha}#diff"})
     return {
         "article": asdict(article),
         "html": render_markdown(article.body, base=article.path, links=links),

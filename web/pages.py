@@ -13,10 +13,12 @@ from starlette.routing import Route
 from compiler.documents import DOCUMENT_EXTENSIONS, supported_types
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
+from kb_ai.service import corpora
 from retrieval import ChatStore
 from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
+from web.graph import link_graph
 from web.originals import original
 from web.people import require
 from web.render import render_markdown
@@ -39,7 +41,8 @@ async def home(request: Request) -> Response:
 async def wiki_index(request: Request) -> Response:
     svc = services(request)
     tree = await svc.run(content.wiki_tree, svc.kb)
-    return render(request, "wiki.html", tree=tree, nav="wiki")
+    links = await svc.run(link_graph, svc.kb)
+    return render(request, "wiki.html", tree=tree, graph=links, nav="wiki")
 
 
 async def article(request: Request) -> Response:
@@ -133,8 +136,9 @@ async def chat(request: Request) -> Response:
 
     sessions, session = await svc.run(load)
     tree = await svc.run(content.wiki_tree, svc.kb)
+    found = await svc.run(corpora.corpora, svc.okb)  # the corpus choice beside the question
     return render(request, "chat.html", sessions=sessions, session=session, nav="chat",
-                  empty=tree["count"] == 0)  # fmt: skip
+                  empty=tree["count"] == 0, corpora=found)  # fmt: skip
 
 
 async def session_action(request: Request) -> Response:

@@ -103,6 +103,8 @@ def _local_href(href: str, base: str) -> str:
         return article_url(path) + frag
     if path.startswith("raw/"):
         return "/sources/" + quote(path) + frag
+    if path.startswith("also/"):  # another knowledge base's page (web/also.py serves it)
+        return "/" + quote(path) + frag
     return href
 
 

@@ -21,7 +21,7 @@ from sse_starlette import EventSourceResponse, JSONServerSentEvent
 from starlette.requests import Request
 
 from kb_ai.errors import LLMError, StorageError, UsageError
-from kb_ai.service import OpenKb, error_body, error_fields
+from kb_ai.service import OpenKb, corpora, error_body, error_fields
 from kb_ai.service.asking import ask_events
 from retrieval import Answer, AskEvent, ChatStore, Done, Error, Turn, check_question
 from web import content
@@ -68,7 +68,8 @@ async def ask_stream(request: Request) -> EventSourceResponse:
     An ``error`` event carries kb-ai's one error shape (as the JSON API's errors), with
     the session and the model use so far.
 
-    Body: ``{"question", "session": id or null, "save": true, "paths": [...] or null}``.
+    Body: ``{"question", "session": id or null, "save": true, "paths": [...] or null,
+    "corpus": name or null}``; an unknown corpus is a 404 listing the corpora.
     With no session and ``save`` true (the default) a session is created, titled by the
     question; its id is in the ``X-Session-Id`` header and in the ``done`` event.
     """
@@ -83,12 +84,19 @@ async def ask_stream(request: Request) -> EventSourceResponse:
         not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
     ):
         raise UsageError('"paths" must be a list of article paths')
+    corpus = body.get("corpus") or None
+    if corpus is not None:
+        if not isinstance(corpus, str):
+            raise UsageError('"corpus" must be the name of a corpus')
+        await svc.run(corpora.corpus, svc.acting(request), corpus)  # unknown: 404 with the list
     llm = svc.chat_llm()  # a missing model is a 400 here, before any event
     history, created = await svc.run(_open_session, svc, sid, question, body.get("save", True))
     sid = created["id"] if created else sid
     events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
     okb = svc.acting(request)
-    producer = asyncio.create_task(_answer(svc, okb, llm, question, history, paths, sid, events))
+    producer = asyncio.create_task(
+        _answer(svc, okb, llm, question, history, paths, sid, events, corpus)
+    )
     svc.keep(producer)
     shutdown = anyio.Event()  # set by sse-starlette when the server is stopping
 
@@ -144,10 +152,13 @@ async def _answer(
     paths: list[str] | None,
     sid: str | None,
     out: asyncio.Queue,
+    corpus: str | None = None,
 ) -> None:
     answered = False  # saved with its answer
     try:
-        events = ask_events(okb, question, history=history, paths=paths or None, llm=llm)
+        events = ask_events(
+            okb, question, history=history, paths=paths or None, llm=llm, corpus=corpus
+        )
         async for event in events:
             if isinstance(event, Done) and sid:
                 await svc.run(_save, svc, sid, question, event.answer)

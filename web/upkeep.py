@@ -5,8 +5,9 @@ The Delete button posts to ``/remove/raw/<slug>.md`` (a state-changing request, 
 guard's same-origin and token rules apply): what the source said leaves the wiki as with
 `kb-ai rm`, in one commit. The Health page lists what `kb-ai lint` finds. The Review
 page shows each run waiting on a review branch with its diff, and approves or rejects it
-(POSTs, under the same rules). Each of these forms carries the page's CSRF field, checked
-before anything is done.
+(POSTs, under the same rules); below the runs, the lessons agent sessions taught, each
+with its confidence, to approve or reject the same way. Each of these forms carries the
+page's CSRF field, checked before anything is done.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from kb_ai.errors import NotFoundError
-from kb_ai.service import compiling, linting, reviewing
+from kb_ai.service import compiling, learned, linting, reviewing
 from web.people import require, visitor
 from web.render import diff_lines
 from web.services import services
@@ -76,7 +77,26 @@ async def reviews(request: Request) -> Response:
         self_approve=okb.settings.review_self_approve,
         done=q.get("done"), run=q.get("run"), waiting=q.get("waiting"),
         articles=q.get("articles"),
+        lessons=await svc.run(learned.lessons, okb), lesson=q.get("lesson"),
+        verdict=q.get("verdict"),
     )  # fmt: skip
+
+
+async def lesson_action(request: Request) -> Response:
+    """Approve or reject one lesson (a reviewer's verdict; the same as `kb-ai learned`)."""
+    require(request, "reviewer")
+    await page_form(request)
+    svc = services(request)
+    lesson_id, action = request.path_params["lesson"], request.path_params["action"]
+    verbs = {"approve": learned.approve, "reject": learned.reject}
+    if action not in verbs:
+        raise NotFoundError(f"No action {action!r}")
+    await svc.run(verbs[action], svc.acting(request), [lesson_id])
+    await svc.audit(request, f"{action} lesson", lesson_id)
+    verdict = {"approve": "approved", "reject": "rejected"}[action]
+    return RedirectResponse(
+        f"/review?lesson={quote(lesson_id)}&verdict={verdict}#lessons", status_code=303
+    )
 
 
 async def review_action(request: Request) -> Response:
@@ -109,6 +129,7 @@ async def review_action(request: Request) -> Response:
 def routes() -> list[Route]:
     return [
         Route("/review", reviews),
+        Route("/learned/{lesson}/{action}", lesson_action, methods=["POST"]),
         Route("/review/{run}/{action}", review_action, methods=["POST"]),
         Route("/remove/{path:path}", remove, methods=["POST"]),
         Route("/health", health),

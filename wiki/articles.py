@@ -43,6 +43,9 @@ class Article:
     updated: str
     body: str
     keys: list[str] = field(default_factory=list)
+    # the hand edits whose lines the article holds and was written with, as their
+    # source: "a1b2c3d by Ann Example" (compiler/hand_edits.py)
+    edits: list[str] = field(default_factory=list)
 
 
 def read_article(kb: KnowledgeBase, rel: str) -> Article:
@@ -71,6 +74,7 @@ def article_from(rel: str, meta: dict[str, Any], body: str) -> Article:
         updated=one_line(meta.get("updated")),
         body=body,
         keys=_str_list(meta.get("keys")),
+        edits=_str_list(meta.get("edits")),
     )
 
 
@@ -105,6 +109,7 @@ def normalise_article(kb: KnowledgeBase, article: Article) -> Article:
         tags=_dedupe(article.tags),
         keys=_dedupe(article.keys),
         sources=_dedupe(article.sources),
+        edits=_dedupe(article.edits),
         created=_iso(article.created),
         updated=_iso(article.updated),
     )
@@ -121,7 +126,10 @@ def article_text(article: Article) -> str:
     }
     if article.keys:
         meta["keys"] = article.keys
-    meta |= {"sources": article.sources, "created": article.created, "updated": article.updated}
+    meta["sources"] = article.sources
+    if article.edits:
+        meta["edits"] = article.edits
+    meta |= {"created": article.created, "updated": article.updated}
     return dump_document(meta, article.body)
 
 

@@ -30,8 +30,12 @@ class Repository(Protocol):
 #: bases/ keeps kb-ai's own last version of each article that holds a hand edit
 #: (the base of the next three-way merge, see wiki/hand_edits.py).
 VERSIONED = (
-    "raw", "extraction", "wiki", "bases", "index", "log.md", "kb-ai.toml", ".gitignore"
+    "raw", "extraction", "wiki", "bases", "index", "lessons", "log.md", "kb-ai.toml",
+    ".gitignore",
 )  # fmt: skip
+#: Parts made only once needed (bases/ by the first merge of a hand edit, lessons/ by the
+#: first session that teaches one): their absence is no sign of a deletion.
+_MADE_WHEN_NEEDED = ("bases", "lessons")
 #: The trailer every commit kb-ai makes itself carries: what a commit without it changed
 #: in an article is a person's (wiki/hand_edits.py).
 TRAILER = "Kb-Ai-Commit"
@@ -122,7 +126,7 @@ def commit_all(kb: Repository, message: str) -> str | None:
     paths = [p for p in VERSIONED if (kb.root / p).exists()]
     # A part deleted from disk may still be tracked. (bases/, made on the first merge
     # of a hand edit, is never deleted by kb-ai once made: not there, never made.)
-    if len(paths) < len(VERSIONED) - ("bases" not in paths):
+    if len(paths) < len(VERSIONED) - sum(p not in paths for p in _MADE_WHEN_NEEDED):
         tracked = set(git(kb, "ls-files", "-z", "--", *VERSIONED).split("\0"))
         tracked_tops = {path.split("/", 1)[0] for path in tracked if path}
         paths = [p for p in VERSIONED if p in paths or p in tracked_tops]

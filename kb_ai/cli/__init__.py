@@ -9,6 +9,7 @@ the agent hooks stay fast.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import json
 import os
@@ -53,9 +54,10 @@ def translate_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Context:
-    def __init__(self, kb_dir: str | None, model: str | None) -> None:
+    def __init__(self, kb_dir: str | None, model: str | None, also: tuple[str, ...] = ()) -> None:
         self.kb_dir = kb_dir
         self.model = model
+        self.also = also  # --also: knowledge bases consulted beside this one
         self._noticed = False
 
     def settings(
@@ -66,6 +68,8 @@ class Context:
         embedded model (commands that check input first call :meth:`announce` after)."""
         overrides.setdefault("model", self.model)
         settings = load_settings(self.kb_dir, overrides, detect=detect)
+        if self.also:  # beside those of kb-ai.toml (or the environment)
+            settings = dataclasses.replace(settings, also=(*settings.also, *self.also))
         if announce:
             self.announce(settings)
         return settings
@@ -125,9 +129,16 @@ class LazyGroup(click.Group):
     metavar="MODEL",
     help="Model as litellm names it, e.g. openai/gpt-4o-mini [env KB_AI_MODEL].",
 )
+@click.option(
+    "--also",
+    multiple=True,
+    metavar="DIR|URL",
+    help="Another knowledge base to consult too, read only (a folder or git URL; repeat "
+    "for more). Adds to also in kb-ai.toml [env KB_AI_ALSO, comma-separated].",
+)
 @click.version_option(package_name="kb-ai")
 @click.pass_context
-def main(ctx: click.Context, kb_dir: str | None, model: str | None) -> None:
+def main(ctx: click.Context, kb_dir: str | None, model: str | None, also: tuple[str, ...]) -> None:
     """kb-ai compiles notes, documents and agent transcripts into a git-versioned Markdown
     wiki, and answers questions from it with citations.
 
@@ -136,7 +147,15 @@ def main(ctx: click.Context, kb_dir: str | None, model: str | None) -> None:
     Models: --model or KB_AI_MODEL; KB_AI_API_BASE and KB_AI_API_KEY for any
             OpenAI-compatible endpoint.
     """
-    ctx.obj = Context(kb_dir, model)
+    ctx.obj = Context(kb_dir, model, tuple(_absolute(a) for a in also))
+
+
+def _absolute(entry: str) -> str:
+    """A folder named on the command line as an absolute path (kb-ai.toml's relative
+    ones are relative to the knowledge base); a git URL as it is."""
+    from wiki.mirror import is_git_url
+
+    return entry if is_git_url(entry) else os.path.abspath(os.path.expanduser(entry))
 
 
 @main.command()
@@ -265,6 +284,10 @@ def _print_compile(result: Any) -> None:
             f"  kb-ai review show {result.held_review[7:]} shows both versions; approve takes"
             " kb-ai's, reject keeps the hand edit"
         )
+    for lid in result.lessons_new:
+        click.echo(f"  learned  lessons/{lid}.md")
+    for lid in result.lessons_seen:
+        click.echo(f"  seen     lessons/{lid}.md: shown again")
     if result.redactions:
         click.echo(
             f"  removed {result.redactions} secret(s) or <private> span(s) before storing anything"
@@ -373,6 +396,7 @@ def status(ctx: Context, as_json: bool) -> None:
 LAZY_COMMANDS = {
     "ask": "kb_ai.cli.ask",
     "chat": "kb_ai.cli.ask",
+    "corpus": "kb_ai.cli.corpus",
     "mcp": "kb_ai.cli.mcp",
     "serve": "kb_ai.cli.serve",
     "doctor": "kb_ai.cli.doctor",
@@ -383,6 +407,7 @@ LAZY_COMMANDS = {
     "lint": "kb_ai.cli.lint",
     "rm": "kb_ai.cli.remove",
     "review": "kb_ai.cli.review",
+    "learned": "kb_ai.cli.learned",
     "watch": "kb_ai.cli.watch",
     "users": "kb_ai.cli.users",
     "audit": "kb_ai.cli.users",

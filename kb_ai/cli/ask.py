@@ -38,6 +38,7 @@ async def _stream_answer(
     history: Sequence[Turn] = (),
     paths: list[str] | None = None,
     llm: LLM | None = None,
+    corpus: str | None = None,
     as_json: bool,
 ) -> Answer:
     """Run one question; print deltas as they come (unless --json); return the answer."""
@@ -45,7 +46,8 @@ async def _stream_answer(
     from retrieval import Delta, Done, Error, Note, Status
 
     streamed: list[str] = []
-    async for event in ask_events(okb, question, history=history, paths=paths, llm=llm):
+    events = ask_events(okb, question, history=history, paths=paths, llm=llm, corpus=corpus)
+    async for event in events:
         if isinstance(event, Delta) and not as_json:
             streamed.append(event.text)
             click.echo(event.text, nl=False)
@@ -80,7 +82,9 @@ def _print_sources(answer: Answer) -> None:
     if answer.citations:
         click.echo("\nSources:")
         for c in answer.citations:
-            click.echo(f"  [{c.title}]({c.path})")
+            click.echo(
+                f"  [{c.title}]({c.path})" + (f"  from knowledge base {c.kb}" if c.kb else "")
+            )
     if answer.read:
         click.echo("Read: " + ", ".join(answer.read))
     if answer.findings:
@@ -94,6 +98,7 @@ def _print_sources(answer: Answer) -> None:
 @main.command()
 @click.argument("question", nargs=-1, required=True)
 @click.option("--paths", help="Answer from exactly these pages (comma-separated wiki paths).")
+@click.option("--corpus", metavar="NAME", help="Answer from this corpus only (kb-ai corpus list).")
 @click.option("--model", help="Model for this question (overrides KB_AI_MODEL and kb-ai.toml).")
 @click.option(
     "--json",
@@ -104,7 +109,12 @@ def _print_sources(answer: Answer) -> None:
 @pass_context
 @translate_errors
 def ask(
-    ctx: Context, question: tuple[str, ...], paths: str | None, model: str | None, as_json: bool
+    ctx: Context,
+    question: tuple[str, ...],
+    paths: str | None,
+    corpus: str | None,
+    model: str | None,
+    as_json: bool,
 ) -> None:
     """Answer QUESTION from the wiki, with [Title](path) citations.
 
@@ -113,6 +123,10 @@ def ask(
     claim), followed by its sources and the pages read. When the wiki does not cover
     the question, the answer says so and cites nothing, without asking the model when
     no page shares a meaningful word with the question.
+
+    With --corpus, only that corpus's articles: read whole when they fit
+    corpus_budget_tokens (a question across them gets a synthesis citing each record
+    it draws on), else selected among as the wiki's are, which the answer says.
     """
     from retrieval import check_question
 
@@ -121,9 +135,10 @@ def ask(
     if paths is not None and not wanted:
         raise UsageError("--paths names no page", hint="e.g. --paths wiki/decision/dns.md")
     okb = _open(ctx, model)
-    answer = asyncio.run(_stream_answer(okb, text, paths=wanted, as_json=as_json))
+    answer = asyncio.run(_stream_answer(okb, text, paths=wanted, corpus=corpus, as_json=as_json))
     if as_json:
         keys = ("answer", "citations", "read", "usage", "covered", "see_also", "findings")
+        keys += ("corpus",) if corpus else ()
         done = answer.as_dict()
         click.echo(json.dumps({k: done[k] for k in keys}, ensure_ascii=False))
     else:
@@ -132,10 +147,11 @@ def ask(
 
 @main.command()
 @click.option("--session", "session_id", help="Reopen a saved chat session by its id.")
+@click.option("--corpus", metavar="NAME", help="Answer from this corpus only (kb-ai corpus list).")
 @click.option("--model", help="Model for this chat (overrides KB_AI_MODEL and kb-ai.toml).")
 @pass_context
 @translate_errors
-def chat(ctx: Context, session_id: str | None, model: str | None) -> None:
+def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | None) -> None:
     """Ask questions in a loop; follow-ups can refer to earlier answers.
 
     Each follow-up is rewritten into a standalone question before pages are picked.
@@ -145,6 +161,10 @@ def chat(ctx: Context, session_id: str | None, model: str | None) -> None:
     from wiki import open_state
 
     okb = _open(ctx, model)
+    if corpus:
+        from kb_ai.service import corpora
+
+        corpora.corpus(okb, corpus)  # an unknown name lists the corpora, before any question
     llm = okb.open_llm()  # one client for the whole chat
     with closing(open_state(okb.kb)) as conn:
         store = ChatStore(conn)
@@ -171,7 +191,9 @@ def chat(ctx: Context, session_id: str | None, model: str | None) -> None:
                 history = store.history(session["id"])
                 try:
                     answer = loop.run_until_complete(
-                        _stream_answer(okb, question, history=history, llm=llm, as_json=False)
+                        _stream_answer(
+                            okb, question, history=history, llm=llm, corpus=corpus, as_json=False
+                        )
                     )
                 except (CliError, UsageError) as exc:
                     click.echo(f"Error: {exc}", err=True)

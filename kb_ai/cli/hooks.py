@@ -36,7 +36,7 @@ def hook(ctx: click.Context, name: str, agent: str) -> None:
     Fails open: on any error it prints nothing and exits 0. New installs run the same
     hook as `kb-ai-hook` (python -m kb_ai.hooks), which starts much faster.
     """
-    from kb_ai.cli.agent_hooks.prompt import prompt_hint
+    from kb_ai.hooks.hint import prompt_hint
     from kb_ai.hooks.run import run_hook
 
     stdin_text = sys.stdin.read() if not sys.stdin.isatty() else ""

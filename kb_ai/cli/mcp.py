@@ -38,4 +38,9 @@ def mcp(ctx: Context, kb_dir: str | None, model: str | None) -> None:
             "The MCP server needs the MCP SDK", hint="pip install 'kb-ai[mcp]'"
         ) from exc
 
-    run_stdio(kb_dir or ctx.kb_dir, {"model": model or ctx.model})
+    overrides: dict[str, object] = {"model": model or ctx.model}
+    if ctx.also:  # --also adds to the knowledge base's own also
+        from kb_ai.settings import load_settings
+
+        overrides["also"] = (*load_settings(kb_dir or ctx.kb_dir).also, *ctx.also)
+    run_stdio(kb_dir or ctx.kb_dir, overrides)

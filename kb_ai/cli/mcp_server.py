@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -56,12 +56,22 @@ The answer cites wiki pages inline as [Title](wiki/<type>/<slug>.md) and ends wi
 Sources list. Those paths are pages of the knowledge base, not files in your working \
 tree; pass them back in `paths` to ask a follow-up about exactly those pages. When the \
 wiki does not cover the question, the answer says so and cites nothing: do not present \
-it as the team's knowledge then."""
+it as the team's knowledge then.
+
+Name a `corpus` (a slice of the wiki the team saved, e.g. every pitfall of one \
+subsystem) to answer from its articles only; a question across its records ("what \
+recurs?") gets a synthesis citing each record. An unknown name is an error that lists \
+the corpora there are."""
 
 QUESTION_HELP = "One self-contained question, in plain words."
 PATHS_HELP = (
     "Optional: answer from exactly these wiki pages (e.g. wiki/decision/dns.md, as cited "
     "by an earlier answer) instead of letting the knowledge base pick pages."
+)
+
+CORPUS_HELP = (
+    "Optional: the name of a corpus (a saved slice of the wiki) to answer from, instead "
+    "of the whole wiki; not together with `paths`."
 )
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -70,6 +80,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class CitedPage(TypedDict):
     title: str
     path: str
+    kb: NotRequired[str]  # the other knowledge base (also) the page is from
 
 
 class CheckFinding(TypedDict):
@@ -81,6 +92,14 @@ class CheckFinding(TypedDict):
     path: str
 
 
+class CorpusAsked(TypedDict):
+    """The corpus an answer came from, and whether it was read whole."""
+
+    name: str
+    read_whole: bool
+    articles: int
+
+
 class AskResult(TypedDict):
     """What `ask` returns as structured content."""
 
@@ -89,6 +108,7 @@ class AskResult(TypedDict):
     read: list[str]
     covered: bool
     findings: list[CheckFinding]
+    corpus: CorpusAsked | None
 
 
 def build_server(
@@ -125,10 +145,11 @@ def build_server(
         question: Annotated[str, Field(description=QUESTION_HELP)],
         ctx: Context,
         paths: Annotated[list[str] | None, Field(description=PATHS_HELP)] = None,
+        corpus: Annotated[str | None, Field(description=CORPUS_HELP)] = None,
     ) -> Annotated[CallToolResult, AskResult]:
         try:
             asker = _asker(okb, ctx, questions)
-            answer = await _answer(asker, question, paths)
+            answer = await _answer(asker, question, paths, corpus)
         except KbAiError as exc:
             fields = error_fields(exc)
             if isinstance(exc, TooManyQuestionsError):
@@ -170,29 +191,40 @@ def _asker(okb: OpenKb, ctx: Context, questions: QuestionBuckets | None) -> Open
     return okb if who.actor is None else okb.acting_as(who.actor)
 
 
-async def _answer(okb: OpenKb, question: str, paths: Sequence[str] | None) -> Answer:
+async def _answer(
+    okb: OpenKb, question: str, paths: Sequence[str] | None, corpus: str | None = None
+) -> Answer:
     """The answer, with a model client opened for this call (and closed after it)."""
-    return await answer_question(okb, question, paths=paths or None)
+    return await answer_question(okb, question, paths=paths or None, corpus=corpus or None)
 
 
 def format_answer(answer: Answer) -> str:
-    """The answer as an agent reads it: the text, then one Sources line per cited page."""
+    """The answer as an agent reads it: the text, then one Sources line per cited page
+    (and, from a corpus too large to read whole, that pages were selected inside it)."""
+    text = answer.answer
+    if answer.corpus and not answer.corpus["read_whole"]:
+        name = answer.corpus["name"]
+        text += f"\n\n(Corpus {name} is too large to read whole: pages were selected inside it.)"
     if not answer.citations:
-        return answer.answer
-    sources = "\n".join(f"- [{c.title}]({c.path})" for c in answer.citations)
-    return f"{answer.answer}\n\nSources:\n{sources}"
+        return text
+    sources = "\n".join(
+        f"- [{c.title}]({c.path})" + (f" (from knowledge base {c.kb})" if c.kb else "")
+        for c in answer.citations
+    )
+    return f"{text}\n\nSources:\n{sources}"
 
 
 def _structured(answer: Answer) -> AskResult:
     return {
         "answer": answer.answer,
-        "citations": [{"title": c.title, "path": c.path} for c in answer.citations],
+        "citations": [c.as_dict() for c in answer.citations],  # type: ignore[misc]
         "read": list(answer.read),
         "covered": answer.covered,
         "findings": [
             {"check": f.check, "detail": f.detail, "claim": f.claim, "path": f.path}
             for f in answer.findings
         ],
+        "corpus": answer.corpus,  # type: ignore[typeddict-item]
     }
 
 

@@ -1,7 +1,7 @@
 """The agent hook's process (``python -m kb_ai.hooks NAME ...``, the ``kb-ai-hook``
 script): read the event, answer, exit 0, always. An entry point, like kb_ai/__main__.py:
-it imports the light runtime (kb_ai/hooks/run.py) and, for the prompt hook only, the
-wiki search above it."""
+it imports the light runtime (kb_ai/hooks/run.py) and, for the prompt hook only, its
+search of the wiki's index (kb_ai/hooks/hint.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kb_ai.hooks.run import MAX_STDIN_BYTES, USAGE, parse_args, run_hook
 
 
 def _prompt_hint(root: Path, event: Mapping[str, object]) -> str:
-    from kb_ai.cli.agent_hooks.prompt import prompt_hint  # the CLI's imports: prompt only
+    from kb_ai.hooks.hint import prompt_hint  # sqlite3: the prompt hook only
 
     return prompt_hint(root, event)
 

@@ -9,8 +9,8 @@ model's context.
   transcript and imports nothing heavy, so it ends in tens of milliseconds even on a
   busy machine.
 - ``session-start`` prints the snapshot (kb_ai/hooks/snapshot.py).
-- ``prompt`` prints a one-line hint when the wiki has pages that look relevant
-  (kb_ai/cli/agent_hooks/prompt.py, handed in by the entry point).
+- ``prompt`` prints a one-line hint naming up to three pages that look relevant
+  (kb_ai/hooks/hint.py, handed in by the entry point).
 
 Every hook fails open: on any error, or a missing KB, it prints nothing and exits 0.
 Nothing here kills the process on a timer: the agent's own hook timeout is the bound.
@@ -30,7 +30,7 @@ from kb_ai.hooks.locate import find_kb, is_kb
 from kb_ai.hooks.snapshot import STATE_DIR, session_snapshot
 
 HANDLERS = ("session-start", "session-end", "prompt")
-# the prompt hook searches the wiki: that lives above this package (kb_ai/cli/agent_hooks)
+# the prompt hook searches the wiki's index (kb_ai/hooks/hint.py), handed in by the entry point
 PromptHint = Callable[[Path, Mapping[str, object]], str]
 AGENTS = ("claude-code", "codex")
 MAX_STDIN_BYTES = spool.MAX_EVENT_BYTES

@@ -1,14 +1,21 @@
 """The session-start snapshot: what the project has learned, in at most 5 lines and 1 KB.
 
-Up to four articles, ranked: pitfalls, conventions, decisions (each most recently
-changed first), then the most recently changed of the rest; and always, last, one line
-saying how to ask the wiki (the `ask` tool of the kb-ai MCP server, or the CLI). Empty
-only while the wiki has no article. It is computed once per session and kept, so every
-call in that session gets the same bytes and the agent's prompt cache stays valid.
+Up to four lines, ranked: first the lessons agent sessions taught (kb_ai/lessons.py)
+that a person approved, then the active ones (confidence at or above the threshold),
+each surest first, then the most recently seen; then articles: pitfalls, conventions,
+decisions (each most recently changed first), then the most recently changed of the
+rest. An article that holds lessons is left to them: one whose lessons are rejected,
+deprecated or waiting for approval is not shown, nor one a lesson line already shows;
+one with a lesson seen only once (not yet active) is shown as before. Always, last, one
+line saying how to ask the wiki (the `ask` tool of the kb-ai MCP server, or the CLI).
+Empty only while the wiki has no article and no lesson is shown. It is computed once
+per session and kept, so every call in that session gets the same bytes and the
+agent's prompt cache stays valid.
 
-Run by the hook on every session start: it reads the master index and the article
-files' times directly and imports nothing of the wiki package (whose imports alone take
-longer than this whole step). The layout names below are the wiki's (wiki/layout.py).
+Run by the hook on every session start: it reads the master index, the article files'
+times and lessons/ directly and imports nothing of the wiki package (whose imports
+alone take longer than this whole step). The layout names below are the wiki's
+(wiki/layout.py).
 """
 
 from __future__ import annotations
@@ -17,16 +24,20 @@ import os
 import re
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kb_ai.hooks.catalog import index_lines
+
+if TYPE_CHECKING:  # imported where used: the capture hook, which imports this, needs none
+    from datetime import date
+
+    from kb_ai.lessons import Rules
 
 MAX_LINES = 5
 MAX_BYTES = 1024
 LINE_CHARS = 200
 RANKED_KINDS = ("pitfall", "convention", "decision")
-MASTER_INDEX = Path("index") / "master-index.md"
 STATE_DIR = ".kb-ai"
-_LINE = re.compile(
-    r"^- \[(?P<title>.+?)\]\((?P<path>wiki/(?P<type>[^/]+)/[^)]+\.md)\)(?: — (?P<summary>.*?))?(?: \| keys: .*)?$"
-)
 
 
 def ask_line(root: Path) -> str:
@@ -37,42 +48,71 @@ def ask_line(root: Path) -> str:
     )
 
 
-def _entries(root: Path) -> list[tuple[int, float, str, str, str]]:
-    """(rank, -mtime, kind, title, summary) of every article in the master index."""
-    try:
-        text = (root / MASTER_INDEX).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
+def _entries(root: Path) -> list[tuple[int, float, str, str, str, str]]:
+    """(rank, -mtime, kind, title, summary, path) of every article in the master index."""
     found = []
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if m is None:
-            continue
+    for path, kind, title, summary in index_lines(root):
         try:
-            mtime = os.stat(root / m["path"]).st_mtime
+            mtime = os.stat(root / path).st_mtime
         except OSError:
             continue
-        kind = m["type"]
         rank = RANKED_KINDS.index(kind) if kind in RANKED_KINDS else len(RANKED_KINDS)
-        title = m["title"].replace("\\[", "[").replace("\\]", "]")
-        summary = (m["summary"] or "").replace("\\|", "|")
-        found.append((rank, -mtime, kind, title, summary))
+        found.append((rank, -mtime, kind, title, summary, path))
     found.sort(key=lambda e: (e[0], e[1], e[3]))
     return found
 
 
-def build_snapshot(root: Path) -> str:
-    """The snapshot text of the KB at ``root`` ("" while its wiki has no article)."""
-    entries = _entries(root)
-    if not entries:
+def _rules(root: Path) -> Rules:
+    from kb_ai.errors import KbAiError
+    from kb_ai.lessons import Rules
+    from kb_ai.settings import load_settings
+
+    try:
+        return Rules.of(load_settings(root))
+    except KbAiError:  # a kb-ai.toml with a mistake: the lessons still rank by the defaults
+        return Rules()
+
+
+def _lessons(root: Path, today: date | None) -> tuple[list[str], set[str]]:
+    """(the lesson lines the snapshot may show, best first; the articles to leave out)."""
+    from datetime import UTC, datetime
+
+    from kb_ai.lessons import ranked, read_lessons, standing
+
+    lessons = read_lessons(root)
+    if not lessons:
+        return [], set()
+    rules = _rules(root)
+    today = today or datetime.now(UTC).date()
+    standings = [standing(lesson, rules, today) for lesson in lessons]
+    homes = {a for s in standings for a in s.lesson.articles}
+    homes -= {a for s in standings if s.state == "new" for a in s.lesson.articles}
+    lines = []
+    for s in ranked(standings):
+        n = s.lesson.seen
+        how = "approved" if s.state == "approved" else f"confidence {s.confidence:.2f}"
+        seen = f"seen in {n} session{'s' if n != 1 else ''}"
+        lines.append(f"- {s.lesson.kind} ({how}, {seen}): {s.lesson.text}")
+    return lines, homes
+
+
+def build_snapshot(root: Path, *, today: date | None = None) -> str:
+    """The snapshot text of the KB at ``root`` ("" while it has nothing to show);
+    ``today`` is the day lessons are judged on (their confidence fades while unseen)."""
+    lesson_lines, homes = _lessons(root, today)
+    entries = [e for e in _entries(root) if e[5] not in homes]
+    if not entries and not lesson_lines:
         return ""
     last = ask_line(root)
     size = len(last.encode())
     lines: list[str] = []
-    for _, _, kind, title, summary in entries:
+    candidates = lesson_lines + [
+        f"- {kind}: {title}" + (f" — {summary}" if summary else "")
+        for _, _, kind, title, summary, _ in entries
+    ]
+    for line in candidates:
         if len(lines) >= MAX_LINES - 1:
             break
-        line = f"- {kind}: {title}" + (f" — {summary}" if summary else "")
         line = " ".join(line.split())
         line = line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
         cost = len(line.encode()) + 1

@@ -50,6 +50,10 @@ def text_of(kb, rel):
 def cache_article(kb, fake_model, tmp_path):
     """The cache article fed by two notes (one section each, b's first), as kb-ai wrote
     it; a hand edit at its end is away from what a revision of b changes."""
+    return build_cache_article(kb, tmp_path)
+
+
+def build_cache_article(kb, tmp_path):
     notes = tmp_path / "notes"
     write(notes, "a.md", A)
     compile_json(kb, notes)
@@ -212,3 +216,166 @@ def test_removing_a_source_never_drops_a_hand_edit_unseen(kb, cache_article):
     kb_ai = kb_ai.split("=== what approve puts on main")[0]
     assert mine in person and "30 minutes" in person  # the hand edit, as on main
     assert "30 minutes" not in kb_ai and "Frankfurt" in kb_ai  # kb-ai's, without a.md
+
+
+@pytest.fixture
+def writer_uses_the_edit(monkeypatch):
+    """The stand-in model, whose writer, writing the revision of b.md (5 replicas), opens
+    the article with a sentence of its own stating only what Ann's line states, and
+    (misbehaving) repeats her line word for word when it is given it as material."""
+    from tests.conftest import serve_model
+    from tests.fakes.kb_responder import respond, stage_of
+    from tests.fakes.openai_server import Reply
+
+    def responder(request):
+        reply = respond(request)
+        prompt = request["messages"][-1]["content"]
+        if stage_of(request) == "write" and "5 replicas" in prompt:
+            data = json.loads(reply.content)
+            data["body"] = f"{USES}\n\n" + data["body"].strip() + "\n"
+            if "Material from edit:" in prompt:
+                data["body"] += f"\n{MINE}\n"
+            return Reply(json.dumps(data))
+        return reply
+
+    yield from serve_model(monkeypatch, responder)
+
+
+USES = "Priya Raman approves every flush in #ops, since a cold start costs 40 seconds."
+
+
+def with_ann_and_b_revised(kb, tmp_path, *, edit: bool):
+    """The cache article; Ann's line at its end (when ``edit``); then b.md revised."""
+    notes = build_cache_article(kb, tmp_path)
+    sha = None
+    if edit:
+        sha = commit_by_ann(kb, CACHE, text_of(kb, CACHE).rstrip("\n") + f"\n\n{MINE}\n")
+    write(notes, "b.md", B.replace("3 replicas", "5 replicas"))
+    return sha, compile_json(kb, notes)
+
+
+def test_a_persons_lines_are_grounded_material_cited_by_their_commit(
+    kb, writer_uses_the_edit, tmp_path
+):
+    sha, report = with_ann_and_b_revised(kb, tmp_path, edit=True)
+    assert report["updated"] == [CACHE] and report["held"] == []
+    # the writer was given Ann's line as material, named by her commit
+    (prompt,) = [
+        r["messages"][-1]["content"]
+        for r in writer_uses_the_edit.requests
+        if "Material from edit:" in r["messages"][-1]["content"]
+    ]
+    assert f"Material from edit:{sha} (a person's own lines" in prompt and MINE in prompt
+    article = read_article(kb, CACHE)
+    # a sentence stating only what Ann wrote (her name, #ops, 40 seconds) is grounded:
+    # the checks kept it; her own line, repeated by the model, is there once
+    assert USES in article.body.splitlines()
+    assert article.body.count(MINE) == 1 and MINE in article.body.splitlines()
+    assert "5 replicas" in article.body and "3 replicas" not in article.body
+    assert not [c for c in report["checks"] if "ungrounded" in c]
+    # her commit is cited beside the sources, and the sources stay raw copies
+    assert article.edits == [f"{sha} by Ann Example"]
+    assert sorted(article.sources) == ["raw/cache-2.md", "raw/cache.md"]
+
+
+def test_without_the_persons_lines_as_material_that_sentence_is_ungrounded(
+    kb, writer_uses_the_edit, tmp_path
+):
+    """The same model, with no hand edit to draw on: its sentence about Priya Raman
+    states what no material says, and the checks take it out."""
+    _, report = with_ann_and_b_revised(kb, tmp_path, edit=False)
+    article = read_article(kb, CACHE)
+    assert "5 replicas" in article.body and "Priya Raman" not in article.body
+    assert any("ungrounded" in c and "Priya Raman" in c for c in report["checks"])
+    assert article.edits == []
+
+
+def deploy_article(kb, tmp_path):
+    """The deploy how-to compiled alone: its article's path and its one raw source."""
+    write(tmp_path / "notes", "deploy.md", DEPLOY)
+    (path,) = compile_json(kb, tmp_path / "notes")["created"]
+    (raw,) = read_article(kb, path).sources
+    return path, raw
+
+
+def test_an_article_whose_last_source_leaves_is_held_while_it_holds_a_persons_lines(
+    kb, fake_model, tmp_path
+):
+    path, raw = deploy_article(kb, tmp_path)
+    mine = "Tell the support desk in #invoices before you start."
+    sha = commit_by_ann(kb, path, text_of(kb, path).rstrip("\n") + f"\n\n{mine}\n")
+    edited = text_of(kb, path)
+
+    result = run(kb, "rm", raw, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["deleted"] == [] and report["held"] == [path]
+    assert not kb.resolve(raw, under="").exists()  # the source itself went, as asked
+    assert text_of(kb, path) == edited and git(kb, "show", f"HEAD:{path}") == edited
+    run_id = report["held_review"].removeprefix("review/")
+    shown = run(kb, "review", "show", run_id).output
+    assert mine in shown and f"{sha} by Ann Example" in shown
+    assert "kb-ai would delete this article" in shown
+    lint = json.loads(run(kb, "lint", "--json").output)
+    assert [f["path"] for f in lint["findings"] if f["check"] == "hand-edit"] == [path]
+    # approving deletes it (and only then)
+    assert run(kb, "review", "approve", run_id).exit_code == 0
+    assert not kb.resolve(path, under="").exists()
+    assert git(kb, "ls-tree", "--name-only", "HEAD", "--", path).strip() == ""
+    assert path not in run(kb, "list").output
+
+
+def test_without_a_persons_lines_an_article_whose_last_source_leaves_is_deleted(
+    kb, fake_model, tmp_path
+):
+    path, raw = deploy_article(kb, tmp_path)
+    report = json.loads(run(kb, "rm", raw, "--json").output)
+    assert report["deleted"] == [path] and report["held"] == []
+    assert not kb.resolve(path, under="").exists()
+
+
+def test_a_value_revised_in_its_line_contradicts_the_persons_sentence_though_said_elsewhere(
+    kb, fake_model, tmp_path
+):
+    """30 stays in the article (30 sessions), but the line that said the TTL is 30
+    minutes now says 45: Ann's sentence about a 30-minute TTL is contradicted, and held."""
+    notes = tmp_path / "notes"
+    cache = (
+        "# Cache\n\nThe cache keeps 30 sessions per node. It runs on Redis in Frankfurt. "
+        "Each node has 16 GB of memory. The TTL is 30 minutes.\n"
+    )
+    write(notes, "cache.md", cache)
+    (path,) = compile_json(kb, notes)["created"]
+    lines = text_of(kb, path).split("\n")
+    at = lines.index("## From raw/cache.md") + 1  # far from the line the revision changes
+    mine = "Keep the TTL at 30 minutes while the load tests run."
+    commit_by_ann(kb, path, "\n".join([*lines[:at], "", mine, *lines[at:]]))
+    before = text_of(kb, path)
+
+    write(notes, "cache.md", cache.replace("TTL is 30 minutes", "TTL is 45 minutes"))
+    report = compile_json(kb, notes)
+    assert report["held"] == [path] and text_of(kb, path) == before
+    (review,) = json.loads(run(kb, "review", "list", "--json").output)
+    assert "no longer states 30, which the hand edit says" in review["summary"]
+
+
+def test_an_article_its_source_leaves_in_a_compile_is_held_while_it_holds_a_persons_lines(
+    kb, fake_model, tmp_path
+):
+    """a.md rewritten on another subject leaves the cache article, which has no other
+    source: with Ann's line in it, the compile holds it instead of deleting it."""
+    notes = tmp_path / "notes"
+    write(notes, "a.md", A)
+    (path,) = compile_json(kb, notes)["created"]
+    commit_by_ann(kb, path, text_of(kb, path).rstrip("\n") + f"\n\n{MINE}\n")
+    edited = text_of(kb, path)
+
+    write(notes, "a.md", "# Billing\n\nInvoices go out on the first working day of the month.\n")
+    report = compile_json(kb, notes)
+    assert report["deleted"] == [] and report["held"] == [path]
+    assert len(report["created"]) == 1  # the billing article
+    assert text_of(kb, path) == edited and git(kb, "show", f"HEAD:{path}") == edited
+    (review,) = json.loads(run(kb, "review", "list", "--json").output)
+    assert "its last source left" in review["summary"]
+    shown = run(kb, "review", "show", review["run"]).output
+    assert MINE in shown and "kb-ai would delete this article" in shown

@@ -156,7 +156,31 @@ def test_text_in_between_is_a_new_source_the_run_names(kb, fake_model, tmp_path)
     assert "kb-ai compile --revises how-to-deploy-the-invoice-service" in out
 
 
-def test_two_copies_in_one_run_are_named_not_merged(kb, fake_model, tmp_path):
+def test_text_in_between_under_a_new_title_adds_no_second_article(kb, fake_model, tmp_path):
+    """A new source that may revise one (named, as above) goes into that source's
+    article, even when its heading changed and classify would make it an article of
+    its own: what an unconfirmed revision says does not become a second article."""
+    compile_cli(kb, write(tmp_path / "a" / "deploy-howto.md", DEPLOY))
+    (before,) = list_articles(kb)
+    retitled = "# Shipping invoices to production\n\n" + DEPLOY.split("\n", 1)[1].split(
+        "Rolling back:"
+    )[0].replace("15 minutes", "25 minutes")
+    summary = compile_json(kb, write(tmp_path / "b" / "shipping.md", retitled))
+    (maybe,) = summary["maybe_revisions"]
+    assert maybe["candidates"][0]["raw_path"] == RAW and len(list_raw(kb)) == 2
+    assert summary["created"] == [] and summary["updated"] == [before]
+    assert list_articles(kb) == [before]
+    article = read_article(kb, before)
+    assert sorted(article.sources) == sorted([RAW, maybe["raw_path"]])
+    assert "25 minutes" in article.body
+    # saying so afterwards folds it in: one source, one article
+    compile_json(kb, "--revises", "how-to-deploy-the-invoice-service", tmp_path / "b")
+    assert list_raw(kb) == [RAW] and list_articles(kb) == [before]
+
+
+def test_two_revisions_in_one_run_are_named_not_merged(kb, fake_model, tmp_path):
+    """Two versions of one document in one run: which is current is not known, so the
+    second is a new source the run names."""
     write(tmp_path / "a" / "deploy-howto.md", DEPLOY)
     write(tmp_path / "b" / "deploy-howto.md", DEPLOY.replace("15 minutes", "20 minutes"))
     summary = compile_json(kb, tmp_path / "a", tmp_path / "b")
@@ -190,3 +214,35 @@ def test_saying_so_afterwards_folds_the_new_source_into_the_one_it_revises(
     bodies = " ".join(read_article(kb, p).body for p in list_articles(kb))
     assert "55 minutes" in bodies and "15 minutes" not in bodies
     assert all(read_article(kb, p).sources == [RAW] for p in list_articles(kb))
+
+
+def test_two_copies_of_one_text_in_one_run_are_one_source(kb, fake_model, tmp_path):
+    write(tmp_path / "a" / "deploy-howto.md", DEPLOY)
+    write(tmp_path / "b" / "deploy-howto-copy.md", DEPLOY)
+    summary = compile_json(kb, tmp_path / "a", tmp_path / "b")
+    assert list_raw(kb) == [RAW] and len(titled(kb)) == 1 and len(list_articles(kb)) == 1
+    (copy,) = summary["revisions"]
+    assert copy["raw_path"] == RAW and copy["way"] == "the same text, a copy in this run"
+    assert copy["origin"].endswith("deploy-howto-copy.md")
+    assert len(summary["compiled"]) == 2 and summary["maybe_revisions"] == []
+    # both files are that source now: unchanged next time, and a revision of the copy
+    # revises it (no second article)
+    assert compile_json(kb, tmp_path / "a", tmp_path / "b")["compiled"] == []
+    write(tmp_path / "b" / "deploy-howto-copy.md", DEPLOY.replace("15 minutes", "20 minutes"))
+    again = compile_json(kb, tmp_path / "b")
+    assert list_raw(kb) == [RAW] and again["created"] == [] and len(again["updated"]) == 1
+    assert "20 minutes" in titled(kb)[0].body
+
+
+def test_a_file_revised_in_place_under_a_new_heading_keeps_its_article(kb, fake_model, tmp_path):
+    """The same file, its heading changed as well as a value: its article is updated
+    (title and path kept), not replaced by a second one."""
+    note = write(tmp_path / "a" / "deploy-howto.md", DEPLOY)
+    compile_cli(kb, note)
+    (before,) = list_articles(kb)
+    write(note, DEPLOY.replace(f"# {TITLE}", "# Shipping invoices").replace("15 min", "20 min"))
+    summary = compile_json(kb, note)
+    assert summary["created"] == [] and summary["updated"] == [before] and not summary["deleted"]
+    assert list_articles(kb) == [before]
+    article = read_article(kb, before)
+    assert article.title == TITLE and "20 minutes" in article.body

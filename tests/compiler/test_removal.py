@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
 from click.testing import CliRunner
 
 from kb_ai.cli import main
+from tests.conftest import shared_data
 from tests.fakes.openai_server import Reply
 from wiki import git, list_articles, read_article
 
@@ -108,3 +110,19 @@ def test_rm_of_something_never_compiled_says_so_and_changes_nothing(kb, fake_mod
     result = run(kb, "rm", "notes/nothing-*.md", "cache")
     assert result.exit_code == 2 and "nothing-" in result.output
     assert git(kb, "rev-parse", "HEAD") == before
+
+
+def test_removing_a_converted_document_takes_its_original_file_too(kb, fake_model, tmp_path):
+    document = shared_data("documents") / "test.docx"
+    if not document.is_file():
+        pytest.skip("../shared/data/documents/test.docx is not on this machine")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "test.docx").write_bytes(document.read_bytes())
+    compile_folder(kb, folder)
+    (raw,) = [p for p in (kb.root / "raw").iterdir() if p.suffix == ".md"]
+    (original,) = [p for p in (kb.root / "raw").iterdir() if p.suffix == ".docx"]
+    result = run(kb, "rm", f"raw/{raw.name}", "--json")
+    assert result.exit_code == 0, result.output
+    assert not raw.exists() and not original.exists()  # nothing of the document left
+    assert "raw/" + original.name not in git(kb, "ls-tree", "-r", "--name-only", "HEAD")

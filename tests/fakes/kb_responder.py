@@ -232,8 +232,11 @@ def classify(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _material_sections(user: str) -> list[tuple[str, str]]:
+    """(source, material) of the prompt; a person's lines (from a hand edit) left out:
+    the prompt says they are in the article already, never to be repeated."""
     sources = re.findall(r"^Material from (\S+?)(?::| \(|$)", user, re.M)
-    return list(zip(sources, _between(user, "material"), strict=False))
+    sections = zip(sources, _between(user, "material"), strict=False)
+    return [(s, t) for s, t in sections if s != "edit" and not s.startswith("edit:")]
 
 
 def _dated_sections(user: str) -> dict[str, str]:
@@ -324,7 +327,7 @@ def select(request: dict[str, Any]) -> dict[str, Any]:
     q = re.search(r"^Question: (.+)$", user, re.M)
     words = set(_WORD.findall((q.group(1) if q else user).lower()))
     scored = []
-    for path, line in re.findall(r"^- \[.+?\]\((wiki/[^)]+)\)(.*)$", user, re.M):
+    for path, line in re.findall(r"^- \[.+?\]\(((?:also/[^/)]+/)?wiki/[^)]+)\)(.*)$", user, re.M):
         overlap = len(words & set(_WORD.findall(line.lower())))
         if overlap:
             scored.append((-overlap, path))
@@ -343,14 +346,23 @@ def rewrite(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer(request: dict[str, Any]) -> str:
-    """Cite the page that shares the most words with the question, quoting its first fact."""
+    """Cite the page that shares the most words with the question, quoting its first fact;
+    over a corpus read whole, a synthesis: the first fact of every page that shares a
+    word with the question, each citing its own page."""
     user = _user(request)
     q = re.search(r"^Question: (.+)$", user, re.M)
     words = set(_WORD.findall((q.group(1) if q else "").lower())) - _STOP
+    pages = re.findall(r'<page title="(.*?)" path="(.*?)">\n(.*?)\n</page>', user, re.S)
+    system = " ".join(m.get("content") or "" for m in request.get("messages", [])[:1])
+    if "the whole of the corpus" in system:
+        points = [
+            f"- {said[0]} [{title}]({path})"
+            for title, path, text in pages
+            if (said := [x for x in _sentences(text) if words & set(_WORD.findall(x.lower()))])
+        ]
+        return "\n".join(points) or "The wiki does not cover this question."
     best = None
-    for title, path, text in re.findall(
-        r'<page title="(.*?)" path="(.*?)">\n(.*?)\n</page>', user, re.S
-    ):
+    for title, path, text in pages:
         overlap = len(words & set(_WORD.findall(text.lower())))
         if overlap >= 2 and (best is None or overlap > best[0]):
             best = (overlap, title, path, text)

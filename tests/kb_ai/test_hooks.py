@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ import pytest
 
 from compiler.queue import TaskQueue
 from kb_ai.cli.agent_hooks.install import install, installed_events, settings_path, uninstall
-from kb_ai.cli.agent_hooks.prompt import prompt_hint
+from kb_ai.hooks.hint import prompt_hint
 from kb_ai.hooks.locate import find_kb
 from kb_ai.hooks.run import run_hook
 from kb_ai.hooks.snapshot import build_snapshot
@@ -211,29 +212,39 @@ def test_the_capture_hook_imports_nothing_heavy(tmp_path):
     assert len(list((kb.state_dir / "spool" / "new").iterdir())) == 1
 
 
-def test_prompt_hint_is_one_line_with_a_count_and_no_wiki_text(tmp_path):
-    kb = make_kb(tmp_path / "kb", LESSONS)
+def test_prompt_hint_names_up_to_three_pages_with_paths_and_no_wiki_text(tmp_path):
+    many = [
+        (
+            f"wiki/howto/deploy-step-{i}.md",
+            f"Deploy step {i} from main",
+            f"Deploys step {i}: workflow x{i}.",
+        )
+        for i in range(6)
+    ]
+    kb = make_kb(tmp_path / "kb", [*LESSONS, *many])
     from wiki.indexing import refresh_search_index
 
     with closing(open_state(kb)) as conn:
         refresh_search_index(kb, conn)
-    out = run_hook(
-        "prompt",
-        json.dumps({"prompt": "how do deploys work from main?", "cwd": str(kb.root)}),
-        agent="claude-code",
-        prompt=prompt_hint,
+    event = {"prompt": "how do deploys work from main?", "cwd": str(kb.root)}
+    out = agent_hook("prompt", stdin=json.dumps(event)).stdout.rstrip("\n")
+    assert out.count("\n") == 0 and out.startswith("kb-ai: ") and len(out.encode()) <= 300
+    named = re.findall(r'"([^"]+)" \((wiki/[^)]+\.md)\)', out)
+    assert 1 <= len(named) <= 3
+    titles = {p: t for p, t, _ in [*LESSONS, *many]}
+    assert all(titles[path] == title for title, path in named)  # real pages, real titles
+    assert "workflow" not in out  # titles only: no article text
+    nothing = agent_hook("prompt", stdin=json.dumps({"prompt": "zzzz qqqq", "cwd": str(kb.root)}))
+    assert nothing.returncode == 0 and nothing.stdout == ""
+    long_titles = make_kb(
+        tmp_path / "long",
+        [(f"wiki/howto/d{i}.md", "Deploy " + "very " * 40 + f"long {i}", "x.") for i in range(3)],
     )
-    assert out.count("\n") == 0 and out.startswith("kb-ai: ") and "page" in out
-    assert "workflow" not in out and "Deploy from main only" not in out
-    assert (
-        run_hook(
-            "prompt",
-            json.dumps({"prompt": "zzzz qqqq", "cwd": str(kb.root)}),
-            agent="codex",
-            prompt=prompt_hint,
-        )
-        == ""
-    )
+    with closing(open_state(long_titles)) as conn:
+        refresh_search_index(long_titles, conn)
+    cut = run_hook("prompt", json.dumps({"prompt": "deploy long", "cwd": str(long_titles.root)}),
+                   agent="codex", prompt=prompt_hint)  # fmt: skip
+    assert 0 < len(cut.encode()) <= 300 and "wiki/howto/d" in cut
 
 
 @needs_shared_data("transcripts", "claude_code")

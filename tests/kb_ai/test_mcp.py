@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import os
 import socket
 import sys
 import threading
@@ -53,6 +54,9 @@ def model(monkeypatch):
             "KB_AI_API_KEY": "sk-test",
             "KB_AI_RETRY_BACKOFF": "0.01",
             "KB_AI_MAX_RETRIES": "0",
+            # `kb-ai mcp` runs as a child with only this environment: the code under test
+            # (a checkout named by PYTHONPATH), not whichever one is installed
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)
@@ -212,13 +216,14 @@ def test_one_ask_tool_that_tells_an_agent_when_to_use_it(call):
     for words in ("conventions", "decisions", "pitfalls", "how a system", "cites wiki pages"):
         assert words in tool.description
     assert tool.input_schema["required"] == ["question"]
-    assert set(tool.input_schema["properties"]) == {"question", "paths"}
+    assert set(tool.input_schema["properties"]) == {"question", "paths", "corpus"}
     assert set(tool.output_schema["properties"]) == {
         "answer",
         "citations",
         "read",
         "covered",
         "findings",
+        "corpus",
     }
     assert tool.annotations.read_only_hint is True
 

@@ -99,7 +99,7 @@ def test_every_write_needs_our_pages_or_a_script(client):
         ("POST", f"/chat/{sid}/rename"), ("POST", f"/chat/{sid}/delete"),
         ("POST", "/remove/raw/x.md"), ("POST", "/review/1/approve"),
         ("POST", "/review/1/reject"), ("POST", "/edit/concept/nightly-backups.md"),
-        ("POST", "/login"),
+        ("POST", "/login"), ("POST", "/learned/x/approve"), ("POST", "/learned/x/reject"),
     ]  # fmt: skip
     unsafe = {
         route.path
@@ -109,6 +109,7 @@ def test_every_write_needs_our_pages_or_a_script(client):
     listed = {p.replace(task["id"], "{task_id}").replace(sid, "{session_id}") for _, p in writes}
     listed |= {"/status/{task_id}/{action}", "/chat/{session_id}/{action}"}
     listed |= {"/remove/{path:path}", "/review/{run}/{action}", "/edit/{path:path}"}
+    listed |= {"/learned/{lesson}/{action}"}
     assert unsafe <= listed, unsafe - listed
     for method, path in writes:
         for headers in FOREIGN[:4]:

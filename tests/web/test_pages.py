@@ -60,6 +60,17 @@ def test_article_page_lists_sources_and_opens_them(compiled):
     assert source.status_code == 200 and "Nightly backups" in source.text
 
 
+def test_article_page_cites_the_hand_edits_it_was_written_with(compiled, kb):
+    write_article(kb, Article("wiki/concept/cited.md", "Cited", "concept", "s", [], ["raw/none.md"],
+                              "2026-01-01", "2026-01-01", "Ask Ann first.\n",
+                              edits=["a1b2c3d by Ann Example"]))  # fmt: skip
+    commit_all(kb, "Add cited")
+    page = compiled.get("/wiki/concept/cited.md").text
+    sources = page.split('class="sources"', 1)[1].split("</section>", 1)[0]
+    assert "Hand edit a1b2c3d by Ann Example" in sources
+    assert 'href="?sha=a1b2c3d#diff"' in sources
+
+
 def test_missing_and_escaping_pages_say_so(compiled):
     r = compiled.get("/wiki/concept/none.md", headers={"accept": "text/html"})
     assert r.status_code == 404 and "no article" in r.text

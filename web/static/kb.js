@@ -266,7 +266,8 @@ function initChat() {
     try {
       const r = await apiFetch("/api/ask", {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ question, session: chat.dataset.session || null }),
+        body: JSON.stringify({ question, session: chat.dataset.session || null,
+          corpus: ($("#corpus") || {}).value || null }),
       });
       if (!r.ok) throw new Error((await jsonOrError(r)).error);
       const sid = r.headers.get("X-Session-Id");
@@ -288,6 +289,8 @@ function initChat() {
             event.data.citations.forEach((c, i) => {
               if (i) cites.append(", ");
               cites.append(el("a", { href: "/" + c.path, text: c.title }));
+              // a page of another knowledge base (also): named with it
+              if (c.kb) cites.append(el("span", { class: "other-kb", text: ` (${c.kb})` }));
             });
             item.append(cites);
           }

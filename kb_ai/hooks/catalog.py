@@ -1,0 +1,28 @@
+"""The master index as the hooks read it: one line per article, ``- [Title](path) —
+summary | keys: ...`` (the layout is the wiki's: wiki/catalog.py writes it). Read
+directly, with one regular expression, so a hook imports nothing of the wiki package."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+MASTER_INDEX = Path("index") / "master-index.md"
+_LINE = re.compile(
+    r"^- \[(?P<title>.+?)\]\((?P<path>wiki/(?P<type>[^/]+)/[^)]+\.md)\)(?: — (?P<summary>.*?))?(?: \| keys: .*)?$"
+)
+
+
+def index_lines(root: Path) -> Iterator[tuple[str, str, str, str]]:
+    """(path, type, title, summary) of every article the master index lists, in its order."""
+    try:
+        text = (root / MASTER_INDEX).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m is not None:
+            title = m["title"].replace("\\[", "[").replace("\\]", "]")
+            summary = (m["summary"] or "").replace("\\|", "|")
+            yield m["path"], m["type"], title, summary

@@ -1,0 +1,151 @@
+"""`also`: other knowledge bases consulted beside the project's, read only, through the
+real CLI against the stand-in model server; a git URL is a bare repository on disk,
+cloned and pulled with the git CLI."""
+
+import json
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from kb_ai.cli import main
+from tests.conftest import compile_notes
+from tests.fakes.kb_responder import stage_of
+from wiki import KnowledgeBase
+
+PROJECT = {
+    "backups.md": "# Nightly backups\n\nBackups of the main database run nightly at 02:00. "
+    "Backup copies are kept for thirty days in a separate account.\n",
+}
+TEAM = {
+    "review.md": "# Code review rule\n\nEvery change needs two approvals before it is merged. "
+    "Reviewers answer within one working day.\n",
+    "backups.md": "# Nightly backups\n\nTeam backups of laptops run weekly on Fridays. "
+    "Backup copies of laptops are kept for ninety days.\n",
+}
+REVIEW = "also/team/wiki/concept/code-review-rule.md"
+
+
+def cli(kb_root, *args):
+    return CliRunner().invoke(main, ["--kb", str(kb_root), *args], catch_exceptions=False)
+
+
+def run(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def compiled(tmp_path, name, notes):
+    kb = KnowledgeBase.init(tmp_path / name)
+    (tmp_path / f"{name}-notes").mkdir()
+    compile_notes(kb, notes, tmp_path / f"{name}-notes")
+    return kb
+
+
+@pytest.fixture
+def team(tmp_path, fake_model):
+    return compiled(tmp_path, "team", TEAM)
+
+
+@pytest.fixture
+def project(tmp_path, fake_model):
+    return compiled(tmp_path, "project", PROJECT)
+
+
+def listing(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if ".git/" not in str(p))
+
+
+def test_a_folder_named_with_also_is_consulted_and_its_citations_say_so(project, team):
+    before = listing(team.root)
+    result = cli(project.root, "--also", str(team.root), "ask", "--json",
+                 "How many approvals does a change need before it is merged?")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["citations"] == [{"title": "Code review rule", "path": REVIEW, "kb": "team"}]
+    assert f"[Code review rule]({REVIEW})" in data["answer"] and "two approvals" in data["answer"]
+    shown = cli(
+        project.root, "--also", str(team.root), "ask", "How many approvals does a change need?"
+    )
+    assert f"[Code review rule]({REVIEW})  from knowledge base team" in shown.stdout
+    assert listing(team.root) == before  # read only: nothing written into it
+    assert (project.root / ".kb-ai" / "also" / "team.db").is_file()  # its index is ours
+
+
+def test_the_projects_page_wins_a_tie(project, team, fake_model):
+    asked = len(fake_model.requests)
+    result = cli(project.root, "--also", str(team.root), "ask", "--json",
+                 "How long are nightly backups kept?")  # fmt: skip
+    data = json.loads(result.stdout)
+    assert [c["path"] for c in data["citations"]] == ["wiki/concept/nightly-backups.md"]
+    assert (
+        "02:00" in data["answer"]
+        and "ninety" not in data["answer"]
+        and "laptops" not in data["answer"]
+    )
+    (select,) = [r for r in fake_model.requests[asked:] if stage_of(r) == "select"]
+    offered = select["messages"][-1]["content"]
+    assert "also/team/wiki/concept/nightly-backups.md" not in offered  # same title: ours
+    assert "wiki/concept/nightly-backups.md" in offered
+
+
+def test_a_git_url_is_cloned_then_pulled(project, team, tmp_path, monkeypatch):
+    bare = tmp_path / "team.git"
+    run("clone", "--quiet", "--bare", str(team.root), str(bare), cwd=tmp_path)
+    config = project.root / "kb-ai.toml"
+    config.write_text(config.read_text() + f'also = ["{bare}"]\n', encoding="utf-8")
+    first = cli(project.root, "ask", "--json", "How many approvals does a change need?")
+    assert first.exit_code == 0, first.output
+    assert [c["kb"] for c in json.loads(first.stdout)["citations"]] == ["team"]
+    assert (project.root / ".kb-ai" / "also" / "team" / "wiki").is_dir()
+    # the team adds a page and pushes it; the project's copy is pulled once it is old
+    run("remote", "add", "origin", str(bare), cwd=team.root)
+    (tmp_path / "t2").mkdir()
+    compile_notes(team, {"deploys.md": "# Deploy freeze\n\nNo deploys happen on Fridays "
+                         "after 15:00 during the release freeze.\n"}, tmp_path / "t2")  # fmt: skip
+    run("push", "--quiet", "origin", "main", cwd=team.root)
+    monkeypatch.setenv("KB_AI_ALSO_PULL_SECONDS", "0")
+    later = cli(
+        project.root, "ask", "--json", "Do deploys happen on Fridays during the release freeze?"
+    )
+    assert later.exit_code == 0, later.output
+    assert later.stderr == "", later.stderr
+    cited = json.loads(later.stdout)["citations"]
+    assert cited == [
+        {"title": "Deploy freeze", "path": "also/team/wiki/concept/deploy-freeze.md", "kb": "team"}
+    ]
+
+
+def test_a_folder_that_is_no_knowledge_base_and_a_remote_out_of_reach(project, tmp_path):
+    (tmp_path / "plain").mkdir()
+    bad = cli(project.root, "--also", str(tmp_path / "plain"), "ask", "How long are backups kept?")
+    assert bad.exit_code == 2 and "is not a kb-ai knowledge base" in bad.output
+    gone = tmp_path / "nowhere.git"
+    result = cli(
+        project.root, "--also", str(gone), "ask", "--json", "How long are nightly backups kept?"
+    )
+    assert result.exit_code == 0, result.output
+    assert "Knowledge base nowhere" in result.stderr and "left out" in result.stderr
+    assert json.loads(result.stdout)["citations"][0]["path"] == "wiki/concept/nightly-backups.md"
+
+
+def test_the_mcp_tool_consults_also_and_names_the_knowledge_base(project, team):
+    import anyio
+    from mcp import Client
+
+    from kb_ai.cli.mcp_server import build_server
+    from kb_ai.service import Actor, open_kb
+
+    okb = open_kb(project.root, overrides={"also": [str(team.root)]}, actor=Actor.agent("test"))
+
+    async def go():
+        async with Client(build_server(okb=okb)) as client:
+            return await client.call_tool(
+                "ask", {"question": "How many approvals does a change need?"}
+            )
+
+    result = anyio.run(go)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["citations"] == [
+        {"title": "Code review rule", "path": REVIEW, "kb": "team"}
+    ]
+    assert f"- [Code review rule]({REVIEW}) (from knowledge base team)" in result.content[0].text
