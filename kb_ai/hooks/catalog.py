@@ -26,3 +26,26 @@ def index_lines(root: Path) -> Iterator[tuple[str, str, str, str]]:
             title = m["title"].replace("\\[", "[").replace("\\]", "]")
             summary = (m["summary"] or "").replace("\\|", "|")
             yield m["path"], m["type"], title, summary
+
+
+def shelves(root: Path) -> list[tuple[str, Path]]:
+    """(name, root) of the other knowledge bases kb-ai.toml's ``also`` names, in its
+    order, as a question last opened them (kb_ai/service/also.py records where each is
+    in .kb-ai/also/shelves.json; one never opened yet is left out, as is a ``--also`` of
+    one command). Any fault of either file: none."""
+    import json
+    import tomllib
+
+    try:
+        configured = tomllib.loads((root / "kb-ai.toml").read_text(encoding="utf-8")).get("also")
+        recorded = json.loads((root / ".kb-ai" / "also" / "shelves.json").read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    if not isinstance(configured, list) or not isinstance(recorded, list):
+        return []
+    where = {
+        r.get("entry"): (str(r.get("name")), Path(str(r.get("root"))))
+        for r in recorded
+        if isinstance(r, dict)
+    }
+    return [where[e.strip()] for e in configured if isinstance(e, str) and e.strip() in where]

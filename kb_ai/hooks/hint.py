@@ -11,6 +11,8 @@ them, ranked by bm25 over the articles' heads (title, keys, summary, tags) and b
 as wiki/search.py weighs them, the heads counted again. Titles come from the master
 index: a page it no longer lists is not offered. A search index of another shape (a
 newer kb-ai's) or none at all gives no hint, like any failure of a hook.
+The ``also`` knowledge bases' pages fill the three after the project's: from the indexes
+questions keep of them in .kb-ai/also/ (kb_ai/hooks/catalog.shelves).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 
-from kb_ai.hooks.catalog import index_lines
+from kb_ai.hooks.catalog import index_lines, shelves
 
 MAX_PAGES = 3
 MAX_BYTES = 300
@@ -59,13 +61,14 @@ def terms(prompt: str) -> list[str]:
     return list(found)[:MAX_TERMS]
 
 
-def search(root: Path, prompt: str, limit: int = 10) -> list[str]:
-    """The paths of the articles that best match ``prompt``, best first."""
+def search(root: Path, prompt: str, limit: int = 10, *, db: Path | None = None) -> list[str]:
+    """The paths of the articles that best match ``prompt``, best first (in the search
+    index ``db``: by default the knowledge base's own, in its state.db)."""
     words = terms(prompt)
     if not words:
         return []
     expression = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-    db = root / STATE_DB
+    db = db or root / STATE_DB
     if not db.is_file():
         return []
     conn = sqlite3.connect(db, timeout=0.5)  # it only reads
@@ -103,8 +106,28 @@ def prompt_hint(root: Path, event: Mapping[str, object]) -> str:
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
-    paths = search(root, prompt[:2000])
-    if not paths:
-        return ""
+    prompt = prompt[:2000]
     titles = {path: title for path, _, title, _ in index_lines(root)}
-    return hint_line([(titles[p], p) for p in paths if p in titles])
+    pages = [(titles[p], p) for p in search(root, prompt) if p in titles]
+    if len(pages) < MAX_PAGES:  # the also knowledge bases' pages after the project's
+        pages += _shelf_pages(root, prompt, {t.casefold() for t in titles.values()})
+    return hint_line(pages)
+
+
+def _shelf_pages(root: Path, prompt: str, own_titles: set[str]) -> list[tuple[str, str]]:
+    """(title, also/<name>/wiki/...) of the ``also`` knowledge bases' best pages, from the
+    search indexes questions keep of them (.kb-ai/also/<name>.db); a title the project
+    has too is the project's."""
+    pages = []
+    for name, shelf_root in shelves(root):
+        db = root / ".kb-ai" / "also" / f"{name}.db"
+        hits = search(shelf_root, prompt, MAX_PAGES, db=db)
+        if not hits:
+            continue
+        titles = {path: title for path, _, title, _ in index_lines(shelf_root)}
+        pages += [
+            (titles[p], f"also/{name}/{p}")
+            for p in hits
+            if p in titles and titles[p].casefold() not in own_titles
+        ]
+    return pages

@@ -26,7 +26,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kb_ai.hooks.catalog import index_lines
+from kb_ai.hooks.catalog import index_lines, shelves
 
 if TYPE_CHECKING:  # imported where used: the capture hook, which imports this, needs none
     from datetime import date
@@ -48,8 +48,9 @@ def ask_line(root: Path) -> str:
     )
 
 
-def _entries(root: Path) -> list[tuple[int, float, str, str, str, str]]:
-    """(rank, -mtime, kind, title, summary, path) of every article in the master index."""
+def _entries(root: Path, shelf: int = 0) -> list[tuple[int, int, float, str, str, str, str]]:
+    """(rank, shelf, -mtime, kind, title, summary, path) of every article in the master
+    index of the knowledge base at ``root`` (shelf 0: the project's own)."""
     found = []
     for path, kind, title, summary in index_lines(root):
         try:
@@ -57,9 +58,24 @@ def _entries(root: Path) -> list[tuple[int, float, str, str, str, str]]:
         except OSError:
             continue
         rank = RANKED_KINDS.index(kind) if kind in RANKED_KINDS else len(RANKED_KINDS)
-        found.append((rank, -mtime, kind, title, summary, path))
-    found.sort(key=lambda e: (e[0], e[1], e[3]))
+        found.append((rank, shelf, -mtime, kind, title, summary, path))
     return found
+
+
+def _all_entries(root: Path, homes: set[str]) -> list[tuple[str, str, str]]:
+    """(kind, title, summary) of the lines to offer, best first: this knowledge base's
+    articles (less those whose lessons speak for them) and those of the ``also`` ones,
+    ranked by kind, the project's first within a kind; a title the project has too is
+    its own (the project wins a tie). A shelf's kind says which knowledge base it is."""
+    own = [e for e in _entries(root) if e[6] not in homes]
+    titles = {e[4].casefold() for e in own}
+    names = {}
+    found = list(own)
+    for n, (name, shelf_root) in enumerate(shelves(root), start=1):
+        names[n] = name
+        found += [e for e in _entries(shelf_root, n) if e[4].casefold() not in titles]
+    found.sort(key=lambda e: (e[0], e[1], e[2], e[4]))
+    return [(f"{e[3]} ({names[e[1]]})" if e[1] else e[3], e[4], e[5]) for e in found]
 
 
 def _rules(root: Path) -> Rules:
@@ -100,7 +116,7 @@ def build_snapshot(root: Path, *, today: date | None = None) -> str:
     """The snapshot text of the KB at ``root`` ("" while it has nothing to show);
     ``today`` is the day lessons are judged on (their confidence fades while unseen)."""
     lesson_lines, homes = _lessons(root, today)
-    entries = [e for e in _entries(root) if e[5] not in homes]
+    entries = _all_entries(root, homes)
     if not entries and not lesson_lines:
         return ""
     last = ask_line(root)
@@ -108,7 +124,7 @@ def build_snapshot(root: Path, *, today: date | None = None) -> str:
     lines: list[str] = []
     candidates = lesson_lines + [
         f"- {kind}: {title}" + (f" — {summary}" if summary else "")
-        for _, _, kind, title, summary, _ in entries
+        for kind, title, summary in entries
     ]
     for line in candidates:
         if len(lines) >= MAX_LINES - 1:

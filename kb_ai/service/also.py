@@ -9,7 +9,9 @@ or answers from the copy already here.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from wiki import KnowledgeBase, slugify
 from wiki.mirror import is_git_url, mirror
 
 log = logging.getLogger("kb_ai.service")
+SHELVES = "shelves.json"  # in .kb-ai/also/: the shelves as last opened
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ def open_shelves(okb: OpenKb) -> Opened:
     shelves: list[Shelf] = []
     notes: list[str] = []
     taken: set[str] = set()
+    found: list[dict[str, str]] = []
     for entry in okb.settings.also:
         entry = entry.strip()
         if not entry:
@@ -67,4 +71,21 @@ def open_shelves(okb: OpenKb) -> Opened:
         if kb.root == okb.root:
             raise ConfigError(f"also: {entry} is this knowledge base itself")
         shelves.append(Shelf(name, kb, okb.kb.state_dir / "also" / f"{name}.db"))
+        found.append({"entry": entry, "name": name, "root": str(kb.root)})
+    _record(okb.kb.state_dir / "also" / SHELVES, found)
     return Opened(shelves, notes)
+
+
+def _record(path: Path, found: list[dict[str, str]]) -> None:
+    """Where each shelf is, for the agent hooks (kb_ai/hooks/catalog.py), which must not
+    open settings, clone or index: they read this file and the shelves' indexes."""
+    text = json.dumps(found, indent=1, sort_keys=True)
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # the hooks then leave the shelves out; the answer is not harmed
+        log.warning("could not record the also knowledge bases in %s: %s", path, exc)

@@ -149,3 +149,33 @@ def test_the_mcp_tool_consults_also_and_names_the_knowledge_base(project, team):
         {"title": "Code review rule", "path": REVIEW, "kb": "team"}
     ]
     assert f"- [Code review rule]({REVIEW}) (from knowledge base team)" in result.content[0].text
+
+
+def test_the_agent_hooks_offer_the_also_knowledge_bases_pages_after_the_projects(project, team):
+    """kb-ai.toml's also reaches the session-start snapshot and the prompt hint (hooks in
+    processes of their own, as an agent runs them), once a question has opened it."""
+    import sys
+
+    def hook(name, event):
+        return subprocess.run(
+            [sys.executable, "-P", "-m", "kb_ai.hooks", name],
+            input=json.dumps({"session_id": event.pop("session", "s"), **event}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+
+    with (project.root / "kb-ai.toml").open("a", encoding="utf-8") as f:
+        f.write(f"\nalso = [{json.dumps(str(team.root))}]\n")
+    cwd = {"cwd": str(project.root)}
+    assert "(team)" not in hook("session-start", {**cwd, "session": "before"})  # not opened yet
+    assert cli(project.root, "ask", "How many approvals does a change need?").exit_code == 0
+    lines = hook("session-start", {**cwd, "session": "after"}).splitlines()
+    ours = next(i for i, line in enumerate(lines) if line.startswith("- concept: Nightly backups"))
+    theirs = next(i for i, line in enumerate(lines) if line.startswith("- concept (team): "))
+    assert ours < theirs and "Code review rule" in lines[theirs]
+    assert not any(line.startswith("- concept (team): Nightly backups") for line in lines)  # tie
+    hint = hook("prompt", {**cwd, "prompt": "how many approvals does a merged change need?"})
+    assert f'"Code review rule" ({REVIEW})' in hint
+    tie = hook("prompt", {**cwd, "prompt": "how long are nightly backups kept?"})
+    assert "(wiki/concept/nightly-backups.md)" in tie and "also/team" not in tie
