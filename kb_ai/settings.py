@@ -288,6 +288,17 @@ class Settings:
         "Whether a reviewer may approve or reject a run they submitted themselves (people "
         "of a served knowledge base; the CLI user at the terminal owns the files anyway).",
     )
+    wiki_remote: str | None = _setting(
+        None,
+        "The git remote that holds the wiki of record (a URL or a path): each commit is "
+        "pushed there, and `kb-ai serve` follows what others push. `kb-ai init --remote "
+        "URL` sets it up in the work tree's git, so this is only needed to change it.",
+    )
+    wiki_follow_seconds: float = _setting(
+        3.0,
+        "How often `kb-ai serve` fetches the wiki remote, takes in what others pushed and "
+        "pushes what is still waiting here (0: only after this server's own commits).",
+    )
     web_editor: str = _setting(
         "web user",
         "The author name of what the web UI commits (the editor's saves, approvals):"
@@ -497,6 +508,8 @@ def load_settings(
         )
     if values.get("questions_per_minute", 0) < 0:
         raise ConfigError("questions_per_minute must be 0 (no limit) or more")
+    if values.get("wiki_follow_seconds", 0) < 0:
+        raise ConfigError("wiki_follow_seconds must be 0 (no polling) or more")
     if values.get("max_concurrency", 1) < 1:
         raise ConfigError("max_concurrency must be at least 1")
     if values.get("max_new_articles_per_source", 1) < 1:

@@ -7,6 +7,7 @@ from compiler.lint_deep import deep_lint
 from compiler.lint_identity import lint_all
 from compiler.review import waiting_hand_edits
 from kb_ai.service.opened import OpenKb
+from kb_ai.service.remote import publish
 from wiki.lint import Finding
 from wiki.repair import LintReport
 
@@ -17,6 +18,8 @@ def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
     if fix:
         okb.note("lint --fix")
     report = lint_all(okb.kb, fix=fix)  # with what lint finds of one document made several
+    if fix:
+        publish(okb)
     report.findings += waiting_hand_edits(okb.kb)  # updates that met a person's change
     return report
 

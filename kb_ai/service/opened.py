@@ -68,5 +68,9 @@ def open_kb(
     kb = KnowledgeBase.open(settings.kb_dir)
     if settings.database_url:  # reached and checked now: a wrong URL fails at start
         shared_database(kb)
+    if settings.wiki_remote:  # the setting names the remote to follow (wiki/remote.py)
+        from wiki.remote import set_remote
+
+        set_remote(kb, settings.wiki_remote)
     actor = actor or Actor.cli_user(kb.root)
     return OpenKb(kb.acting_as(actor), settings, actor, llm_factory)
