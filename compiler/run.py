@@ -44,7 +44,9 @@ from compiler.state import RunState
 from kb_ai.llm import LLM, calling_as, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
-from wiki.lock import KbLock
+from wiki.lock import compile_lock
+from wiki.remote import publish
+from wiki.remote import sync as sync_remote
 
 __all__ = ["PROMPTS", "Compiler", "compile_run", "extraction_version"]
 
@@ -130,7 +132,7 @@ class Compiler:
         run_started = datetime.now(UTC)
         tracker = RunTracker(self.kb, self.started_by, self.progress)
         if state.pending or unfinished_run(self.kb):
-            lock = KbLock(self.kb.state_dir / "compile.lock")
+            lock = compile_lock(self.kb)
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
                 await asyncio.to_thread(lock.acquire)
@@ -141,6 +143,9 @@ class Compiler:
             self._tasks.install_handler()
             tracker.start(len(state.pending))
             try:
+                # The wiki remote's commits first (a fast-forward), so the run writes
+                # on top of what other servers wrote; what waited here is pushed.
+                await run_io(sync_remote, self.kb)
                 # A run killed before its commit left articles: settled before anything.
                 commit = await run_io(reconcile, self.kb)
                 state = replace(state, result=replace(state.result, commit=commit))
@@ -187,6 +192,8 @@ class Compiler:
         if state.held:  # the person's version stays on main; kb-ai's waits beside it
             held_review = await run_io(hold_hand_edits, self.kb, run_id, list(state.held))
             result = replace(result, held_review=held_review)
+        if result.commit:  # to the wiki remote, if it follows one (wiki/remote.py)
+            await run_io(publish, self.kb)
         return result
 
     async def _run_stages(self, state: RunState, progress: ProgressFn) -> RunState:

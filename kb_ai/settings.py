@@ -78,6 +78,13 @@ class Settings:
         "(schema in the prompt only), or auto (chosen per provider).",
     )
     max_concurrency: int = _setting(8, "Model calls in flight at once.")
+    database_url: str | None = _setting(
+        None,
+        "A PostgreSQL database (postgresql://user@host:5432/db) for the state several "
+        "servers and workers share: the task queue and its leases, the compile lock, chat "
+        "sessions, people and the audit log. "
+        "Unset: everything stays in .kb-ai/state.db.",
+    )
     trusted_user_header: str | None = _setting(
         None,
         "Behind a sign-on proxy (oauth2-proxy, Authelia, ...): the request header that names "
@@ -236,10 +243,11 @@ class Settings:
         6_000, "Token budget of the selection prompt; larger catalogs are shortlisted first."
     )
     coverage_threshold: float = _setting(
-        0.6,
+        0.5,
         "Share of a question's content terms (weighed by rarity) the best sentences of the "
-        "pages read must hold for it to count as covered; below it the answer says the wiki "
-        "does not cover it (retrieval/coverage.py). 0 turns the check off.",
+        "pages read must hold for it to count as covered (with its names, and an answer of "
+        "the kind it asks for); below it the answer says the wiki does not cover it "
+        "(retrieval/coverage.py). 0 turns the check off.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
     corpus_budget_tokens: int = _setting(
@@ -279,6 +287,17 @@ class Settings:
         False,
         "Whether a reviewer may approve or reject a run they submitted themselves (people "
         "of a served knowledge base; the CLI user at the terminal owns the files anyway).",
+    )
+    wiki_remote: str | None = _setting(
+        None,
+        "The git remote that holds the wiki of record (a URL or a path): each commit is "
+        "pushed there, and `kb-ai serve` follows what others push. `kb-ai init --remote "
+        "URL` sets it up in the work tree's git, so this is only needed to change it.",
+    )
+    wiki_follow_seconds: float = _setting(
+        3.0,
+        "How often `kb-ai serve` fetches the wiki remote, takes in what others pushed and "
+        "pushes what is still waiting here (0: only after this server's own commits).",
     )
     web_editor: str = _setting(
         "web user",
@@ -481,8 +500,16 @@ def load_settings(
                 f"trusted_proxies: {entry!r} is not an address or network",
                 hint="e.g. 10.0.0.5, 172.16.0.0/12",
             ) from None
+    database_url = str(values.get("database_url") or "").strip()
+    if database_url and not database_url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            "database_url must be a PostgreSQL URL (postgresql://user@host:5432/db)",
+            hint="or leave it unset to keep the state in .kb-ai/state.db",
+        )
     if values.get("questions_per_minute", 0) < 0:
         raise ConfigError("questions_per_minute must be 0 (no limit) or more")
+    if values.get("wiki_follow_seconds", 0) < 0:
+        raise ConfigError("wiki_follow_seconds must be 0 (no polling) or more")
     if values.get("max_concurrency", 1) < 1:
         raise ConfigError("max_concurrency must be at least 1")
     if values.get("max_new_articles_per_source", 1) < 1:

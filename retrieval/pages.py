@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from kb_ai.errors import NotFoundError, PathEscapeError
+from retrieval.dated import page_date
 from wiki import KnowledgeBase, body_start_line, normalise_article_path, read_article
 
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
@@ -18,6 +19,7 @@ class Page:
     title: str
     text: str
     cut: bool
+    date: str = ""  # YYYY-MM-DD the page speaks from (retrieval/dated.py), "" if none
     first_line: int = 1  # the line of the file ``text`` begins on (frontmatter counted)
 
 
@@ -47,13 +49,14 @@ def read_page(kb: KnowledgeBase, path: str, budget_chars: int) -> Page:
     body = article.body.strip()
     first = body_start_line(full.read_text(encoding="utf-8", errors="replace"), article.body)
     first += article.body[: len(article.body) - len(article.body.lstrip())].count("\n")
+    date = page_date(article.title, body, article.sources)
     if len(body) <= budget_chars:
-        return Page(path, article.title, body, False, first)
+        return Page(path, article.title, body, False, date, first)
     head = body[:budget_chars]
     space = head.rfind("\n")
     if space > budget_chars * 0.8:
         head = head[:space]
-    return Page(path, article.title, head + cut_marker(len(body) - len(head)), True, first)
+    return Page(path, article.title, head + cut_marker(len(body) - len(head)), True, date, first)
 
 
 def check_paths(kb: KnowledgeBase, paths: list[str]) -> list[str]:

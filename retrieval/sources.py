@@ -79,7 +79,7 @@ def passage(question: str, rel: str, title: str, lines: list[str], first: int) -
     while start < end and not lines[start].strip():
         start += 1
     text = "\n".join(lines[start : end + 1]).rstrip()[:PASSAGE_CHARS]
-    return Page(rel, f"{title} (source)", text, False, first + start)
+    return Page(rel, f"{title} (source)", text, False, first_line=first + start)
 
 
 def source_passages(kb: KnowledgeBase, pages: list[Page], question: str) -> list[Page]:

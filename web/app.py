@@ -24,6 +24,7 @@ from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.service import Actor, open_kb
 from kb_ai.service.fairness import QuestionBuckets
+from kb_ai.service.remote import Follower, remote_state
 from kb_ai.settings import Settings
 from web import also, api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
@@ -95,6 +96,9 @@ def create_app(
                 retry_seconds=worker_retry_seconds,
             )
             svc.pool.start()
+        if svc.settings.wiki_follow_seconds > 0 and remote_state(okb) is not None:
+            svc.follower = Follower(okb, svc.settings.wiki_follow_seconds)
+            svc.follower.start()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 for enter in extra_lifespans:  # mounted apps that run something of their own
@@ -109,6 +113,8 @@ def create_app(
             await svc.aclose()
             if svc.pool is not None:
                 svc.pool.stop()
+            if svc.follower is not None:
+                await asyncio.to_thread(svc.follower.stop)
 
     routes: list[BaseRoute] = [
         Route("/healthz", health.healthz),

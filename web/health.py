@@ -5,7 +5,9 @@ takes a write; the compile workers are alive (a pool whose thread ended is start
 again, and says so) and none is waiting out a failure; the queue moves (work queued
 longer than ``stall_seconds`` while nothing runs means no worker takes it); the disk
 under the knowledge base has ``min_free_bytes`` free. 200 when all pass, else 503 in
-the one error shape, naming what failed.
+the one error shape, naming what failed. A followed wiki remote is reported beside them
+(``remote``: commits waiting, its last failure), never failing the server: commits wait
+here until it answers.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from starlette.responses import JSONResponse
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import StorageError
+from kb_ai.service.remote import remote_state
 from web.errors import error_body
 from web.services import Services, services
 from wiki import set_meta
@@ -43,6 +46,8 @@ async def healthz(request: Request) -> JSONResponse:
         "checks": checks,
         "queue": checks["queue"].get("counts"),
         "workers": checks["workers"].get("alive", 0),
+        # reported, never failing the server: commits wait here until it answers
+        "remote": await svc.run(_remote, svc),
     }
     if failed:
         body = error_body("unhealthy: " + "; ".join(failed), 503, **extra)
@@ -67,7 +72,7 @@ def _database(svc: Services) -> tuple[dict[str, Any], dict[str, int] | None, flo
         with svc.db() as conn:
             queue = TaskQueue(svc.kb, conn)
             counts = queue.counts()
-            row = conn.execute(
+            row = queue.db.execute(
                 "SELECT min(created_at) FROM tasks WHERE state = 'queued'"
             ).fetchone()
             set_meta(conn, "healthz_at", datetime.now(UTC).isoformat(timespec="seconds"))
@@ -110,6 +115,16 @@ def _queue(
         )
         return {"ok": False, "error": error, **report}
     return {"ok": True, **report}
+
+
+def _remote(svc: Services) -> dict[str, Any] | None:
+    """The wiki remote: its URL, the commits waiting to be pushed, its last failure;
+    None when the knowledge base follows none."""
+    state = remote_state(svc.okb)
+    if state is None:
+        return None
+    follower = svc.follower
+    return {**state.as_dict(), "following": follower is not None and follower.alive}
 
 
 def _disk(svc: Services, limits: HealthLimits) -> dict[str, Any]:

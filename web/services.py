@@ -17,6 +17,7 @@ from starlette.requests import Request
 from kb_ai.llm import LLM
 from kb_ai.service import OpenKb
 from kb_ai.service.fairness import QuestionBuckets
+from kb_ai.service.remote import Follower
 from kb_ai.settings import Settings
 from web.people import visitor
 from web.pool import WorkerPool
@@ -58,6 +59,7 @@ class Services:
     limits: Limits
     status_interval: float = 0.5
     pool: WorkerPool | None = None
+    follower: Follower | None = None  # follows the wiki remote (kb_ai/service/remote.py)
     background: set[asyncio.Task] = field(default_factory=set)
     questions: QuestionBuckets = field(default_factory=lambda: QuestionBuckets(0))
 

@@ -45,6 +45,10 @@ KB_AI_IDENTITY = ("-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost")
 _REV = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/~^-]*")
 
 
+class GitTimeoutError(KbAiError):
+    """A git command (one that talks to a remote) gave no answer in time."""
+
+
 def git(kb: Repository, *args: str) -> str:
     """Run ``git <args>`` in the knowledge base and return its standard output.
 
@@ -61,6 +65,7 @@ def _run(
     check: bool = True,
     stdin: str | None = None,
     env: dict[str, str] | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess:
     command = ["git", *_identity_args(str(kb.root), *_identity_env()), *args]
     actor = getattr(kb, "actor", None)
@@ -69,11 +74,15 @@ def _run(
     try:
         proc = subprocess.run(
             command, cwd=kb.root, input=stdin, capture_output=True, text=True, check=False,
-            env=env,
+            env=env, timeout=timeout,
         )  # fmt: skip
     except FileNotFoundError as exc:
         raise KbAiError(
             "git is not installed", hint="install git; kb-ai keeps its history in it"
+        ) from exc
+    except subprocess.TimeoutExpired as exc:  # a remote that does not answer
+        raise GitTimeoutError(
+            f"git {' '.join(args[:2])} gave no answer in {timeout:.0f} s in {kb.root}"
         ) from exc
     if check and proc.returncode != 0:
         raise _failed(kb, args, proc)

@@ -159,16 +159,33 @@ def _absolute(entry: str) -> str:
 
 
 @main.command()
+@click.option(
+    "--remote",
+    "remote",
+    metavar="URL",
+    help="A git remote that holds the wiki of record: cloned when it holds a knowledge "
+    "base, else this one is pushed to it; every commit is pushed there afterwards.",
+)
 @click.option("--no-hint", is_flag=True, help="Do not print what to run next (for scripts).")
 @pass_context
 @translate_errors
-def init(ctx: Context, no_hint: bool) -> None:
-    """Create the knowledge base directory as a git repository."""
+def init(ctx: Context, remote: str | None, no_hint: bool) -> None:
+    """Create the knowledge base directory as a git repository (or clone it from a
+    remote: a new server is `kb-ai init --remote URL`, then `kb-ai serve`)."""
     from wiki import KnowledgeBase
 
     settings = ctx.settings(detect=False)
-    kb = KnowledgeBase.init(settings.kb_dir)
-    click.echo(f"Knowledge base ready at {kb.root}")
+    remote = remote or settings.wiki_remote
+    if remote is None:
+        kb = KnowledgeBase.init(settings.kb_dir)
+        click.echo(f"Knowledge base ready at {kb.root}")
+    else:
+        from kb_ai.service.remote import init_from_remote
+
+        done = init_from_remote(settings.kb_dir, remote)
+        kb = done.kb
+        said = {"cloned": "cloned from", "pushed": "pushed to"}.get(done.how, "following")
+        click.echo(f"Knowledge base ready at {kb.root}, {said} {done.url}")
     if not no_hint:
         click.echo(f"Next: kb-ai --kb {kb.root} compile <files or folders>")
 
@@ -249,10 +266,21 @@ def compile(
         click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
     else:
         _print_compile(result)
+    if result.commit:
+        _warn_unpushed(okb)
     if result.interrupted:
         sys.exit(EXIT_INTERRUPTED)
     if result.failed:
         sys.exit(EXIT_FAILED)
+
+
+def _warn_unpushed(okb: OpenKb) -> None:
+    """A line on stderr when the commit could not reach the wiki remote (it waits here)."""
+    from kb_ai.service.remote import remote_state
+
+    remote = remote_state(okb)
+    if remote is not None and remote.error:
+        click.echo(f"Not pushed yet: {remote.error}; {remote.hint}", err=True)
 
 
 def _print_compile(result: Any) -> None:
@@ -338,10 +366,13 @@ def print_removal(result: Any, as_json: bool) -> None:
 def status(ctx: Context, as_json: bool) -> None:
     """Sources, articles, what is stale, the last run, and tokens and cost so far."""
     from compiler import kb_status
+    from kb_ai.service.remote import remote_state
 
     okb = ctx.open_kb(ctx.settings())
     kb = okb.kb
     report = kb_status(kb, okb.settings)
+    remote = remote_state(okb)
+    report["remote"] = remote.as_dict() if remote is not None else None
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False))
         return
@@ -387,6 +418,45 @@ def status(ctx: Context, as_json: bool) -> None:
     click.echo(
         f"  model use {u['calls']} call(s), {u['prompt_tokens']:,} prompt + "
         f"{u['completion_tokens']:,} completion tokens, ${u['cost_usd']:.4f}"
+    )
+    if remote is not None:
+        click.echo(f"  remote    {remote.url}: " + _remote_line(remote))
+
+
+def _remote_line(remote: Any) -> str:
+    waiting = f"{remote.ahead} commit(s) not pushed"
+    if remote.error:
+        since = f" since {remote.failing_since}" if remote.failing_since else ""
+        return f"{waiting}; failing{since}: {remote.error} ({remote.hint})"
+    if remote.ahead:
+        return f"{waiting} yet (pushed at the next commit or by the server)"
+    when = f", checked {remote.synced_at}" if remote.synced_at else ""
+    return f"up to date{when}"
+
+
+@main.command()
+@pass_context
+@translate_errors
+def sync(ctx: Context) -> None:
+    """Push the commits waiting for the wiki remote and take in what others pushed
+    (what `kb-ai serve` does every few seconds). Exit status 1 when it fails."""
+    from kb_ai.service.remote import publish
+
+    okb = ctx.open_kb(ctx.settings(detect=False))
+    synced = publish(okb)
+    if synced is None:
+        raise UsageError(
+            f"{okb.root} follows no wiki remote",
+            hint="kb-ai init --remote URL makes one from a remote, or set KB_AI_WIKI_REMOTE",
+        )
+    if synced.skipped:
+        raise KbAiError(f"not now: {synced.skipped}", hint="try again when it is done")
+    state = synced.state
+    if state.error:
+        raise KbAiError(state.error, hint=state.hint)
+    click.echo(
+        f"{state.url}: pushed {synced.pushed} commit(s), took in {len(synced.changed)} "
+        "changed file(s)"
     )
 
 

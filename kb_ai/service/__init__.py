@@ -18,6 +18,7 @@ compiler:
     kb_ai.service.submitting  submit (Document)
     kb_ai.service.reviewing   reviews, review, diff, approve, reject
     kb_ai.service.linting     lint
+    kb_ai.service.remote      init_from_remote, publish, remote_state, Follower
 """
 
 from kb_ai.service.errors import STATUS_BY_TYPE, error_body, error_fields, status_for

@@ -13,6 +13,7 @@ from compiler.removal import RemoveResult, find_sources, prune_folders, remove_s
 from compiler.result import CompileResult
 from compiler.worker import Worker
 from kb_ai.service.opened import OpenKb
+from kb_ai.service.remote import publish
 
 ProgressFn = Callable[..., None]
 
@@ -57,7 +58,7 @@ async def remove(okb: OpenKb, specs: Sequence[str], *, reason: str) -> RemoveRes
     """Take the sources ``specs`` name out of the wiki, in one commit by the actor."""
     okb.note("remove", ", ".join(specs)[:200])
     found = await asyncio.to_thread(find_sources, okb.kb, specs)
-    return await remove_sources(
+    result = await remove_sources(
         okb.kb,
         okb.settings,
         found,
@@ -65,12 +66,16 @@ async def remove(okb: OpenKb, specs: Sequence[str], *, reason: str) -> RemoveRes
         llm_factory=okb.llm_factory,
         started_by=STARTED_BY.get(okb.actor.kind, okb.actor.kind),
     )
+    await asyncio.to_thread(publish, okb)
+    return result
 
 
 async def prune(okb: OpenKb, folders: Sequence[str | Path]) -> list[RemoveResult]:
     """Remove the sources gone from each of ``folders`` (a commit per folder)."""
     okb.note("prune", ", ".join(map(str, folders))[:200])
-    return await prune_folders(okb.kb, okb.settings, folders, llm_factory=okb.llm_factory)
+    results = await prune_folders(okb.kb, okb.settings, folders, llm_factory=okb.llm_factory)
+    await asyncio.to_thread(publish, okb)
+    return results
 
 
 async def watch(

@@ -8,6 +8,7 @@ from compiler.lint_identity import lint_all
 from compiler.lint_thin import thin_findings
 from compiler.review import waiting_hand_edits
 from kb_ai.service.opened import OpenKb
+from kb_ai.service.remote import publish
 from wiki.lint import Finding
 from wiki.repair import LintReport
 
@@ -18,6 +19,8 @@ def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
     if fix:
         okb.note("lint --fix")
     report = lint_all(okb.kb, fix=fix)  # with what lint finds of one document made several
+    if fix:
+        publish(okb)
     report.findings += waiting_hand_edits(okb.kb)  # updates that met a person's change
     report.findings += thin_findings(okb.kb)  # articles that lost what their source states
     return report

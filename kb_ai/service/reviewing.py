@@ -35,6 +35,7 @@ from kb_ai.errors import UsageError
 from kb_ai.service.errors import SelfReviewError
 from kb_ai.service.opened import OpenKb
 from kb_ai.service.people import audit
+from kb_ai.service.remote import publish
 
 MAX_COMMENT = 2_000
 
@@ -112,6 +113,7 @@ def _decide(
     else:
         outcome = on_run(okb.kb, found.run, comment)
     audit(okb, action, _target(found, articles), comment, address)
+    publish(okb)  # what reached main goes to the wiki remote, if it follows one
     return outcome
 
 

@@ -92,7 +92,9 @@ def test_a_claim_its_span_does_not_support_is_counted_unfaithful(kb):
 
 
 def test_a_negated_span_does_not_support_the_claim():
-    page = Page("wiki/a.md", "Cache", "The session cache needs no persistence.", False, 7)
+    page = Page(
+        "wiki/a.md", "Cache", "The session cache needs no persistence.", False, first_line=7
+    )
     span = find_span("The session cache needs persistence.", page)
     assert span.start == 7
     assert "source says" in check_span("The session cache needs persistence.", span, page.title)
