@@ -14,8 +14,8 @@ from compiler.documents import DOCUMENT_EXTENSIONS, supported_types
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
 from kb_ai.service import corpora
-from kb_ai.service.remote import remote_state
 from kb_ai.service.evaluating import last_runs
+from kb_ai.service.remote import remote_state
 from retrieval import ChatStore
 from web import content, csrf
 from web.api import queue_submissions
