@@ -198,7 +198,7 @@ def retry_due(kb: KnowledgeBase, conn: sqlite3.Connection, settings: Settings) -
         if row[5] < settings.capture_max_attempts and datetime.fromisoformat(row[6]) + wait <= now:
             _respool(kb, conn, row)
     due = []
-    rows = conn.execute(
+    rows = queue.db.execute(
         "SELECT id, attempts, updated_at FROM tasks WHERE state = 'failed' AND origin LIKE 'session:%'"
     ).fetchall()
     for task_id, attempts, updated_at in rows:
@@ -219,7 +219,8 @@ def release_orphans(kb: KnowledgeBase, conn: sqlite3.Connection) -> int:
 
     host = socket.gethostname()
     orphans: dict[str, list[str]] = {}
-    for task_id, owner in conn.execute(
+    queue = TaskQueue(kb, conn)
+    for task_id, owner in queue.db.execute(
         "SELECT id, lease_owner FROM tasks WHERE state = 'running' AND lease_owner IS NOT NULL"
     ):
         parts = str(owner).split(":")
@@ -229,7 +230,6 @@ def release_orphans(kb: KnowledgeBase, conn: sqlite3.Connection) -> int:
         if pid == os.getpid() or spool.process_alive(pid):
             continue
         orphans.setdefault(owner, []).append(task_id)
-    queue = TaskQueue(kb, conn)
     for owner, ids in orphans.items():
         queue.release(ids, owner)
     return sum(len(ids) for ids in orphans.values())
@@ -264,7 +264,7 @@ def retry_all(kb: KnowledgeBase, conn: sqlite3.Connection) -> tuple[int, int]:
     queue = TaskQueue(kb, conn)
     ids = [
         r[0]
-        for r in conn.execute(
+        for r in queue.db.execute(
             "SELECT id FROM tasks WHERE state = 'failed' AND origin LIKE 'session:%'"
         )
     ]

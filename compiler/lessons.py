@@ -332,13 +332,13 @@ def decide(
     nothing is changed. Returns the lessons as decided and the commit (None: no change)."""
     from kb_ai.errors import NotFoundError, UsageError
     from wiki.git import commit_paths
-    from wiki.lock import KbLock
+    from wiki.lock import compile_lock
 
     if verdict not in ("approved", "rejected"):
         raise UsageError(f"{verdict!r} is not a verdict", hint="approved or rejected")
     if not lesson_ids:
         raise UsageError("no lesson named", hint="kb-ai learned list shows their ids")
-    with KbLock(kb.state_dir / "compile.lock"):  # a compile learning meanwhile waits
+    with compile_lock(kb):  # a compile learning meanwhile waits
         lessons = {lesson.id: lesson for lesson in read_lessons(kb.root)}
         unknown = [i for i in lesson_ids if i not in lessons]
         if unknown:

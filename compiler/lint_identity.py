@@ -36,7 +36,7 @@ from wiki import (
     source_articles,
 )
 from wiki.lint import WARNING, Finding, LintReport
-from wiki.lock import KbLock
+from wiki.lock import compile_lock
 from wiki.repair import lint_and_fix
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
@@ -151,7 +151,7 @@ def plan_merges(kb: KnowledgeBase, alike: Iterable[tuple]) -> list[Merge]:
 
 def merge_revisions(kb: KnowledgeBase) -> tuple[list[Merge], str | None]:
     """Merge the duplicates that came from revisions of one source; one commit."""
-    lock = KbLock(kb.state_dir / "compile.lock")
+    lock = compile_lock(kb)
     if not lock.acquire(blocking=False):
         raise UsageError(
             "a compile of this knowledge base is running; lint --fix waits for none",

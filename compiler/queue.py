@@ -30,6 +30,7 @@ from compiler.redact import redact_name, redact_submitted
 from kb_ai.errors import NotFoundError, SourceError, StorageError, UsageError, file_storage_error
 from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, atomic_write_text, one_line
 from wiki.actors import Actor
+from wiki.database import LOCK_OWNER, Hold, PgConnection, shared_database
 from wiki.lock import KbLock
 from wiki.state import note_rebuilt, state_loss
 
@@ -45,6 +46,12 @@ MIGRATIONS = (
     "ALTER TABLE tasks ADD COLUMN actor TEXT",
     # the id of the source a person said the document revises (compiler/identity.py)
     "ALTER TABLE tasks ADD COLUMN revises TEXT",
+)
+# With a shared database: the kept copies live in it (a worker on another machine
+# compiles them), and the workers that ever held an owner's advisory lock are named.
+SHARED_MIGRATIONS = (
+    "CREATE TABLE task_copies (id TEXT PRIMARY KEY, content BYTEA NOT NULL)",
+    "CREATE TABLE task_owners (owner TEXT PRIMARY KEY, since TEXT NOT NULL)",
 )
 STATES = ("queued", "running", "done", "failed")
 COLUMNS = (
@@ -80,18 +87,33 @@ def owner_lock_path(kb: KnowledgeBase, owner: str) -> Path:
     return kb.state_dir / "leases" / f"{digest}.lock"
 
 
-def hold_owner(kb: KnowledgeBase, owner: str) -> KbLock:
+def hold_owner(kb: KnowledgeBase, owner: str) -> KbLock | Hold:
     """Take ``owner``'s lock file, to hold for as long as the worker lives: a running task
-    whose owner's lock file is there but free was left by a process that died."""
+    whose owner's lock file is there but free was left by a process that died. With a
+    shared database, an advisory lock in it instead, the owner named in ``task_owners``."""
+    db = shared_database(kb)
+    if db is not None:
+        db.migrate("queue", MIGRATIONS + SHARED_MIGRATIONS)
+        hold = Hold(db, LOCK_OWNER, owner)
+        if not hold.acquire(blocking=False):
+            raise UsageError(f"Another worker already runs as {owner!r}")
+        PgConnection(db).execute(
+            "INSERT INTO task_owners (owner, since) VALUES (?, ?) ON CONFLICT(owner) DO NOTHING",
+            (owner, _stamp(_now())),
+        )
+        return hold
     lock = KbLock(owner_lock_path(kb, owner))
     if not lock.acquire(blocking=False):
         raise UsageError(f"Another worker already runs as {owner!r}")
     return lock
 
 
-def release_owner(kb: KnowledgeBase, owner: str, lock: KbLock) -> None:
+def release_owner(kb: KnowledgeBase, owner: str, lock: KbLock | Hold) -> None:
     """Remove and release ``owner``'s lock file (the worker is stopping)."""
-    owner_lock_path(kb, owner).unlink(missing_ok=True)
+    if isinstance(lock, Hold):
+        PgConnection(lock.db).execute("DELETE FROM task_owners WHERE owner = ?", (owner,))
+    else:
+        owner_lock_path(kb, owner).unlink(missing_ok=True)
     lock.release()
 
 
@@ -120,11 +142,19 @@ def _stamp(when: datetime) -> str:
 
 
 class TaskQueue:
-    """Tasks of one knowledge base. Takes an open connection to its state.db."""
+    """Tasks of one knowledge base. Takes an open connection to its state.db; with a
+    shared database (wiki/database.py) the tasks, their kept copies and their leases are
+    in PostgreSQL instead (``self.db``), the same SQL through :class:`PgConnection`."""
 
     def __init__(self, kb: KnowledgeBase, conn: sqlite3.Connection) -> None:
         self.kb = kb
         self.conn = conn
+        self.shared = shared_database(kb)
+        if self.shared is not None:  # the tasks live in PostgreSQL, shared by every server
+            self.shared.migrate("queue", MIGRATIONS + SHARED_MIGRATIONS)
+            self.db: Any = PgConnection(self.shared)
+            return
+        self.db = conn
         apply_migrations(conn, "queue", MIGRATIONS)
         loss = state_loss(conn)
         lost = loss is not None and "tasks" not in (loss.get("rebuilt") or {})
@@ -142,28 +172,44 @@ class TaskQueue:
         return self.kb.state_dir / "inbox-about" / f"{task_id}.json"
 
     def _drop_copy(self, task_id: str) -> None:
+        if self.shared is not None:
+            self.db.execute("DELETE FROM task_copies WHERE id = ?", (task_id,))
+            return
         self.spool_path(task_id).unlink(missing_ok=True)
         self._about_path(task_id).unlink(missing_ok=True)
+
+    def _keep_copy(self, task_id: str, stored: bytes) -> None:
+        """In the shared database (inside the caller's transaction): the kept copy."""
+        self.db.execute(
+            "INSERT INTO task_copies (id, content) VALUES (?, ?)"
+            " ON CONFLICT(id) DO UPDATE SET content = excluded.content",
+            (task_id, stored),
+        )
+
+    def _notify(self) -> None:
+        """Wake the workers sharing the database: a task is there to claim."""
+        if self.shared is not None:
+            self.shared.notify()
 
     def _requeue_inbox(self) -> None:
         """state.db was made again: each copy in the inbox is a task again, queued. In
         one write transaction, so two threads doing it at once queue each copy once."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.db.execute("BEGIN IMMEDIATE")
         try:
             loss = state_loss(self.conn)
             if loss is None or "tasks" in (loss.get("rebuilt") or {}):  # done meanwhile
-                self.conn.commit()
+                self.db.commit()
                 return
-            known = {r[0] for r in self.conn.execute("SELECT id FROM tasks")}
+            known = {r[0] for r in self.db.execute("SELECT id FROM tasks")}
             count = 0
             for path in sorted(self.inbox.glob("*.txt")) if self.inbox.is_dir() else []:
                 if path.stem not in known:
                     self._requeue(path)
                     count += 1
             note_rebuilt(self.conn, tasks=count)
-            self.conn.commit()
+            self.db.commit()
         except BaseException:
-            self.conn.rollback()
+            self.db.rollback()
             raise
 
     def _requeue(self, path: Path) -> None:
@@ -175,7 +221,7 @@ class TaskQueue:
             meta = {}
         content = path.read_bytes()
         now = _stamp(_now())
-        self.conn.execute(
+        self.db.execute(
             "INSERT INTO tasks (id, title, filename, kind, checksum, size, state,"
             " created_at, updated_at, origin, actor, revises)"
             " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
@@ -222,19 +268,22 @@ class TaskQueue:
         origin = redact_name(origin) if origin is not None else None
         stored = kept_copy(content, filename)
         if origin is not None:
-            waiting = self.conn.execute(
+            waiting = self.db.execute(
                 "SELECT id FROM tasks WHERE origin = ? AND state = 'queued' ORDER BY created_at DESC LIMIT 1",
                 (origin,),
             ).fetchone()
             if waiting is not None:
-                atomic_write_bytes(self.spool_path(waiting[0]), stored)
-                with self.conn:
-                    self.conn.execute(
+                if self.shared is None:
+                    atomic_write_bytes(self.spool_path(waiting[0]), stored)
+                with self.db:
+                    if self.shared is not None:
+                        self._keep_copy(waiting[0], stored)
+                    self.db.execute(
                         "UPDATE tasks SET checksum = ?, size = ?, updated_at = ? WHERE id = ?",
                         (checksum, len(content), _stamp(_now()), waiting[0]),
                     )
                 return self.get(waiting[0]), False
-        existing = self.conn.execute(
+        existing = self.db.execute(
             "SELECT * FROM tasks WHERE checksum = ? ORDER BY created_at DESC LIMIT 1", (checksum,)
         ).fetchone()
         if existing is not None and not revises:
@@ -251,17 +300,18 @@ class TaskQueue:
         about |= {"origin": origin, "actor": who, "checksum": checksum, "size": len(content)}
         about["revises"] = revises.strip() or None
         try:
-            atomic_write_bytes(self.spool_path(task_id), stored)
-            atomic_write_text(
-                self._about_path(task_id),
-                json.dumps({**about, "created_at": now}, ensure_ascii=False),
-            )
+            if self.shared is None:
+                atomic_write_bytes(self.spool_path(task_id), stored)
+                atomic_write_text(
+                    self._about_path(task_id),
+                    json.dumps({**about, "created_at": now}, ensure_ascii=False),
+                )
         except OSError as exc:  # a full disk, a read-only folder: nothing was queued
             self._drop_copy(task_id)
             raise file_storage_error(exc, self.inbox, "keep the upload in") from exc
         try:
-            with self.conn:
-                self.conn.execute(
+            with self.db:
+                self.db.execute(
                     "INSERT INTO tasks (id, title, filename, kind, checksum, size, state, created_at,"
                     " updated_at, origin, actor, revises)"
                     " VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
@@ -279,9 +329,13 @@ class TaskQueue:
                         about["revises"],
                     ),
                 )
+                if self.shared is not None:
+                    self._keep_copy(task_id, stored)
         except StorageError:  # not queued: no copy left behind for a rebuild to find
-            self._drop_copy(task_id)
+            if self.shared is None:
+                self._drop_copy(task_id)
             raise
+        self._notify()
         return self.get(task_id), True
 
     def claim(
@@ -292,26 +346,28 @@ class TaskQueue:
         now = _now()
         expires = _stamp(now + timedelta(seconds=lease_seconds))
         dead = self._dead_owners(owner)
-        marks = ",".join("?" * len(dead))
-        self.conn.execute("BEGIN IMMEDIATE")
+        marks = ",".join("?" * len(dead)) or "NULL"  # PostgreSQL takes no empty IN ()
+        self.db.execute("BEGIN IMMEDIATE")
         try:
-            rows = self.conn.execute(
+            rows = self.db.execute(
                 "SELECT id FROM tasks WHERE state = 'queued'"
                 " OR (state = 'running' AND lease_expires < ?)"
                 f" OR (state = 'running' AND lease_owner IN ({marks}))"
-                " ORDER BY created_at, id LIMIT ?",
+                " ORDER BY created_at, id LIMIT ?"
+                # another server's claim under way: its rows skipped, not waited for
+                + (" FOR UPDATE SKIP LOCKED" if self.shared is not None else ""),
                 (_stamp(now), *dead, limit),
             ).fetchall()
             ids = [r[0] for r in rows]
             for task_id in ids:
-                self.conn.execute(
+                self.db.execute(
                     "UPDATE tasks SET state = 'running', stage = 'queued', lease_owner = ?, lease_expires = ?,"
                     " attempts = attempts + 1, error = NULL, updated_at = ? WHERE id = ?",
                     (owner, expires, _stamp(now), task_id),
                 )
-            self.conn.execute("COMMIT")
+            self.db.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.db.execute("ROLLBACK")
             raise
         return [self.get(i) for i in ids]
 
@@ -319,12 +375,14 @@ class TaskQueue:
         """Owners of live leases whose lock file is there but held by no one: dead."""
         owners = [
             r[0]
-            for r in self.conn.execute(
+            for r in self.db.execute(
                 "SELECT DISTINCT lease_owner FROM tasks WHERE state = 'running'"
                 " AND lease_owner IS NOT NULL AND lease_owner != ?",
                 (me,),
             )
         ]
+        if self.shared is not None:
+            return self._dead_shared_owners(owners)
         dead = []
         for owner in owners:
             path = owner_lock_path(self.kb, owner)
@@ -337,18 +395,27 @@ class TaskQueue:
                 lock.release()
         return dead
 
+    def _dead_shared_owners(self, owners: list[str]) -> list[str]:
+        """Owners that once held their advisory lock and hold it no more: their process
+        died (the server freed the lock with its session), on whichever machine."""
+        held = {r[0] for r in self.db.execute("SELECT owner FROM task_owners")}
+        dead = [o for o in owners if o in held and not self.shared.owner_alive(o)]
+        for owner in dead:
+            self.db.execute("DELETE FROM task_owners WHERE owner = ?", (owner,))
+        return dead
+
     def renew(self, task_ids: list[str], owner: str, *, lease_seconds: float = 300.0) -> None:
         expires = _stamp(_now() + timedelta(seconds=lease_seconds))
-        with self.conn:
-            self.conn.executemany(
+        with self.db:
+            self.db.executemany(
                 "UPDATE tasks SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND state = 'running'",
                 [(expires, t, owner) for t in task_ids],
             )
 
     def set_stage(self, task_ids: list[str], stage: str) -> None:
         now = _stamp(_now())
-        with self.conn:
-            self.conn.executemany(
+        with self.db:
+            self.db.executemany(
                 "UPDATE tasks SET stage = ?, updated_at = ? WHERE id = ? AND state = 'running'",
                 [(stage, now, t) for t in task_ids],
             )
@@ -359,8 +426,8 @@ class TaskQueue:
         run waits on a review branch (``result["review"]``) until it is approved."""
         state = "failed" if error else "done"
         held = bool((result or {}).get("review"))
-        with self.conn:
-            self.conn.execute(
+        with self.db:
+            self.db.execute(
                 "UPDATE tasks SET state = ?, stage = NULL, error = ?, result = ?, lease_owner = NULL,"
                 " lease_expires = NULL, updated_at = ? WHERE id = ?",
                 (
@@ -376,7 +443,7 @@ class TaskQueue:
 
     def held_in_review(self, branch: str) -> list[dict[str, Any]]:
         """The done tasks whose run waits on ``branch`` (review/<run>)."""
-        rows = self.conn.execute(
+        rows = self.db.execute(
             "SELECT * FROM tasks WHERE state = 'done' AND json_extract(result, '$.review') = ?"
             " ORDER BY created_at, id",
             (branch,),
@@ -397,8 +464,8 @@ class TaskQueue:
             f"its compile run {run} was rejected in review, so nothing of it is in the wiki:"
             " Retry compiles it again, Delete drops it"
         )
-        with self.conn:
-            self.conn.executemany(
+        with self.db:
+            self.db.executemany(
                 "UPDATE tasks SET state = 'failed', error = ?, updated_at = ? WHERE id = ?",
                 [(error, _stamp(_now()), t["id"]) for t in tasks],
             )
@@ -406,51 +473,58 @@ class TaskQueue:
 
     def release(self, task_ids: list[str], owner: str) -> None:
         """Hand tasks back to the queue untouched (the worker is stopping)."""
-        with self.conn:
-            self.conn.executemany(
+        with self.db:
+            self.db.executemany(
                 "UPDATE tasks SET state = 'queued', stage = NULL, lease_owner = NULL, lease_expires = NULL"
                 " WHERE id = ? AND lease_owner = ? AND state = 'running'",
                 [(t, owner) for t in task_ids],
             )
+        self._notify()
 
     def retry(self, task_id: str) -> dict[str, Any]:
         task = self.get(task_id)
         if task["state"] != "failed":
             raise UsageError(f"Task {task_id} is {task['state']}; only failed tasks can be retried")
-        with self.conn:
-            self.conn.execute(
+        with self.db:
+            self.db.execute(
                 "UPDATE tasks SET state = 'queued', error = NULL, updated_at = ? WHERE id = ?",
                 (_stamp(_now()), task_id),
             )
+        self._notify()
         return self.get(task_id)
 
     def delete(self, task_id: str) -> None:
         task = self.get(task_id)
         if task["state"] == "running":
             raise UsageError(f"Task {task_id} is being compiled; delete it when it has finished")
-        with self.conn:
-            self.conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+        with self.db:
+            self.db.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
         self._drop_copy(task_id)
 
     def get(self, task_id: str) -> dict[str, Any]:
-        row = self.conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        row = self.db.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"No task {task_id!r}", hint="list tasks with GET /api/tasks")
         return self._row(row)
 
     def list(self, limit: int = 200) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            "SELECT * FROM tasks ORDER BY created_at DESC, id LIMIT ?", (limit,)
-        )
+        rows = self.db.execute("SELECT * FROM tasks ORDER BY created_at DESC, id LIMIT ?", (limit,))
         return [self._row(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys(STATES, 0)
-        for state, n in self.conn.execute("SELECT state, count(*) FROM tasks GROUP BY state"):
+        for state, n in self.db.execute("SELECT state, count(*) FROM tasks GROUP BY state"):
             counts[state] = n
         return counts
 
     def read_content(self, task_id: str) -> bytes:
+        if self.shared is not None:
+            row = self.db.execute(
+                "SELECT content FROM task_copies WHERE id = ?", (task_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"The submitted file of task {task_id} is gone")
+            return bytes(row[0])
         path = self.spool_path(task_id)
         try:
             return path.read_bytes()

@@ -51,7 +51,7 @@ from wiki import (
     write_indexes,
 )
 from wiki.indexing import refresh_search_index, remove_from_tables
-from wiki.lock import KbLock
+from wiki.lock import compile_lock
 from wiki.state import delete_source, set_source_articles, source_articles
 
 PROMPTS = PromptLibrary(Path(__file__).parent / "prompts")
@@ -185,7 +185,7 @@ async def remove_sources(
     result = RemoveResult(removed=list(removed))
     if not removed:
         return result
-    lock = KbLock(kb.state_dir / "compile.lock")
+    lock = compile_lock(kb)
     await asyncio.to_thread(lock.acquire)
     # Status lists it beside the compiles: what went, and the articles it deleted.
     run = RunTracker(kb, started_by, lambda *a, **k: None)

@@ -46,7 +46,7 @@ from wiki.git import _run, commit_paths, signed
 from wiki.hand_edits import base_path
 from wiki.indexing import refresh_search_index, remove_from_tables
 from wiki.lint import WARNING, Finding
-from wiki.lock import KbLock
+from wiki.lock import compile_lock
 
 if TYPE_CHECKING:
     from compiler.hand_edits import Held
@@ -137,7 +137,7 @@ def hold_for_review(
     waits, shown to reviewers); returns the branch."""
     run = str(run_id)
     branch = PREFIX + run
-    with KbLock(kb.state_dir / "compile.lock"):
+    with compile_lock(kb):
         full = git(kb, "rev-parse", commit).strip()
         if git(kb, "rev-parse", "HEAD").strip() != full:
             raise KbAiError(
@@ -184,7 +184,7 @@ def hold_hand_edits(kb: KnowledgeBase, run_id: int | str, held: Sequence[Held]) 
     run = f"{run_id}{EDITS}"
     branch = PREFIX + run
     lines = [f"review: kb-ai's update of {len(held)} hand-edited article(s) (run {run_id})", ""]
-    with KbLock(kb.state_dir / "compile.lock"), tempfile.TemporaryDirectory() as tmp:
+    with compile_lock(kb), tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         head = git(kb, "rev-parse", "HEAD").strip()
         _run(kb, ("read-tree", head), env=env)
@@ -306,7 +306,7 @@ def approve_review(kb: KnowledgeBase, run: str, comment: str = "") -> str | None
     knowledge base's actor) who approved it and their ``comment``; returns main's new
     commit."""
     review = pending_review(kb, run)
-    with KbLock(kb.state_dir / "compile.lock"):
+    with compile_lock(kb):
         before = git(kb, "rev-parse", "HEAD").strip()
         moved = before != review.base
         if not moved:
@@ -332,7 +332,7 @@ def reject_review(kb: KnowledgeBase, run: str, comment: str = "") -> Rejection:
     with the reason (to retry from Status). log.md and a commit by the reviewer say who
     rejected it and their ``comment``."""
     review = pending_review(kb, run)
-    with KbLock(kb.state_dir / "compile.lock"), closing(reviews_db(kb)) as conn:
+    with compile_lock(kb), closing(reviews_db(kb)) as conn:
         with conn:
             for origin in review.sources:
                 conn.execute(

@@ -44,7 +44,7 @@ from kb_ai.errors import UsageError
 from wiki import KnowledgeBase, append_log, build_catalog, git, set_meta, write_indexes
 from wiki.git import _run, commit_paths
 from wiki.hand_edits import BASES, base_path
-from wiki.lock import KbLock
+from wiki.lock import compile_lock
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def approve_articles(
     review = pending_review(kb, run)
     changes = article_changes(kb, review)
     paths = _undecided(review, changes, paths)
-    with KbLock(kb.state_dir / "compile.lock"):
+    with compile_lock(kb):
         for path in paths:
             _unchanged_on_main(kb, review, path)
         files = [] if any(c.decision == "approved" for c in changes) else _run_files(kb, review)
@@ -135,7 +135,7 @@ def reject_articles(
         with closing(reviews_db(kb)) as conn, conn:
             conn.execute("DELETE FROM review_articles WHERE run = ?", (review.run,))
         return reject_review(kb, review.run, comment)  # nothing of it taken: all of it goes
-    with KbLock(kb.state_dir / "compile.lock"):
+    with compile_lock(kb):
         record_decision(kb, f"rejected {', '.join(paths)} of run {review.run}", comment)
         with closing(reviews_db(kb)) as conn:
             _decide(kb, conn, review, paths, "rejected", comment)

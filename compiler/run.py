@@ -44,7 +44,7 @@ from compiler.state import RunState
 from kb_ai.llm import LLM, calling_as, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
-from wiki.lock import KbLock
+from wiki.lock import compile_lock
 
 __all__ = ["PROMPTS", "Compiler", "compile_run", "extraction_version"]
 
@@ -130,7 +130,7 @@ class Compiler:
         run_started = datetime.now(UTC)
         tracker = RunTracker(self.kb, self.started_by, self.progress)
         if state.pending or unfinished_run(self.kb):
-            lock = KbLock(self.kb.state_dir / "compile.lock")
+            lock = compile_lock(self.kb)
             if not lock.acquire(blocking=False):
                 self.progress("waiting", reason="another compile of this knowledge base is running")
                 await asyncio.to_thread(lock.acquire)

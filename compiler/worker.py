@@ -27,9 +27,13 @@ from kb_ai.hooks.run import STARTING, announce_worker, withdraw_worker
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, open_state
+from wiki.database import shared_database
 from wiki.lock import KbLock
 
 log = logging.getLogger(__name__)
+
+#: With LISTEN/NOTIFY waking the worker, how often it looks anyway (expired leases).
+LISTEN_POLL_SECONDS = 5.0
 
 
 def member_name(origin: str) -> str:
@@ -99,14 +103,30 @@ class Worker:
         self._compiler: Compiler | None = None  # the compile under way, if any
 
     async def run_forever(self) -> None:
-        with self._alive():
+        with self._alive(), self._listening() as poll:
             while not self.stopping:
                 await asyncio.to_thread(self._retry_failed)
                 done = await self.run_once()
                 if not done:
                     self.wake.clear()
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+                        await asyncio.wait_for(self.wake.wait(), poll)
+
+    @contextlib.contextmanager
+    def _listening(self) -> Iterator[float]:
+        """With a shared database, a NOTIFY on each task submitted, retried or handed back
+        wakes this worker (on any machine), so it looks every few seconds only for leases
+        that expired; yields how long to wait between looks."""
+        db = shared_database(self.kb)
+        if db is None:
+            yield self.poll_seconds
+            return
+        loop = asyncio.get_running_loop()
+        listener = db.listen(lambda: loop.call_soon_threadsafe(self.wake.set))
+        try:
+            yield max(self.poll_seconds, LISTEN_POLL_SECONDS)
+        finally:
+            listener.stop()
 
     async def drain(self) -> int:
         """Compile until the queue and the spool are empty (waiting for a still-active

@@ -78,6 +78,13 @@ class Settings:
         "(schema in the prompt only), or auto (chosen per provider).",
     )
     max_concurrency: int = _setting(8, "Model calls in flight at once.")
+    database_url: str | None = _setting(
+        None,
+        "A PostgreSQL database (postgresql://user@host:5432/db) for the state several "
+        "servers and workers share: the task queue and its leases, the compile lock, chat "
+        "sessions, people and the audit log. "
+        "Unset: everything stays in .kb-ai/state.db.",
+    )
     trusted_user_header: str | None = _setting(
         None,
         "Behind a sign-on proxy (oauth2-proxy, Authelia, ...): the request header that names "
@@ -236,10 +243,11 @@ class Settings:
         6_000, "Token budget of the selection prompt; larger catalogs are shortlisted first."
     )
     coverage_threshold: float = _setting(
-        0.6,
+        0.5,
         "Share of a question's content terms (weighed by rarity) the best sentences of the "
-        "pages read must hold for it to count as covered; below it the answer says the wiki "
-        "does not cover it (retrieval/coverage.py). 0 turns the check off.",
+        "pages read must hold for it to count as covered (with its names, and an answer of "
+        "the kind it asks for); below it the answer says the wiki does not cover it "
+        "(retrieval/coverage.py). 0 turns the check off.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
     corpus_budget_tokens: int = _setting(
@@ -481,6 +489,12 @@ def load_settings(
                 f"trusted_proxies: {entry!r} is not an address or network",
                 hint="e.g. 10.0.0.5, 172.16.0.0/12",
             ) from None
+    database_url = str(values.get("database_url") or "").strip()
+    if database_url and not database_url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            "database_url must be a PostgreSQL URL (postgresql://user@host:5432/db)",
+            hint="or leave it unset to keep the state in .kb-ai/state.db",
+        )
     if values.get("questions_per_minute", 0) < 0:
         raise ConfigError("questions_per_minute must be 0 (no limit) or more")
     if values.get("max_concurrency", 1) < 1:

@@ -224,7 +224,7 @@ class Asker(PagePicker):
         grammar (an enum of the numbered sentences of the pages read): each sentence once
         its id is complete in the streamed reply, its page's citation once its run ends."""
         numbered = extractive.number_sentences(pages, " ".join([question, *self.crossing]))
-        quoter = extractive.Quoter()
+        quoter = extractive.Quoter(question)
         if numbered:
             offered = sum(len(p.sentences) for p in numbered)
             yield Status("choosing", sentences=offered)

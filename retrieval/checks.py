@@ -65,6 +65,12 @@ class Finding:
         return {"check": self.check, "detail": self.detail, "claim": self.claim, "path": self.path}
 
 
+def _material(page: Page) -> str:
+    """What a page read says: its title, its date (retrieval/dated.py: an answer may say
+    "as of" it) and its text."""
+    return f"{page.title}\n{page.date}\n{page.text}" if page.date else f"{page.title}\n{page.text}"
+
+
 def _plain(text: str) -> str:
     """The claim a sentence makes: its words without the citation links."""
     return " ".join(_LINK.sub(lambda m: "" if "/" in m.group(2) else m.group(1), text).split())
@@ -77,8 +83,8 @@ class AnswerCheck:
         self.pages = pages
         self.question = question
         # lower-cased pages: a claim written as the pages write it needs no index of them
-        self.lowered = [normalise(f"{p.title}\n{p.text}").lower() for p in pages]
-        self.page_terms = {p.path: terms(f"{p.title}\n{p.text}") for p in pages}
+        self.lowered = [normalise(_material(p)).lower() for p in pages]
+        self.page_terms = {p.path: terms(_material(p)) for p in pages}
         self.all_terms = set().union(*self.page_terms.values())
         self.by_path = {p.path: p for p in pages}
         self.read = {p.path.removeprefix("wiki/") for p in pages}
@@ -111,14 +117,14 @@ class AnswerCheck:
         """The pages' claims in every spelling ("thirty" for 30, "2 March 2026" in
         2026-03): built the first time a sentence states a claim not written in them as
         it stands (most answers quote their pages' claims as they are)."""
-        return Evidence(*(f"{p.title}\n{p.text}" for p in self.pages))
+        return Evidence(*(_material(p) for p in self.pages))
 
     @cached_property
     def question_evidence(self) -> Evidence:
         """The pages and the question: what a sentence that declines may repeat. Built
         when a sentence first declines (most answers never do; it costs as much as
         ``evidence``)."""
-        return Evidence(self.question, *(f"{p.title}\n{p.text}" for p in self.pages))
+        return Evidence(self.question, *(_material(p) for p in self.pages))
 
     def _unsupported(self, claim: str, declines: bool) -> list[Claim]:
         """The claims of ``claim`` the pages (and, for a sentence that declines, the
@@ -190,7 +196,7 @@ class AnswerCheck:
         if alone:
             if path not in self._page_evidence:
                 page = self.by_path[path]
-                self._page_evidence[path] = Evidence(page.title, page.text)
+                self._page_evidence[path] = Evidence(page.title, page.date, page.text)
             return not _unsupported(self._page_evidence[path], claim)
         return True
 

@@ -18,10 +18,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from retrieval.asked import lead_value
+from retrieval.dated import superseded
 from retrieval.pages import Page
-from wiki.words import fold, query_terms, words
+from retrieval.terms import terms
+from wiki.words import CJK_RUN, fold, query_terms, words
 
 MAX_PICKS = 4
 MAX_SENTENCES = 160  # read from the pages, before the question filters them
@@ -31,8 +34,9 @@ NOT_COVERED = "The wiki does not cover this question."
 
 # A sentence ends at . ! or ? and a space before a capital or a digit, unless the stop
 # is an ellipsis (`SELECT ... FOR UPDATE`), ends an abbreviation ("e.g.", "Dr.") or an
-# initial ("J. Smith"), or lies inside a code span (masked first).
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])")
+# initial ("J. Smith"), or lies inside a code span (masked first). Chinese and Japanese
+# sentences end at 。！？ with no space after them.
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[。！？])(?![”」』）)])\s*")
 _ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st no inc ltd jr sr fig eq u.s"
 _ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
@@ -55,6 +59,21 @@ class Sentence:
     text: str
     path: str
     title: str
+    header: tuple[str, ...] = ()  # a table row's header cells
+    lead: str = ""  # a list item's lead-in
+    marker: str = ""  # a list item's marker ("-", "4.")
+    cells: tuple[str, ...] = ()  # a table row's cells, empty ones too
+    date: str = ""  # its page's date
+    history: tuple[Sentence, ...] = ()  # older pages' sentences on its fact (dated.py)
+
+    @property
+    def shown(self) -> str:
+        """The sentence as the pick prompt shows it: a table row with its columns."""
+        if self.history:
+            return f"{self.text} (as of {self.date})"
+        if self.header:
+            return f"{self.text} (columns: {' | '.join(self.header)})"
+        return f"{self.lead} {self.text}" if self.lead else self.text
 
 
 @dataclass(frozen=True)
@@ -71,65 +90,138 @@ def number_sentences(
     rules left out; list items and table rows count as sentences). With ``question``,
     only those sharing a word with it, rarest words first (see below), at most
     ``limit``; without, every sentence in page order."""
-    found: list[tuple[int, int, str, Page]] = []
+    found: list[tuple[float, int, Unit, Page]] = []
     for page in pages:
-        for text in sentences_of(page.text):
+        for unit in units_of(page.text):
             if len(found) >= MAX_SENTENCES:
                 break
-            found.append((0, len(found), text, page))
+            found.append((0.0, len(found), unit, page))
     if question is not None:
         # A word of the question few sentences have says more than one most have (the
         # page's own subject): hits weigh by their rarity among the sentences read.
-        terms = query_terms(question)
-        hits = [(_hits(text, terms), i, text, page) for _, i, text, page in found]
+        wanted = query_terms(question)
+        hits = [(_hits(u.text, wanted), i, u, page) for _, i, u, page in found]
         df = Counter(t for h, *_ in hits for t in h)
         n = len(hits)
 
         def weight(h: set[str]) -> float:
             return sum(math.log((n + 1) / (df[t] + 0.5)) for t in h)
 
-        found = sorted((-weight(h), i, text, page) for h, i, text, page in hits if h)[:limit]
-    out: list[NumberedPage] = []
-    for n, (_, _, text, page) in enumerate(found, 1):
-        out.append(
-            NumberedPage(page.path, page.title, [Sentence(f"s{n}", text, page.path, page.title)])
+        found = sorted(
+            ((-weight(h), i, u, page) for h, i, u, page in hits if h), key=lambda f: f[:2]
         )
+    # A sentence an older dated page states otherwise than a newer one is not offered on
+    # its own: it is quoted after the newer one, as its history (dated.py).
+    later: dict[int, int] = {}
+    if question is not None:
+        items = [(u.text, page.path, page.date) for _, _, u, page in found]
+        later = superseded(items, terms(question))
+    else:
+        limit = len(found)
+    out: list[NumberedPage] = []
+    for k, (_, _, u, page) in enumerate(found):
+        if k in later or len(out) >= limit:
+            continue
+        history = tuple(
+            _sentence("", found[j][2], found[j][3]) for j in sorted(later) if later[j] == k
+        )
+        s = replace(_sentence(f"s{len(out) + 1}", u, page), history=history)
+        out.append(NumberedPage(page.path, page.title, [s]))
     return out
 
 
+def _sentence(id: str, u: Unit, page: Page) -> Sentence:
+    return Sentence(
+        id, u.text, page.path, page.title, u.header, u.lead, u.marker, u.cells, page.date
+    )
+
+
 def _hits(text: str, terms: Sequence) -> set[str]:
-    """The question's words the sentence has (a stem prefix counts for its word)."""
-    found = set(words(fold(text).casefold()))
+    """The question's words the sentence has (a stem prefix counts for its word; a
+    Chinese or Japanese pair of characters counts where the sentence writes it: its
+    words are whole runs, never equal to a pair)."""
+    folded = fold(text).casefold()
+    found = set(words(folded))
     hit = set()
     for t in terms:
+        if CJK_RUN.match(t.text):
+            if len(t.text) >= 2 and t.text in folded:
+                hit.add(t.text)
+            continue
         if (t.text in found) if not t.prefix else any(w.startswith(t.text) for w in found):
             hit.add(t.widens or t.text)
     return hit
 
 
+@dataclass(frozen=True)
+class Unit:
+    """A sentence of a page with what it needs to be read alone: a table row's header
+    cells, a list item's lead-in (the line before the list, ending with ":") and its
+    list marker."""
+
+    text: str
+    header: tuple[str, ...] = ()
+    lead: str = ""
+    marker: str = ""
+    cells: tuple[str, ...] = ()
+
+
 def sentences_of(text: str) -> Iterator[str]:
+    """The sentences of a page (see :func:`units_of`)."""
+    return (u.text for u in units_of(text))
+
+
+def units_of(text: str) -> Iterator[Unit]:
     """The sentences of a page: a paragraph or list item wrapped over several lines is
     joined first (notes are often hard-wrapped, and a sentence cut at a line end was
-    quoted cut); each table row is one; headings, code and table rules are left out."""
+    quoted cut); each table row is one, with its table's header row (which is not one
+    itself); headings, code and table rules are left out."""
     in_code = False
     block: list[str] = []
-    for line in [*text.splitlines(), ""]:
+    lines = [*text.splitlines(), ""]
+    header: tuple[str, ...] = ()
+    lead = marker = ""
+    in_list = False
+    for i, line in enumerate(lines):
         stripped = line.strip()
         fence = _FENCE.match(line)
         in_code ^= bool(fence)
         skipped = in_code or fence or stripped.startswith("#") or _TABLE_RULE.match(line)
         item = _MARKER.match(line)
         if block and (skipped or item or not stripped or stripped.startswith("|")):
-            yield from _split(" ".join(block))  # the paragraph or item so far is whole
+            # the paragraph or item so far is whole
+            yield from _units(" ".join(block), marker, lead if marker else "")
+            if not marker:
+                last = block[-1].rstrip()
+                lead = last if last.endswith(":") and len(last) <= 300 else ""
             block = []
+        if stripped.startswith("#") and not in_code and not fence:
+            lead, in_list = "", False
         if skipped:
             continue
         if stripped.startswith("|"):
-            yield from _split(
-                " | ".join(c.strip() for c in stripped.strip("|").split("|") if c.strip())
-            )
+            cells = tuple(c.strip() for c in stripped.strip("|").split("|"))
+            if i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
+                header = cells  # the header row: quoted with each row, not alone
+                continue
+            row = " | ".join(c for c in cells if c)
+            yield from (replace(u, header=header, cells=cells) for u in _units(row, "", ""))
+            continue
+        header = ()
+        if item:
+            in_list = True
+            marker = item.group().strip()
+            block.append(_MARKER.sub("", line).strip())
         elif stripped:
-            block.append(_MARKER.sub("", line).strip() if item else stripped)
+            if not block and in_list and not line.startswith((" ", "\t")):
+                in_list, lead = False, ""  # a paragraph after the list
+            marker = marker if block else ""  # a wrapped item goes on
+            block.append(stripped)
+
+
+def _units(text: str, marker: str, lead: str) -> Iterator[Unit]:
+    for sentence in _split(text):
+        yield Unit(sentence, (), lead if marker else "", marker)
 
 
 def _split(text: str) -> Iterator[str]:
@@ -237,23 +329,70 @@ class PartialPicks:
 
 class Quoter:
     """Composes the answer a sentence at a time: each sentence verbatim as it is picked,
-    and a [Title](path) citation once its page's run of sentences has ended."""
+    and a [Title](path) citation once its page's run of sentences has ended. A table row
+    is quoted as a small Markdown table under its header (rows of one table picked in a
+    row share it); a list item under its list's lead-in, with its marker."""
 
-    def __init__(self) -> None:
+    def __init__(self, question: str = "") -> None:
+        self.question = question
         self.last: Sentence | None = None
+        self.cited = False  # the last sentence's page is cited already
 
     def add(self, s: Sentence) -> list[str]:
         pieces = []
-        if self.last is not None and self.last.path != s.path:
-            pieces.append(_cite(self.last))
-        pieces.append(("" if self.last is None else " ") + s.text)
-        self.last = s
+        last = self.last
+        if last is not None and last.path != s.path and not self.cited:
+            pieces.append(_cite(last))
+        before = last if last is not None and last.path == s.path and not self.cited else None
+        text = _quote(s, before, first=last is None)
+        if last is not None and last.history:  # the history block ends its paragraph
+            text = "\n\n" + text.lstrip(" ")
+        if s.history:  # current before past: the newest page's value, as of its date
+            gap = text[: len(text) - len(text.lstrip())]
+            text = f"{gap}As of {s.date}:{chr(10) if s.header else ' '}{text.lstrip()}"
+        if last is None and (value := lead_value(self.question, s.text)):
+            text = f"**{value}**\n\n{text.lstrip()}"  # a one-line lead: the value asked for
+        self.last, self.cited = s, False
+        if not s.history:
+            return [*pieces, text]
+        # then each older page's sentence on the same fact, each cited
+        pieces += [text, _cite(s)]
+        for old in s.history:
+            pieces += [f"\n\nBefore that ({old.date}): {old.text}", _cite(old)]
+        self.cited = True
         return pieces
 
     def end(self) -> list[str]:
         """The last citation, or "not covered" when nothing was picked."""
-        return [NOT_COVERED] if self.last is None else [_cite(self.last)]
+        if self.last is None:
+            return [NOT_COVERED]
+        return [] if self.cited else [_cite(self.last)]
+
+
+def _quote(s: Sentence, before: Sentence | None, *, first: bool) -> str:
+    """``s`` as it is shown after ``before`` (the sentence quoted just before it from the
+    same page, if any)."""
+    gap = "" if first else "\n\n"
+    if s.header:
+        width = max(len(s.header), len(s.cells))
+        if before is not None and before.header == s.header:
+            return "\n" + _row(s.cells, width)
+        rule = "|" + "---|" * width
+        return f"{gap}{_row(s.header, width)}\n{rule}\n{_row(s.cells, width)}"
+    if s.lead:
+        item = f"{s.marker} {s.text}"
+        if before is not None and before.lead == s.lead:
+            numbered_alike = before.marker == s.marker and s.marker[0].isdigit()
+            return (" " + s.text) if numbered_alike else "\n" + item
+        return f"{gap}{s.lead}\n{item}"
+    after_block = before is not None and (before.header or before.lead)
+    return ("\n\n" if after_block else ("" if first else " ")) + s.text
+
+
+def _row(cells: tuple[str, ...], width: int) -> str:
+    return "| " + " | ".join([*cells, *[""] * (width - len(cells))]) + " |"
 
 
 def _cite(s: Sentence) -> str:
-    return f" [{s.title}]({s.path})"
+    # after a table the citation is a line of its own (on the row it would be a cell)
+    return f"\n\n[{s.title}]({s.path})" if s.header else f" [{s.title}]({s.path})"

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from kb_ai.errors import NotFoundError, PathEscapeError
+from retrieval.dated import page_date
 from wiki import KnowledgeBase, normalise_article_path, read_article
 
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
@@ -18,6 +19,7 @@ class Page:
     title: str
     text: str
     cut: bool
+    date: str = ""  # YYYY-MM-DD the page speaks from (retrieval/dated.py), "" if none
 
 
 @dataclass(frozen=True)
@@ -44,13 +46,14 @@ def read_page(kb: KnowledgeBase, path: str, budget_chars: int) -> Page:
     kb.resolve(path, under="wiki")
     article = read_article(kb, path)
     body = article.body.strip()
+    date = page_date(article.title, body, article.sources)
     if len(body) <= budget_chars:
-        return Page(path, article.title, body, False)
+        return Page(path, article.title, body, False, date)
     head = body[:budget_chars]
     space = head.rfind("\n")
     if space > budget_chars * 0.8:
         head = head[:space]
-    return Page(path, article.title, head + cut_marker(len(body) - len(head)), True)
+    return Page(path, article.title, head + cut_marker(len(body) - len(head)), True, date)
 
 
 def check_paths(kb: KnowledgeBase, paths: list[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Chat sessions, kept in the knowledge base's state.db so they can be reopened."""
+"""Chat sessions, kept in the knowledge base's state.db so they can be reopened; with a
+shared database (``database_url``) in PostgreSQL, so any server continues any session."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from kb_ai.errors import NotFoundError, UsageError
 from retrieval.ask import Turn
 from wiki import apply_migrations, one_line
+from wiki.database import PgConnection, shared_of_state
 
 MIGRATIONS = (
     "CREATE TABLE chat_sessions (id TEXT PRIMARY KEY, title TEXT NOT NULL, created_at TEXT NOT NULL,"
@@ -28,9 +30,15 @@ def _now() -> str:
 
 
 class ChatStore:
-    """Sessions and their messages. Takes an open connection to state.db."""
+    """Sessions and their messages. Takes an open connection to state.db (with a shared
+    database, the sessions are there instead: the same SQL, wiki/database.py)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        shared = shared_of_state(conn)
+        if shared is not None:
+            shared.migrate("chat", MIGRATIONS)
+            self.conn: Any = PgConnection(shared)
+            return
         self.conn = conn
         conn.execute("PRAGMA foreign_keys = ON")
         apply_migrations(conn, "chat", MIGRATIONS)

@@ -67,7 +67,7 @@ def _database(svc: Services) -> tuple[dict[str, Any], dict[str, int] | None, flo
         with svc.db() as conn:
             queue = TaskQueue(svc.kb, conn)
             counts = queue.counts()
-            row = conn.execute(
+            row = queue.db.execute(
                 "SELECT min(created_at) FROM tasks WHERE state = 'queued'"
             ).fetchone()
             set_meta(conn, "healthz_at", datetime.now(UTC).isoformat(timespec="seconds"))

@@ -1,5 +1,6 @@
 """The audit log: who did what, when, from which address. Append-only: state.db refuses
-to change or delete a line (triggers), so an entry stays as it was written.
+to change or delete a line (triggers), so an entry stays as it was written; with a shared
+database (``database_url``) the log is there, refusing the same (a trigger of its own).
 
 Actions: sign-in, sign-in-failed, submit, edit, remove, approve, reject, person-add,
 person-remove, role-change, token-change. Nothing secret is ever passed in: a token is
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from wiki.database import PgConnection, shared_of_state
 from wiki.state import apply_migrations
 
 AUDIT_MIGRATIONS = (
@@ -30,6 +32,18 @@ AUDIT_MIGRATIONS = (
     """CREATE TRIGGER audit_never_deleted BEFORE DELETE ON audit
        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END""",
     "CREATE INDEX audit_at ON audit (at)",
+)
+# The same log in PostgreSQL: its triggers are written in PL/pgSQL, and TRUNCATE is
+# refused too.
+AUDIT_SHARED_MIGRATIONS = (
+    AUDIT_MIGRATIONS[0],
+    """CREATE FUNCTION kb_ai_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$""",
+    """CREATE TRIGGER audit_kept_as_written BEFORE UPDATE OR DELETE ON audit
+       FOR EACH ROW EXECUTE FUNCTION kb_ai_audit_append_only()""",
+    """CREATE TRIGGER audit_never_truncated BEFORE TRUNCATE ON audit
+       FOR EACH STATEMENT EXECUTE FUNCTION kb_ai_audit_append_only()""",
+    AUDIT_MIGRATIONS[3],
 )
 
 
@@ -57,6 +71,11 @@ class AuditLog:
     """The audit log of one knowledge base, over a state.db connection (the caller's)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        shared = shared_of_state(conn)
+        if shared is not None:
+            shared.migrate("audit", AUDIT_SHARED_MIGRATIONS)
+            self.conn: Any = PgConnection(shared)
+            return
         self.conn = conn
         apply_migrations(conn, "audit", AUDIT_MIGRATIONS)
 

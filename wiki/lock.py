@@ -1,5 +1,6 @@
 """One compile at a time per knowledge base, across processes (`kb-ai compile`, the
-server's workers, agent hooks): an advisory lock on .kb-ai/compile.lock."""
+server's workers, agent hooks): an advisory lock on .kb-ai/compile.lock, and with a
+shared database an advisory lock in PostgreSQL as well (:func:`compile_lock`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import fcntl
 import os
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wiki.layout import KnowledgeBase
 
 
 class KbLock:
@@ -43,3 +48,52 @@ class KbLock:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+class CompileLock:
+    """The one-writer lock of a knowledge base: the file lock on .kb-ai/compile.lock,
+    and with a shared database (``database_url``) first a PostgreSQL advisory lock too,
+    so one compile writes at a time across every server and worker sharing it. Taken in
+    that order always (the database's, then the file's), so a process that knows of no
+    database (it holds only the file) and one that does never wait on each other in a
+    circle. The same interface as :class:`KbLock`."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        from wiki.database import LOCK_COMPILE, Hold, shared_database
+
+        self.file = KbLock(kb.state_dir / "compile.lock")
+        db = shared_database(kb)
+        self.shared = None if db is None else Hold(db, LOCK_COMPILE, "compile")
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if self.shared is not None and not self.shared.acquire(blocking):
+            return False
+        try:
+            if self.file.acquire(blocking):
+                return True
+        except BaseException:
+            if self.shared is not None:
+                self.shared.release()
+            raise
+        if self.shared is not None:
+            self.shared.release()
+        return False
+
+    def release(self) -> None:
+        self.file.release()
+        if self.shared is not None:
+            self.shared.release()
+
+    def __enter__(self) -> CompileLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def compile_lock(kb: KnowledgeBase) -> CompileLock:
+    """The lock every compile, review and repair of ``kb`` writes under."""
+    return CompileLock(kb)

@@ -11,7 +11,8 @@ A person has one token at a time, ``kb_<id>.<secret>``: the id finds the person,
 secret is kept only as an scrypt hash with a salt of its own. A new token revokes the
 old one. The store lives in state.db (its own ``people`` tables, migrated under that
 name); :class:`PeopleStore` is all the rest of kb-ai sees of it, so another database can
-stand behind the same methods.
+stand behind the same methods: with ``database_url``, PostgreSQL (wiki/database.py), so
+every server knows the same people, roles and tokens.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from kb_ai.errors import NotFoundError, UsageError
 from wiki.actors import Actor
+from wiki.database import PgConnection, shared_of_state
 from wiki.state import apply_migrations
 
 ROLES: tuple[str, ...] = ("reader", "contributor", "reviewer", "admin")
@@ -99,6 +101,11 @@ class PeopleStore:
     """The people of one knowledge base, over a state.db connection (the caller's)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
+        shared = shared_of_state(conn)
+        if shared is not None:
+            shared.migrate("people", PEOPLE_MIGRATIONS)
+            self.conn: Any = PgConnection(shared)
+            return
         self.conn = conn
         apply_migrations(conn, "people", PEOPLE_MIGRATIONS)
 
@@ -168,7 +175,7 @@ class PeopleStore:
             return None
         row = self.conn.execute("SELECT * FROM people WHERE token_id = ?", (parts[0],)).fetchone()
         if row is None or not hmac.compare_digest(
-            hash_secret(parts[1], row["token_salt"]), row["token_hash"]
+            hash_secret(parts[1], bytes(row["token_salt"])), bytes(row["token_hash"])
         ):
             return None
         return _person(row)

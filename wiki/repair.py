@@ -22,7 +22,7 @@ from wiki.indexing import rebuild_tables
 from wiki.layout import KnowledgeBase
 from wiki.linkcheck import Link, LinkResolver, unlink
 from wiki.lint import Finding, LintReport, lint_wiki
-from wiki.lock import KbLock
+from wiki.lock import compile_lock
 from wiki.log import append_log
 from wiki.raw import list_raw
 from wiki.state import open_state, set_meta
@@ -40,7 +40,7 @@ def lint_and_fix(kb: KnowledgeBase, *, fix: bool = False) -> LintReport:
         report = lint_wiki(kb, conn)
         if not fix or not any(f.fixable for f in report.findings):
             return report
-        lock = KbLock(kb.state_dir / "compile.lock")
+        lock = compile_lock(kb)
         if not lock.acquire(blocking=False):
             raise UsageError(
                 "a compile of this knowledge base is running; lint --fix waits for none",

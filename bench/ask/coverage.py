@@ -1,39 +1,39 @@
 """Does ask decline what the wiki does not cover, and still answer what it does?
 
-Two sets, built from ../shared/data: HotpotQA-100 and MuSiQue-50. For each, one wiki of
+The sets (bench/ask/coverage_sets.py, built from ../shared/data): for each, one wiki of
 every paragraph its questions come with (gold and distractors, one article each, no
 model compile), less the gold paragraphs of every other question: those questions are
 *uncovered* (their distractors, which share many of their words, are in the wiki; what
 answers them is not), the rest are *covered* (every gold paragraph kept). A covered
 question whose gold paragraph is also another's removed gold is dropped.
 
-Each set is split in halves by question order: the first half is the development half
-(the threshold of retrieval/coverage.py is tuned on it, --tune), the second the
-held-out half (reported). Each question is asked through the product's path
-(retrieval.ask, the extractive small-model path) with a stand-in model: selection picks
-the first pages offered (the lexical search order), the sentence pick takes the first
-two sentences offered (as the 0.5B model mostly does), follow-ups say "enough". The
-coverage decision needs no model judgement, so the stand-in only decides which
-sentences are quoted.
+Development (--tune: the gate off, thresholds swept): HotpotQA-100 and MuSiQue-50, both
+halves. Held-out (the default, reported): fresh questions no bench asked before, MuSiQue's
+single-hop sub-questions and CMRC 2018's Chinese trial questions. Each question is
+asked through the product's path (retrieval.ask, the extractive small-model path) with
+a stand-in model: selection picks the first pages offered (the lexical search order),
+the sentence pick takes the first two sentences offered (as the 0.5B model mostly
+does), follow-ups say "enough". The coverage decision needs no model judgement, so the
+stand-in only decides which sentences are quoted.
 
 Outcomes: covered question answered with its gold answer in the answer (right answer),
 covered question declined (lost), covered question answered without it (wrong answer);
 uncovered question declined (right abstention), answered (wrong answer).
 
-    python bench/ask/coverage.py --tune          # scores on the dev halves, best threshold
-    python bench/ask/coverage.py --threshold 0   # today's behaviour, held-out halves
-    python bench/ask/coverage.py                 # the shipped threshold, held-out halves
+    python bench/ask/coverage.py --tune          # the development sets, thresholds swept
+    python bench/ask/coverage.py --threshold 0   # the gate off, held-out sets
+    python bench/ask/coverage.py                 # the shipped threshold, held-out sets
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
 import json
-import re
+import os
 import shutil
 import sys
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -41,50 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "bench" / "out" / "ask" / "coverage"
-
-
-def _lit(v: Any) -> Any:
-    return ast.literal_eval(v) if isinstance(v, str) else v
-
-
-def hotpot() -> list[dict]:
-    """Questions as {question, answers, paragraphs: [(title, text)], gold: {titles}}."""
-    out = []
-    for q in json.loads((DATA / "hotpotqa100" / "hotpotqa_train.json").read_text()):
-        context = _lit(q["context"])
-        gold = {t for t, _ in _lit(q["supporting_facts"])}
-        paras = [(t, "".join(s).strip()) for t, s in context]
-        out.append(
-            {"question": q["question"], "answers": [q["answer"]], "paragraphs": paras,
-             "gold": {p for p in paras if p[0] in gold}}
-        )  # fmt: skip
-    return out
-
-
-def musique() -> list[dict]:
-    out = []
-    for q in json.loads((DATA / "musique50" / "musique_dev50.json").read_text()):
-        paras = [(p["title"], p["paragraph_text"]) for p in _lit(q["paragraphs"])]
-        gold = {
-            (p["title"], p["paragraph_text"]) for p in _lit(q["paragraphs"]) if p["is_supporting"]
-        }
-        answers = [q["answer"], *_lit(q.get("answer_aliases") or [])]
-        out.append(
-            {"question": q["question"], "answers": answers, "paragraphs": paras, "gold": gold}
-        )
-    return out
-
-
-def split(questions: list[dict]) -> list[dict]:
-    """Every other question uncovered; halves by order; covered ones that lost a gold
-    paragraph to another question's removal dropped."""
-    for i, q in enumerate(questions):
-        q["uncovered"] = i % 2 == 1
-        q["half"] = "dev" if i < len(questions) // 2 else "held-out"
-    removed = set().union(*(q["gold"] for q in questions if q["uncovered"]))
-    return [q for q in questions if q["uncovered"] or not (q["gold"] & removed)]
 
 
 def build(kb_dir: Path, questions: list[dict]) -> None:
@@ -126,13 +83,22 @@ def stand_in(stage: str, messages: list[dict], schema: dict | None) -> Any:
 
 
 def right(answer: str, gold: list[str]) -> bool:
-    low = answer.casefold()
-    return any(
-        re.search(r"(?<!\w)" + re.escape(g.casefold()) + r"(?!\w)", low) for g in gold if g.strip()
-    )
+    from bench.ask.coverage_sets import _states
+
+    return _states(answer, gold)
 
 
-async def run_set(name: str, questions: list[dict], threshold: float, half: str) -> list[dict]:
+async def run_set(
+    name: str,
+    questions: list[dict],
+    threshold: float,
+    half: str,
+    model: str | None = None,
+    sample: int = 0,
+) -> list[dict]:
+    """Ask the set's questions of ``half``; with ``model`` (e.g. local/default), that
+    model instead of the stand-in, on the first ``sample`` covered and uncovered ones."""
+    from kb_ai.llm import open_llm
     from kb_ai.settings import load_settings
     from retrieval import ask
     from retrieval.coverage import measure
@@ -143,25 +109,42 @@ async def run_set(name: str, questions: list[dict], threshold: float, half: str)
     kb_dir = OUT / name
     build(kb_dir, questions)
     kb = KnowledgeBase.open(kb_dir)
-    settings = load_settings(
-        kb_dir, {"model": "fake/model", "small_model": True, "coverage_threshold": threshold},
-        detect=False,
-    )  # fmt: skip
+    overrides = {"model": model or "fake/model", "coverage_threshold": threshold}
+    if not model:
+        overrides["small_model"] = True
+    settings = load_settings(kb_dir, overrides, detect=False)
+    asked = [q for q in questions if half == "all" or q["half"] == half]
+    if sample:
+        asked = [q for q in asked if q["uncovered"]][:sample] + [
+            q for q in asked if not q["uncovered"]
+        ][:sample]
     rows = []
-    for q in questions:
-        if half != "all" and q["half"] != half:
-            continue
-        answer = await ask(kb, settings, FakeLLM(stand_in), q["question"])
+    for q in asked:
+        started = time.monotonic()
+        load = os.getloadavg()[0]
+        if model:
+            llm = open_llm(settings, db_path=kb.state_db)
+            try:
+                answer = await ask(kb, settings, llm, q["question"])
+            finally:
+                await llm.aclose()
+        else:
+            answer = await ask(kb, settings, FakeLLM(stand_in), q["question"])
+        seconds = round(time.monotonic() - started, 1)
         pages = [read_page(kb, p, settings.read_chars) for p in answer.read]
         query = answer.hops[0].query if answer.hops else q["question"]
+        gate = measure(query, pages) if pages else None
         rows.append(
             {"set": name, "half": q["half"], "uncovered": q["uncovered"],
              "question": q["question"], "covered": answer.covered,
              "right": answer.covered and right(answer.answer, q["answers"]),
-             "score": round(measure(query, pages).score, 3) if pages else 0.0,
+             "score": round(gate.score, 3) if gate else 0.0,
+             "lacks": gate.lacks if gate else "",
              "answer": answer.answer[:300], "read": answer.read, "query": query,
-             "answers": q["answers"]}
+             "answers": q["answers"], "seconds": seconds, "load": round(load, 1)}
         )  # fmt: skip
+        if model:
+            print(json.dumps(rows[-1], ensure_ascii=False)[:400], flush=True)
     return rows
 
 
@@ -169,7 +152,8 @@ def outcomes(rows: list[dict], threshold: float | None = None) -> dict[str, int]
     """Counts; with ``threshold``, as if the gate were at it (rows run with the gate off)."""
 
     def covered(r: dict) -> bool:
-        return r["covered"] and (threshold is None or r["score"] >= threshold)
+        gated = threshold is not None and threshold > 0
+        return r["covered"] and (not gated or (r["score"] >= threshold and not r["lacks"]))
 
     c = [r for r in rows if not r["uncovered"]]
     u = [r for r in rows if r["uncovered"]]
@@ -188,17 +172,32 @@ def main() -> None:
     from retrieval.coverage import THRESHOLD
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--tune", action="store_true", help="dev halves, gate off, sweep thresholds")
+    ap.add_argument(
+        "--tune", action="store_true", help="development sets, gate off, sweep thresholds"
+    )
     ap.add_argument("--threshold", type=float, default=THRESHOLD)
+    ap.add_argument("--model", help="a real model (e.g. local/default) instead of the stand-in")
+    ap.add_argument("--sample", type=int, default=0, help="with --model: N covered + N uncovered")
+    ap.add_argument("--sets", help="comma-separated set names (default: all of the kind)")
     args = ap.parse_args()
-    sets = {"hotpotqa": split(hotpot()), "musique": split(musique())}
+    from bench.ask.coverage_sets import DEV, FRESH, split
+
     half = "dev" if args.tune else "held-out"
+    chosen = DEV if args.tune else FRESH
+    wanted = args.sets.split(",") if args.sets else list(chosen)
+    sets = {
+        n: split(load(), half=half, fresh=not args.tune or n.startswith("cmrc"))
+        for n, load in chosen.items()
+        if n in wanted
+    }
     threshold = 0.0 if args.tune else args.threshold
     rows = []
     for name, questions in sets.items():
-        rows += asyncio.run(run_set(name, questions, threshold, half))
+        rows += asyncio.run(run_set(name, questions, threshold, half, args.model, args.sample))
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"rows-{half}-{threshold}.json").write_text(json.dumps(rows, indent=1))
+    tag = f"-{args.model.replace('/', '_')}" if args.model else ""
+    out = OUT / f"rows-{half}-{threshold}{tag}.json"
+    out.write_text(json.dumps(rows, indent=1, ensure_ascii=False))
     if args.tune:
         print("| threshold | set | " + " | ".join(outcomes(rows)) + " |")
         for t in [0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]:
@@ -206,7 +205,7 @@ def main() -> None:
                 o = outcomes([r for r in rows if r["set"] == name], t)
                 print(f"| {t} | {name} (dev) | " + " | ".join(map(str, o.values())) + " |")
         return
-    print(f"threshold {threshold}, {half} halves")
+    print(f"threshold {threshold}, {half} sets")
     print("| set | " + " | ".join(outcomes(rows)) + " |")
     print("|---" * 8 + "|")
     for name in sets:

@@ -214,16 +214,23 @@ def hooks_retry(ctx: click.Context, project: str | None) -> None:
 @click.option(
     "--drain", is_flag=True, help="Stop when the queue is empty (what agent hooks start)."
 )
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 256),
+    default=16,
+    show_default=True,
+    help="Tasks claimed and compiled in one run (fewer: several workers share a burst).",
+)
 @pass_context
 @translate_errors
-def worker(ctx: Context, drain: bool) -> None:
+def worker(ctx: Context, drain: bool, batch: int) -> None:
     """Compile queued submissions (agent sessions, uploads) through the normal pipeline."""
     from kb_ai.service import Actor, compiling, open_kb
 
     settings = ctx.settings()
     okb = open_kb(settings=settings, actor=Actor.worker())  # submitters author their tasks
     ctx.announce(settings)
-    w = compiling.worker(okb)
+    w = compiling.worker(okb, batch=batch)
     if drain:
         n = asyncio.run(w.drain())
         click.echo(f"Compiled {n} queued task(s)")

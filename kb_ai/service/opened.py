@@ -14,6 +14,7 @@ from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings, load_settings
 from wiki import KnowledgeBase
 from wiki.actors import Actor
+from wiki.database import shared_database
 
 log = logging.getLogger("kb_ai.service")
 
@@ -65,5 +66,7 @@ def open_kb(
     if settings is None:
         settings = load_settings(root, dict(overrides or {}), detect=detect)
     kb = KnowledgeBase.open(settings.kb_dir)
+    if settings.database_url:  # reached and checked now: a wrong URL fails at start
+        shared_database(kb)
     actor = actor or Actor.cli_user(kb.root)
     return OpenKb(kb.acting_as(actor), settings, actor, llm_factory)

@@ -47,9 +47,9 @@ def capture_status(root: Path) -> CaptureStatus:
         spooled=len(spool.pending(kb.state_dir)), bad=len(spool.bad_records(kb.state_dir))
     )
     with closing(open_state(kb)) as conn:
-        TaskQueue(kb, conn)
+        queue = TaskQueue(kb, conn)
         open_captures(conn)
-        rows = conn.execute(
+        rows = queue.db.execute(
             "SELECT id, title, state, error, result FROM tasks WHERE origin LIKE 'session:%'"
             " ORDER BY updated_at"
         ).fetchall()

@@ -1,0 +1,117 @@
+"""`kb-ai worker` processes sharing one database: every submission compiled once, one
+compile writing at a time; a worker killed with kill -9 mid-run loses nothing."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from compiler.queue import TaskQueue
+from tests.fakes.openai_server import FakeOpenAIServer
+from wiki import git, list_articles, open_state
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPICS = ["release train", "on call rota", "backup policy", "incident review", "code freeze"]
+
+
+def _start_worker(kb, pg_url):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KB_AI_DATABASE_URL": pg_url}
+    return subprocess.Popen(
+        [sys.executable, "-m", "kb_ai", "--kb", str(kb.root), "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _stop(proc):
+    """Stop a worker as Ctrl-C does; killed if it has not stopped within 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    proc.stderr.close()
+
+
+def _states(kb):
+    with closing(open_state(kb)) as conn:
+        return [t["state"] for t in TaskQueue(kb, conn).list()]
+
+
+def _wait_until(check, seconds=90.0):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_two_workers_compile_every_submission_once(shared, pg_url, fake_model):
+    with closing(open_state(shared)) as conn:
+        queue = TaskQueue(shared, conn)
+        for topic in TOPICS:
+            body = f"# {topic.title()}\n\nThe {topic} is owned by the platform team.\n"
+            queue.submit(topic.title(), body.encode())
+    workers = [_start_worker(shared, pg_url) for _ in range(2)]
+    try:
+        assert _wait_until(lambda: _states(shared) == ["done"] * len(TOPICS)), _states(shared)
+        assert all(w.poll() is None for w in workers)  # both still serving
+    finally:
+        for w in workers:
+            _stop(w)
+    with closing(open_state(shared)) as conn:
+        tasks = TaskQueue(shared, conn).list()
+    assert all(t["attempts"] == 1 for t in tasks)  # none compiled twice
+    assert len(list_articles(shared)) >= len(TOPICS)
+    commits = git(shared, "log", "--format=%s").splitlines()
+    assert len(commits) - 1 <= len(TOPICS)  # one commit per run, runs never interleaved
+    assert git(shared, "status", "--porcelain").strip() == ""  # nothing half-written
+
+
+@pytest.fixture
+def slow_model(monkeypatch):
+    """The stand-in model, two seconds a reply: a compile is under way long enough to be
+    killed in the middle of it."""
+    from tests.fakes.kb_responder import respond
+
+    with FakeOpenAIServer(lambda request: replace(respond(request), delay=2.0)) as server:
+        monkeypatch.setenv("KB_AI_MODEL", "openai/fake-model")
+        monkeypatch.setenv("KB_AI_API_BASE", server.base_url)
+        monkeypatch.setenv("KB_AI_API_KEY", "sk-test")
+        yield server
+
+
+def test_a_worker_killed_mid_compile_leaves_its_task_to_the_other(shared, pg_url, slow_model):
+    with closing(open_state(shared)) as conn:
+        task, _ = TaskQueue(shared, conn).submit(
+            "Release train", b"# Release train\n\nReleases leave every Tuesday at 10:00.\n"
+        )
+    first = _start_worker(shared, pg_url)
+    try:
+        assert _wait_until(lambda: _states(shared) == ["running"] and slow_model.requests, 60)
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        _stop(first)
+    second = _start_worker(shared, pg_url)
+    try:
+        assert _wait_until(lambda: _states(shared) == ["done"]), _states(shared)
+    finally:
+        _stop(second)
+    with closing(open_state(shared)) as conn:
+        done = TaskQueue(shared, conn).get(task["id"])
+    assert done["attempts"] == 2 and done["state"] == "done"
+    assert "wiki/concept/release-train.md" in list_articles(shared)
+    assert git(shared, "status", "--porcelain").strip() == ""
