@@ -7,10 +7,12 @@ A filter that matches nothing says so, with what the wiki holds, and saves nothi
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from kb_ai.errors import KbAiError, UsageError
+from kb_ai.lessons import Lesson, read_lessons
 from kb_ai.service.opened import OpenKb
 from retrieval.connection import SharedConnection
 from retrieval.corpora import Match, match_articles
@@ -66,7 +68,8 @@ def build(
     match = _match(okb, flt)
     if not match.articles:
         raise UsageError(
-            f"No article matches {flt.describe()}: nothing was saved", hint=_why(match, flt)
+            f"No article matches {flt.describe()}: nothing was saved",
+            hint=_why(match, flt, read_lessons(okb.root)),
         )
     corpus = Corpus(
         name,
@@ -155,13 +158,23 @@ def _match(okb: OpenKb, flt: CorpusFilter) -> Match:
         state.close()
 
 
-def _why(match: Match, flt: CorpusFilter) -> str:
-    """What the wiki holds, for a filter that matched nothing."""
+def _why(match: Match, flt: CorpusFilter, lessons: list[Lesson]) -> str:
+    """What the wiki holds, for a filter that matched nothing; ``lessons``: those learned
+    from sessions, which a pitfall or convention asked by type may be among instead."""
     if not match.total:
         return "the wiki has no articles yet: kb-ai compile <paths> first"
     unknown = [t for t in flt.types if t.lower() not in {k.lower() for k in match.types}]
     if unknown:
-        return f"the wiki has no type {', '.join(unknown)}; its types: {', '.join(match.types)}"
+        why = f"the wiki has no type {', '.join(unknown)}; its types: {', '.join(match.types)}"
+        learned = Counter(x.kind for x in lessons if x.kind in {t.lower() for t in unknown})
+        if learned:
+            kinds = ", ".join(f"{n} {kind}(s)" for kind, n in sorted(learned.items()))
+            why += (
+                f". The {kinds} learned from sessions are lessons, not articles (kb-ai learned"
+                " list shows them); --source-kind transcript takes the articles those"
+                " sessions were compiled into"
+            )
+        return why
     return f"the wiki has {match.total} articles: loosen the filter (drop a condition, widen the dates)"
 
 

@@ -82,6 +82,36 @@ def test_a_corpus_is_a_small_versioned_file_with_its_filter_and_articles(kb):
     assert shown.exit_code == 0 and f"  {LEASES}" in shown.stdout
 
 
+def test_a_type_only_learned_lessons_have_points_to_them_and_to_the_sessions_articles(
+    tmp_path, fake_model
+):
+    # compiled sessions teach pitfalls and conventions as lessons (lessons/), while their
+    # articles may all be typed otherwise: --type convention finds no article, and says
+    # where the conventions are and which filter takes the sessions' articles
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    chat = [
+        {"role": "user", "content": "Fix the flaky queue test. Never push to main without "
+         "running pytest -x first."},
+        {"role": "assistant", "content": "Done: the queue test waits for the worker now."},
+    ]  # fmt: skip
+    session = tmp_path / "flaky-queue.json"
+    session.write_text(json.dumps(chat), encoding="utf-8")
+    assert cli(kb, "compile", str(session)).exit_code == 0
+    learned = json.loads(cli(kb, "learned", "list", "--json").output)
+    assert [row["kind"] for row in learned] == ["convention"]
+    before = commits(kb)
+    result = cli(kb, "corpus", "build", "rules", "--type", "convention")
+    assert result.exit_code == 2 and "nothing was saved" in result.output
+    assert "1 convention(s) learned from sessions are lessons" in result.output
+    assert "kb-ai learned list" in result.output and "--source-kind transcript" in result.output
+    assert commits(kb) == before and not (kb.root / "corpora" / "rules.md").exists()
+    built = cli(kb, "corpus", "build", "rules", "--source-kind", "transcript", "--json")
+    assert built.exit_code == 0, built.output
+    assert len(json.loads(built.stdout)["articles"]) == 1  # the session's article
+    plain = cli(kb, "corpus", "build", "none", "--type", "decison")
+    assert "learned from sessions" not in plain.output  # no lesson kind: no such pointer
+
+
 def test_a_filter_that_matches_nothing_says_so_and_saves_nothing(kb):
     before = commits(kb)
     result = cli(kb, "corpus", "build", "none", "--type", "decison")
