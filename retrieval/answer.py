@@ -14,6 +14,7 @@ from kb_ai.llm import Usage
 from retrieval.checks import Finding
 from retrieval.follow import Hop
 from retrieval.pages import Citation
+from retrieval.places import ClaimSpan, faithfulness
 
 __all__ = ["Answer", "AskEvent", "Delta", "Done", "Error", "Note", "Status", "Turn"]
 
@@ -38,6 +39,12 @@ class Answer:
     see_also: list[Citation] = field(default_factory=list)  # nearby pages of one not covered
     # the corpus asked (retrieval/scope.py): its name, read_whole, articles; None: the wiki
     corpus: dict[str, Any] | None = None
+    claims: list[ClaimSpan] = field(default_factory=list)  # each cited claim and its span
+
+    @property
+    def faithfulness(self) -> float | None:
+        """The share of cited claims whose cited span supports them (places.py)."""
+        return faithfulness(self.claims)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +57,8 @@ class Answer:
             "covered": self.covered,
             "see_also": [c.as_dict() for c in self.see_also],
             "findings": [f.as_dict() for f in self.findings],
+            "claims": [c.as_dict() for c in self.claims],
+            "faithfulness": self.faithfulness,
             "corpus": self.corpus,
         }
 

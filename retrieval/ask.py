@@ -24,13 +24,15 @@ from kb_ai.settings import Settings
 from retrieval import extractive
 from retrieval.answer import Answer, AskEvent, Delta, Done, Error, Note, Status, Turn
 from retrieval.candidates import Catalog
-from retrieval.checks import NOT_COVERED, AnswerCheck
+from retrieval.checks import LEFT_OUT, NOT_COVERED, AnswerCheck
 from retrieval.chunks import SentenceCutter
 from retrieval.coverage import measure, not_covered
 from retrieval.follow import Hop
 from retrieval.pages import Page, check_paths
 from retrieval.picking import PROMPTS, PagePicker
+from retrieval.places import Placer
 from retrieval.rewrite import standalone_question
+from retrieval.sources import source_passages
 from wiki import KnowledgeBase, compile_under_way
 
 MAX_QUESTION_CHARS = 4_000
@@ -153,13 +155,24 @@ class Asker(PagePicker):
         # its own, "what recurs": the answer's checks still apply.)
         coverage = await asyncio.to_thread(measure, standalone, pages)
         gate = not self.crossing and not whole
-        if gate and not coverage.covered(self.settings.coverage_threshold):
+        threshold = self.settings.coverage_threshold
+        if gate and not coverage.covered(threshold):
+            # a thin article: what its own source says may answer (sources.py)
+            passages = await asyncio.to_thread(source_passages, self.kb, pages, standalone)
+            again = await asyncio.to_thread(measure, standalone, pages + passages)
+            if passages and again.covered(threshold):
+                yield Status("reading", paths=[p.path for p in passages])
+                pages += passages
+                hops.append(Hop(standalone, [p.path for p in passages], "sources"))
+                coverage = again
+        if gate and not coverage.covered(threshold):
             answer = not_covered(coverage, pages, self.usage, standalone, hops, self.findings)
             yield Delta(answer.answer)
             yield Done(answer)
             return
         # Each sentence is checked against the pages before it is shown (checks.py).
         check = AnswerCheck(pages, standalone, searched)
+        placer = Placer(pages)  # each citation pointed at the lines it stands for (places.py)
         cutter = SentenceCutter()
         said: list[str] = []
         final: Completion | None = None
@@ -172,7 +185,7 @@ class Asker(PagePicker):
                     continue
                 said.append(item)
                 if shown := check.check(item):
-                    yield Delta(shown)
+                    yield Delta(placer.feed(shown))
         else:
             yield Status("answering")
             messages = PROMPTS.render(
@@ -190,21 +203,22 @@ class Asker(PagePicker):
                 said.append(item)
                 for sentence in cutter.feed(item):
                     if shown := check.check(sentence):
-                        yield Delta(shown)
+                        yield Delta(placer.feed(shown))
             if not said and final is not None and final.text:
                 said.append(final.text)
                 cutter.feed(final.text)
             for sentence in cutter.flush() if said else []:
                 if shown := check.check(sentence):
-                    yield Delta(shown)
+                    yield Delta(placer.feed(shown))
         if not "".join(said).strip():
             if final is not None:
                 final.reject()
             raise LLMOutputError("the model returned an empty answer")
         if tail := check.finish():
-            yield Delta(tail)
+            yield Delta(placer.feed(tail))
+        placer.finish(LEFT_OUT, NOT_COVERED)
         answer = Answer(
-            check.text,
+            placer.text,  # check.text with its citations' places
             check.citations,
             [p.path for p in pages],
             self.usage,
@@ -212,6 +226,7 @@ class Asker(PagePicker):
             check.covered,
             hops=hops,
             findings=self.findings + check.findings,
+            claims=placer.claims,
         )
         if final is not None:
             final.accept()  # after the last check of the answer

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from kb_ai.errors import NotFoundError, PathEscapeError
 from retrieval.dated import page_date
-from wiki import KnowledgeBase, normalise_article_path, read_article
+from wiki import KnowledgeBase, body_start_line, normalise_article_path, read_article
 
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
 _WIKILINK = re.compile(r"\[\[([^\]|#\n]{1,200})(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
@@ -20,6 +20,7 @@ class Page:
     text: str
     cut: bool
     date: str = ""  # YYYY-MM-DD the page speaks from (retrieval/dated.py), "" if none
+    first_line: int = 1  # the line of the file ``text`` begins on (frontmatter counted)
 
 
 @dataclass(frozen=True)
@@ -43,17 +44,19 @@ def cut_marker(omitted: int) -> str:
 
 def read_page(kb: KnowledgeBase, path: str, budget_chars: int) -> Page:
     """An article's body without frontmatter, cut at budget_chars with a visible marker."""
-    kb.resolve(path, under="wiki")
+    full = kb.resolve(path, under="wiki")
     article = read_article(kb, path)
     body = article.body.strip()
+    first = body_start_line(full.read_text(encoding="utf-8", errors="replace"), article.body)
+    first += article.body[: len(article.body) - len(article.body.lstrip())].count("\n")
     date = page_date(article.title, body, article.sources)
     if len(body) <= budget_chars:
-        return Page(path, article.title, body, False, date)
+        return Page(path, article.title, body, False, date, first)
     head = body[:budget_chars]
     space = head.rfind("\n")
     if space > budget_chars * 0.8:
         head = head[:space]
-    return Page(path, article.title, head + cut_marker(len(body) - len(head)), True, date)
+    return Page(path, article.title, head + cut_marker(len(body) - len(head)), True, date, first)
 
 
 def check_paths(kb: KnowledgeBase, paths: list[str]) -> list[str]:
@@ -108,7 +111,7 @@ def validate_citations(answer: str, pages: list[Page]) -> tuple[str, list[Citati
         if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # an outside link, not a citation
             return m.group(0)
         path = normalise_article_path(target)
-        if not path.startswith(("wiki/", "also/")):  # also/<kb>/wiki/...: another KB's
+        if not path.startswith(("wiki/", "raw/", "also/")):  # raw/: a source; also/: another KB
             path = f"wiki/{path}"
         page = by_path.get(path)
         if page is None:

@@ -15,8 +15,10 @@ from kb_ai.errors import NotFoundError, PathEscapeError
 from web.originals import render_marked
 from web.render import WikiLinks, article_url, diff_lines, render_markdown
 from wiki import (
+    Article,
     CatalogEntry,
     KnowledgeBase,
+    body_start_line,
     build_catalog,
     entry_for,
     file_history,
@@ -148,10 +150,18 @@ def article_view(kb: KnowledgeBase, raw_path: str) -> dict[str, Any]:
         sources.append({"path": sha, "title": f"Hand edit {edit}", "url": f"?sha={sha}#diff"})
     return {
         "article": asdict(article),
-        "html": render_markdown(article.body, base=article.path, links=links),
+        "html": render_markdown(
+            article.body, base=article.path, links=links, first_line=_body_line(kb, article)
+        ),
         "sources": sources,
         "url": article_url(article.path),
     }
+
+
+def _body_line(kb: KnowledgeBase, article: Article) -> int:
+    """The line of the article's file its body begins on (citations name file lines)."""
+    text = kb.resolve(article.path, under="wiki").read_text(encoding="utf-8", errors="replace")
+    return body_start_line(text, article.body)
 
 
 def history_view(kb: KnowledgeBase, raw_path: str) -> list[dict[str, str | bool]]:
@@ -178,9 +188,12 @@ def source_view(kb: KnowledgeBase, rel: str) -> dict[str, Any]:
     src = read_raw(kb, rel)
     links = WikiLinks(catalog(kb))
     original = src.original_path if (kb.root / src.original_path).is_file() else ""
+    first = body_start_line(path.read_text(encoding="utf-8", errors="replace"), src.text)
     return {
         "source": {"path": src.path, "title": src.title, "origin": src.origin,
                    "kind": src.kind, "ingested_at": src.ingested_at, "text": src.text,
                    "original": original},
-        "html": render_marked(src.text, lambda t: render_markdown(t, base=src.path, links=links)),
+        # each block says its lines of the file: an answer citing raw/x.md#L40-L44 marks them
+        "html": render_marked(src.text, lambda t, at: render_markdown(
+            t, base=src.path, links=links, first_line=first + at)),
     }  # fmt: skip

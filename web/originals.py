@@ -21,11 +21,12 @@ INLINE_TYPES = {".pdf": "application/pdf"}
 
 
 def render_marked(text: str, render: Any) -> str:
-    """HTML of ``text``: each run between markers rendered by ``render`` (Markdown), each
-    marker as a small heading with an anchor ("page-12", "slide-3", "sheet-budget")."""
+    """HTML of ``text``: each run between markers rendered by ``render`` (Markdown; given
+    the run and the 0-based line of ``text`` it begins on), each marker as a small
+    heading with an anchor ("page-12", "slide-3", "sheet-budget")."""
     out, last = [], 0
     for m in MARKER.finditer(text):
-        out.append(render(text[last : m.start()]))
+        out.append(render(text[last : m.start()], text.count("\n", 0, last)))
         kind, label = ("sheet", m.group(3)) if m.group(3) else (m.group(1), m.group(2))
         anchor = f"{kind}-" + re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
         shown = f"{kind} {label}" + (" (continued)" if "(continued)" in m.group(0) else "")
@@ -34,7 +35,7 @@ def render_marked(text: str, render: Any) -> str:
             f"{escape(shown)}</a></h6>"
         )
         last = m.end()
-    out.append(render(text[last:]))
+    out.append(render(text[last:], text.count("\n", 0, last)))
     return "".join(out)
 
 

@@ -14,6 +14,7 @@ from compiler.documents import DOCUMENT_EXTENSIONS, supported_types
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
 from kb_ai.service import corpora
+from kb_ai.service.evaluating import last_runs
 from kb_ai.service.remote import remote_state
 from retrieval import ChatStore
 from web import content, csrf
@@ -98,6 +99,7 @@ async def status(request: Request) -> Response:
         request, "status.html", snap=await svc.run(content.queue_now, svc.kb), nav="status",
         queued=q.get("queued"), rejected=q.get("rejected"),
         remote=await svc.run(remote_state, svc.okb),
+        evals=await svc.run(last_runs, svc.kb),
     )  # fmt: skip
 
 

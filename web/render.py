@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
@@ -108,11 +109,25 @@ def _local_href(href: str, base: str) -> str:
     return href
 
 
+def _line_numbers(state: StateCore) -> None:
+    """Each block (paragraph, list item, table row, heading, quote) says which lines of
+    the file it comes from (``data-lines="12-14"``), when the caller gave the line the
+    text begins on: an answer's citation ``#L12-L14`` is highlighted by kb.js."""
+    first = state.env.get("first_line")
+    if not first:
+        return
+    for token in state.tokens:
+        if token.map and (token.nesting == 1 or token.type in ("fence", "code_block")):
+            start, end = token.map
+            token.attrSet("data-lines", f"{start + first}-{max(end - 1, start) + first}")
+
+
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.use(tasklists_plugin)
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+    md.core.ruler.after("block", "line_numbers", _line_numbers)
     md.renderer = _Renderer(md)
     return md
 
@@ -120,9 +135,13 @@ def _markdown() -> MarkdownIt:
 _MD = _markdown()
 
 
-def render_markdown(text: str, *, base: str = "", links: WikiLinks | None = None) -> str:
-    """Safe HTML for ``text``; ``base`` is the KB-relative path relative links start from."""
-    return _MD.render(text, {"base": base, "links": links})
+def render_markdown(
+    text: str, *, base: str = "", links: WikiLinks | None = None, first_line: int = 0
+) -> str:
+    """Safe HTML for ``text``; ``base`` is the KB-relative path relative links start from;
+    ``first_line``: the line of its file ``text`` begins on, to mark each block with its
+    lines (0: not marked)."""
+    return _MD.render(text, {"base": base, "links": links, "first_line": first_line})
 
 
 # Summaries and other one-liners: code spans and emphasis only (no links, no HTML), so a

@@ -7,6 +7,7 @@ checks over text, which lint shares with compile and ask).
 from wiki.articles import (
     Article,
     article_body_text,
+    body_start_line,
     cut_summary,
     delete_article,
     derive_keys,
@@ -66,6 +67,7 @@ __all__ = [
     "compile_under_way",
     "get_meta",
     "article_body_text",
+    "body_start_line",
     "atomic_write_bytes",
     "atomic_write_text",
     "build_catalog",

@@ -58,6 +58,15 @@ def read_article(kb: KnowledgeBase, rel: str) -> Article:
     return article_from(rel, meta, body)
 
 
+def body_start_line(text: str, body: str) -> int:
+    """The line (1-based) of the file ``text`` on which its ``body`` (what
+    load_document gave back) begins: line numbers of a citation are the file's."""
+    text = text.removeprefix("\ufeff")
+    if not body or not text.endswith(body):
+        return 1
+    return text.count("\n") - body.count("\n") + 1
+
+
 def article_from(rel: str, meta: dict[str, Any], body: str) -> Article:
     """The article at ``rel`` from its parsed frontmatter and body (see read_article)."""
     parts = rel.split("/")

@@ -481,6 +481,7 @@ LAZY_COMMANDS = {
     "watch": "kb_ai.cli.watch",
     "users": "kb_ai.cli.users",
     "audit": "kb_ai.cli.users",
+    "eval": "kb_ai.cli.evaluate",
 }
 
 

@@ -104,7 +104,8 @@ def _print_sources(answer: Answer) -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print answer, citations, pages read, usage, covered and the checks' findings as JSON.",
+    help="Print answer, citations, pages read, usage, covered, the checks' findings, and "
+    "each claim with its supporting span and the citation faithfulness, as JSON.",
 )
 @pass_context
 @translate_errors
@@ -138,6 +139,7 @@ def ask(
     answer = asyncio.run(_stream_answer(okb, text, paths=wanted, corpus=corpus, as_json=as_json))
     if as_json:
         keys = ("answer", "citations", "read", "usage", "covered", "see_also", "findings")
+        keys += ("claims", "faithfulness")
         keys += ("corpus",) if corpus else ()
         done = answer.as_dict()
         click.echo(json.dumps({k: done[k] for k in keys}, ensure_ascii=False))

@@ -42,6 +42,7 @@ from kb_ai.service import Actor, OpenKb, error_fields, open_kb
 from kb_ai.service.asking import ask as answer_question
 from kb_ai.service.fairness import QuestionBuckets, TooManyQuestionsError
 from retrieval import Answer
+from retrieval.places import ClaimSpan
 
 ASK_DESCRIPTION = """\
 Ask the team's knowledge base and get an answer with citations. The knowledge base is a \
@@ -92,6 +93,26 @@ class CheckFinding(TypedDict):
     path: str
 
 
+class CitedSpan(TypedDict):
+    """Lines ``start``..``end`` of ``path`` (1-based, of the file) and their text."""
+
+    path: str
+    start: int
+    end: int
+    text: str
+
+
+class AnswerClaim(TypedDict):
+    """One cited claim of the answer, the span of the cited page found for it, and
+    whether that span supports it (``why`` says what it lacks when not)."""
+
+    claim: str
+    path: str
+    span: CitedSpan | None
+    supported: bool
+    why: str
+
+
 class CorpusAsked(TypedDict):
     """The corpus an answer came from, and whether it was read whole."""
 
@@ -107,7 +128,10 @@ class AskResult(TypedDict):
     citations: list[CitedPage]
     read: list[str]
     covered: bool
+    see_also: list[CitedPage]  # nearby pages of a question the wiki does not cover
     findings: list[CheckFinding]
+    claims: list[AnswerClaim]
+    faithfulness: float | None  # share of cited claims their span supports; None: none cited
     corpus: CorpusAsked | None
 
 
@@ -220,12 +244,22 @@ def _structured(answer: Answer) -> AskResult:
         "citations": [c.as_dict() for c in answer.citations],  # type: ignore[misc]
         "read": list(answer.read),
         "covered": answer.covered,
+        "see_also": [{"title": c.title, "path": c.path} for c in answer.see_also],
         "findings": [
             {"check": f.check, "detail": f.detail, "claim": f.claim, "path": f.path}
             for f in answer.findings
         ],
+        "claims": [_claim(c) for c in answer.claims],
+        "faithfulness": answer.faithfulness,
         "corpus": answer.corpus,  # type: ignore[typeddict-item]
     }
+
+
+def _claim(c: ClaimSpan) -> AnswerClaim:
+    span: CitedSpan | None = None
+    if c.span is not None:
+        span = {"path": c.span.path, "start": c.span.start, "end": c.span.end, "text": c.span.text}
+    return {"claim": c.claim, "path": c.path, "span": span, "supported": c.supported, "why": c.why}
 
 
 def _version() -> str:

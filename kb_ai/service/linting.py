@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from compiler.lint_deep import deep_lint
 from compiler.lint_identity import lint_all
+from compiler.lint_thin import thin_findings
 from compiler.review import waiting_hand_edits
 from kb_ai.service.opened import OpenKb
 from kb_ai.service.remote import publish
@@ -21,6 +22,7 @@ def lint(okb: OpenKb, *, fix: bool = False) -> LintReport:
     if fix:
         publish(okb)
     report.findings += waiting_hand_edits(okb.kb)  # updates that met a person's change
+    report.findings += thin_findings(okb.kb)  # articles that lost what their source states
     return report
 
 

@@ -62,7 +62,7 @@ def test_a_folder_named_with_also_is_consulted_and_its_citations_say_so(project,
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["citations"] == [{"title": "Code review rule", "path": REVIEW, "kb": "team"}]
-    assert f"[Code review rule]({REVIEW})" in data["answer"] and "two approvals" in data["answer"]
+    assert f"[Code review rule]({REVIEW}#L" in data["answer"] and "two approvals" in data["answer"]
     shown = cli(
         project.root, "--also", str(team.root), "ask", "How many approvals does a change need?"
     )

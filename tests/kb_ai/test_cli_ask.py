@@ -43,21 +43,31 @@ def test_ask_json_has_answer_citations_read_usage_and_the_checks(kb, server):
     result = cli(kb, "ask", "--json", "How long are nightly backups kept?")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"answer", "citations", "read", "usage", "covered", "see_also", "findings"}
+    assert set(data) == {
+        "answer", "citations", "read", "usage", "covered", "see_also", "findings", "claims",
+        "faithfulness",
+    }  # fmt: skip
     assert data["covered"] is True and data["findings"] == [] and data["see_also"] == []
     assert data["citations"] == [
         {"title": "Nightly backups", "path": "wiki/concept/nightly-backups.md"}
     ]
     assert "wiki/concept/nightly-backups.md" in data["read"]
-    assert "[Nightly backups](wiki/concept/nightly-backups.md)" in data["answer"]
     assert data["usage"]["calls"] == 2 and data["usage"]["prompt_tokens"] > 0
+    # the citation names the lines of the page that hold the claim, and they support it
+    (claim,) = data["claims"]
+    start, end = claim["span"]["start"], claim["span"]["end"]
+    place = f"#L{start}" if start == end else f"#L{start}-L{end}"
+    assert f"[Nightly backups](wiki/concept/nightly-backups.md{place})" in data["answer"]
+    lines = (kb.root / "wiki/concept/nightly-backups.md").read_text().split("\n")
+    assert claim["span"]["text"] == "\n".join(lines[start - 1 : end]).strip()
+    assert claim["supported"] is True and data["faithfulness"] == 1.0
 
 
 def test_ask_streams_the_answer_then_lists_sources(kb, server):
     result = cli(kb, "ask", "How long are nightly backups kept?")
     assert result.exit_code == 0
     body, _, tail = result.output.partition("\nSources:\n")
-    assert "[Nightly backups](wiki/concept/nightly-backups.md)" in body
+    assert "[Nightly backups](wiki/concept/nightly-backups.md#L" in body
     assert "  [Nightly backups](wiki/concept/nightly-backups.md)" in tail
     assert "Read: " in tail
 

@@ -192,8 +192,8 @@ def test_a_corpus_that_fits_is_read_whole_and_a_cross_record_question_cites_each
     assert stages == ["answer"]  # no page selection, no follow-up
     cited = {c["path"] for c in data["citations"]}
     assert cited == {RETRIES, LEASES}  # a synthesis citing each record it draws on
-    assert f"[Worker retries]({RETRIES})" in data["answer"]
-    assert f"[Worker leases]({LEASES})" in data["answer"]
+    assert f"[Worker retries]({RETRIES}#L" in data["answer"]
+    assert f"[Worker leases]({LEASES}#L" in data["answer"]
     assert "read whole" in result.stderr
 
 

@@ -166,4 +166,4 @@ def test_a_streamed_local_answer_arrives_in_more_than_one_chunk(tmp_path, embedd
     assert len(seen) > 1, seen
     assert not seen[0][1], seen  # the first sentence came while the model was still writing
     text = "".join(t for t, _ in seen)
-    assert "thirty days" in text and "(wiki/howto/nightly-backups.md)" in text, text
+    assert "thirty days" in text and "(wiki/howto/nightly-backups.md#L" in text, text

@@ -222,7 +222,10 @@ def test_one_ask_tool_that_tells_an_agent_when_to_use_it(call):
         "citations",
         "read",
         "covered",
+        "see_also",
         "findings",
+        "claims",
+        "faithfulness",
         "corpus",
     }
     assert tool.annotations.read_only_hint is True
@@ -234,7 +237,7 @@ def test_ask_answers_with_citations_in_text_and_structured_content(call):
     assert not result.is_error
     text = result.content[0].text
     body, _, sources = text.partition("\n\nSources:\n")
-    assert f"[Nightly backups]({BACKUPS})" in body
+    assert f"[Nightly backups]({BACKUPS}#L" in body  # the page, and the lines cited
     assert sources == f"- [Nightly backups]({BACKUPS})"
     data = result.structured_content
     assert data["citations"] == [{"title": "Nightly backups", "path": BACKUPS}]

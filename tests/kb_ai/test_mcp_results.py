@@ -4,6 +4,7 @@ the server object): the answer with what its checks removed and why."""
 import asyncio
 
 import anyio
+import pytest
 from mcp import Client
 
 from kb_ai.cli.mcp_server import build_server
@@ -22,7 +23,9 @@ def answering(stage, messages, schema):
     return respond(stage, messages, schema)
 
 
-def test_the_structured_result_carries_the_checks_findings(kb, settings, tmp_path):
+@pytest.fixture
+def okb(kb, settings, tmp_path):
+    """The backups note compiled, through the service, with the stand-in above."""
     okb = open_kb(
         settings=settings,
         actor=Actor.agent("test agent"),
@@ -32,6 +35,10 @@ def test_the_structured_result_carries_the_checks_findings(kb, settings, tmp_pat
     notes.mkdir()
     (notes / "backups.md").write_text(NOTE, encoding="utf-8")
     assert not asyncio.run(compiling.compile_paths(okb, [notes])).failed
+    return okb
+
+
+def test_the_structured_result_carries_the_checks_findings(okb):
 
     async def go():
         async with Client(build_server(okb=okb)) as client:
@@ -47,3 +54,26 @@ def test_the_structured_result_carries_the_checks_findings(kb, settings, tmp_pat
     assert grounding and "4,000" in grounding[0]["claim"] + grounding[0]["detail"]
     assert set(grounding[0]) == {"check", "detail", "claim", "path"}
     assert "findings" in tool.output_schema["required"]
+    # each cited claim comes with the lines of the page that support it
+    (claim,) = data["claims"]
+    assert claim["path"] == BACKUPS and claim["supported"] is True
+    lines = (okb.root / BACKUPS).read_text(encoding="utf-8").split("\n")
+    span = claim["span"]
+    assert "thirty days" in "\n".join(lines[span["start"] - 1 : span["end"]]) == span["text"]
+    assert f"({BACKUPS}#L{span['start']}" in data["answer"]
+    assert data["faithfulness"] == 1.0 and data["see_also"] == []
+    assert {"claims", "faithfulness", "see_also"} <= set(tool.output_schema["required"])
+
+
+def test_a_question_not_covered_names_its_nearby_pages_in_the_structured_result(okb):
+
+    async def go():
+        async with Client(build_server(okb=okb)) as client:
+            # shares "backups" with the page, but the page says nothing of who restores them
+            return await client.call_tool(
+                "ask", {"question": "Which engineer restores backups for the payments team?"}
+            )
+
+    data = anyio.run(go).structured_content
+    assert data["covered"] is False and data["claims"] == [] and data["faithfulness"] is None
+    assert data["see_also"] == [{"title": "Nightly backups", "path": BACKUPS}]

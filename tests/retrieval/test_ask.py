@@ -21,6 +21,7 @@ from retrieval import (
 )
 from tests.compiler.conftest import responder_handler
 from tests.fakes.fake_llm import FakeLLM
+from tests.retrieval import unplaced
 from wiki import Article, build_catalog, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
 
@@ -68,7 +69,7 @@ def test_answers_with_validated_citations_and_returns_what_was_read(kb, settings
     assert answer.read == ["wiki/decision/dns-out-of-puppet.md"]  # the invented path was dropped
     assert [c.path for c in answer.citations] == ["wiki/decision/dns-out-of-puppet.md"]
     assert answer.citations[0].title == "DNS out of puppet"
-    assert "[DNS](wiki/decision/dns-out-of-puppet.md)" in answer.answer
+    assert "[DNS](wiki/decision/dns-out-of-puppet.md)" in unplaced(answer.answer)
     assert "made-up" not in answer.answer and "Made up" not in answer.answer
     assert llm.stages() == ["select", "answer"]
     assert answer.usage.calls == 2
@@ -436,7 +437,7 @@ def test_a_local_model_picks_a_sentence_id_and_the_answer_quotes_it_with_its_cit
     local = replace(settings, model="local/default")
     llm = FakeLLM().enqueue({"paths": [BACKUP[0]]}, {"sentences": ["s1", "s7"]})
     answer = run(ask(kb, local, llm, "When do backups run?"))
-    assert answer.answer == (
+    assert unplaced(answer.answer) == (
         "Backups run nightly at 02:00 and are kept for 30 days. [Backups](wiki/howto/backups.md)"
     )
     assert [c.path for c in answer.citations] == [BACKUP[0]]

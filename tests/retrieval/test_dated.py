@@ -88,7 +88,7 @@ def test_small_model_answer_states_the_newest_value_as_current_and_the_older_as_
     assert text.startswith("As of 2026-03-20: The session cache TTL is now 15 minutes."), text
     assert re.search(
         r"Before that \(2026-03-01\): The session cache TTL is 30 minutes.*"
-        r"\[Session cache\]\(wiki/decision/session-cache.md\)",
+        r"\[Session cache\]\(wiki/decision/session-cache.md(#L[0-9-L]+)?\)",
         text,
         re.S,
     ), text

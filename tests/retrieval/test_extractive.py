@@ -10,6 +10,7 @@ from retrieval import Asker, ask
 from retrieval.extractive import NOT_COVERED, PartialPicks, Quoter, number_sentences
 from retrieval.pages import Page
 from tests.fakes.fake_llm import FakeLLM
+from tests.retrieval import unplaced
 from tests.retrieval.test_ask import ENOUGH, make_wiki
 
 QUEUE = (
@@ -60,7 +61,7 @@ def test_the_answer_is_the_picked_sentences_verbatim_with_their_citations(kb, se
     answer = asyncio.run(
         ask(kb, small(settings), FakeLLM(model), "Why PostgreSQL, and who owns it?")
     )
-    assert answer.answer == (
+    assert unplaced(answer.answer) == (
         "Dana owns the queue. We chose PostgreSQL over MongoDB for the job queue. "
         "[Queue choice](wiki/decision/queue-choice.md)"
     )
@@ -84,7 +85,7 @@ def test_invented_and_repeated_ids_are_dropped_and_runs_from_each_page_are_cited
     )
     llm.enqueue({"paths": [QUEUE[0], DEPLOY[0]]})
     answer = asyncio.run(ask(kb, small(settings), llm, "Where do deploys and the queue run?"))
-    assert answer.answer == (
+    assert unplaced(answer.answer) == (
         "We chose PostgreSQL over MongoDB for the job queue. "
         "[Queue choice](wiki/decision/queue-choice.md) "
         "Deploys run from the main branch. [Deploy](wiki/howto/deploy.md)"
@@ -120,7 +121,7 @@ def test_a_small_models_wrong_pick_is_made_up_for_by_the_best_matching_page(kb, 
     llm = FakeLLM(picking(weekday_ids)).enqueue({"paths": [QUEUE[0]]})  # the wrong page
     answer = asyncio.run(ask(kb, small(settings), llm, "Who may deploy on weekdays?"))
     assert answer.read == [DEPLOY[0]]  # (the queue page shares no word: not read)
-    assert answer.answer == (
+    assert unplaced(answer.answer) == (
         "Anyone on the team may deploy on weekdays. [Deploy](wiki/howto/deploy.md)"
     )
     # a larger model's pick is taken as it is
@@ -142,7 +143,7 @@ def test_a_local_model_answers_extractively_and_streams_sentence_by_sentence(kb,
 
     pieces = asyncio.run(deltas())
     assert len(pieces) > 1
-    assert "".join(pieces) == (
+    assert unplaced("".join(pieces)) == (
         "A failed job is retried 5 times. The backoff doubles after each attempt. "
         "[Queue choice](wiki/decision/queue-choice.md)"
     )
@@ -169,7 +170,7 @@ def test_each_picked_sentence_is_shown_while_a_slow_model_is_still_writing_its_p
     assert kinds.index("delta") > seen.index(("status", "choosing", False))
     early = [text for kind, text, finished in seen if kind == "delta" and not finished]
     assert early == ["A failed job is retried 5 times.", " The backoff doubles after each attempt."]
-    assert "".join(text for kind, text, _ in seen if kind == "delta") == (
+    assert unplaced("".join(text for kind, text, _ in seen if kind == "delta")) == (
         "A failed job is retried 5 times. The backoff doubles after each attempt. "
         "[Queue choice](wiki/decision/queue-choice.md)"
     )
@@ -197,7 +198,7 @@ def test_a_pick_not_in_the_plain_form_is_quoted_once_the_whole_reply_has_come(kb
 
     deltas = asyncio.run(run())
     assert all(finished for _, finished in deltas)
-    assert "".join(text for text, _ in deltas) == (
+    assert unplaced("".join(text for text, _ in deltas)) == (
         "**5 times**\n\n"  # the one value asked for leads
         "A failed job is retried 5 times. [Queue choice](wiki/decision/queue-choice.md)"
     )

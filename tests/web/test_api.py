@@ -33,7 +33,7 @@ def test_a_pasted_note_is_queued_then_compiled_into_an_article(client, kb):
     assert tree["count"] == 1
     assert tree["types"][0]["articles"][0]["path"] == "wiki/concept/nightly-backups.md"
     art = client.get("/api/article", params={"path": "wiki/concept/nightly-backups.md"}).json()
-    assert art["article"]["title"] == "Nightly backups" and "<p>" in art["html"]
+    assert art["article"]["title"] == "Nightly backups" and '<p data-lines="' in art["html"]
     assert art["sources"][0]["url"].startswith("/sources/raw/")
     hist = client.get("/api/history", params={"path": "concept/nightly-backups.md"}).json()
     assert len(hist["history"]) == 1

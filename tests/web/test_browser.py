@@ -55,9 +55,15 @@ def test_submit_watch_read_and_ask(page):
     current = page.locator("#sessions a[aria-current='page']")  # listed without a reload
     expect(current).to_have_text("How long are nightly backups kept?")
     link = answer.locator(".answer a").first
-    expect(link).to_have_attribute("href", "/wiki/concept/nightly-backups.md")
+    # the citation names the lines that hold the claim; the article page marks them
+    cited = re.compile(r"^/wiki/concept/nightly-backups\.md#L\d+(-L\d+)?$")
+    expect(link).to_have_attribute("href", cited)
     link.click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Nightly backups")
+    marked = page.locator(".md .cited")
+    expect(marked).to_have_count(1)
+    expect(marked).to_contain_text("nightly at 02:00")
+    expect(marked).to_be_in_viewport()
 
     page.go_back()  # the saved session shows the conversation again
     expect(page.locator(".msg.user")).to_have_text("How long are nightly backups kept?")

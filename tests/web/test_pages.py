@@ -45,7 +45,7 @@ def test_an_article_page_is_rendered_safely_with_links_sources_and_history(compi
     assert "<img" not in page and 'href="javascript' not in page
     assert '<a class="wikilink" href="/wiki/concept/nightly-backups.md">Nightly backups</a>' in page
     assert 'class="wikilink missing"' in page
-    assert "<table>" in page and "<td>thirty days</td>" in page
+    assert "<table data-lines=" in page and "<td>thirty days</td>" in page
     assert "Add evil" in page  # history
     sha = compiled.get("/api/history?path=wiki/concept/evil.md").json()["history"][0]["sha"]
     diff = compiled.get(f"/wiki/concept/evil.md?sha={sha}").text

@@ -288,7 +288,7 @@ function initChat() {
             const cites = el("p", { class: "cites", text: "Sources: " });
             event.data.citations.forEach((c, i) => {
               if (i) cites.append(", ");
-              cites.append(el("a", { href: "/" + c.path, text: c.title }));
+              cites.append(el("a", { href: (c.path.startsWith("raw/") ? "/sources/" : "/") + c.path, text: c.title }));
               // a page of another knowledge base (also): named with it
               if (c.kb) cites.append(el("span", { class: "other-kb", text: ` (${c.kb})` }));
             });
@@ -320,7 +320,31 @@ document.addEventListener("submit", (ev) => {
   if (msg && !window.confirm(msg)) ev.preventDefault();
 }, true);
 
+// An answer cites the lines of a page (#L12 or #L12-L18): mark the innermost blocks of the
+// article that hold those lines (each says its lines in data-lines) and bring them into view.
+function showCitedLines() {
+  const m = /^#L(\d+)(?:-L(\d+))?$/.exec(location.hash);
+  for (const old of document.querySelectorAll(".md .cited")) old.classList.remove("cited");
+  if (!m) return;
+  const from = Number(m[1]), to = Number(m[2] || m[1]);
+  const overlaps = (node) => {
+    const [a, b] = node.dataset.lines.split("-").map(Number);
+    return a <= to && b >= from;
+  };
+  const hits = [...document.querySelectorAll(".md [data-lines]")].filter(overlaps)
+    .filter((node) => ![...node.querySelectorAll("[data-lines]")].some(overlaps));
+  for (const node of hits) node.classList.add("cited");
+  if (hits.length) {
+    hits[0].setAttribute("tabindex", "-1");
+    hits[0].scrollIntoView({ block: "center" });
+    hits[0].focus({ preventScroll: true });
+  }
+}
+
+window.addEventListener("hashchange", showCitedLines);
+
 document.addEventListener("DOMContentLoaded", () => {
+  showCitedLines();
   const page = document.body.dataset.page;
   if (page === "submit") initSubmit();
   else if (page === "status") initStatus();
