@@ -8,13 +8,32 @@ import fcntl
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
 
-class KbLock:
+class _Held:
+    """``with lock:`` blocks until it is taken, and releases it however the block ends."""
+
+    def acquire(self, blocking: bool = True) -> bool:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+class KbLock(_Held):
     """``with KbLock(kb.state_dir / "compile.lock"):`` blocks until no one else holds it."""
 
     def __init__(self, path: Path) -> None:
@@ -40,17 +59,8 @@ class KbLock:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> KbLock:
-        self.acquire()
-        return self
 
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.release()
-
-
-class CompileLock:
+class CompileLock(_Held):
     """The one-writer lock of a knowledge base: the file lock on .kb-ai/compile.lock,
     and with a shared database (``database_url``) first a PostgreSQL advisory lock too,
     so one compile writes at a time across every server and worker sharing it. Taken in
@@ -83,15 +93,6 @@ class CompileLock:
         self.file.release()
         if self.shared is not None:
             self.shared.release()
-
-    def __enter__(self) -> CompileLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.release()
 
 
 def compile_lock(kb: KnowledgeBase) -> CompileLock:
