@@ -25,7 +25,7 @@ from contextlib import closing
 from pathlib import Path
 
 from bench._common import REPO, load_average, machine
-from bench.hooks.run import BARE, burn, pct
+from bench.hooks.run import BARE, burn, p50_p99_ms
 from wiki import Article, KnowledgeBase, build_catalog, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
 from wiki.slugs import slugify
@@ -94,20 +94,10 @@ def run(count: int) -> dict:
         "prompts": count,
         "load_average_at_start": load_before,
         "load_average_with_burners": load_busy,
-        "bare_idle_p50_ms": pct(idle_bare, 0.5) * 1000,
-        "bare_idle_p99_ms": pct(idle_bare, 0.99) * 1000,
-        "bare_busy_p50_ms": pct(busy_bare, 0.5) * 1000,
-        "bare_busy_p99_ms": pct(busy_bare, 0.99) * 1000,
-        "idle_p50_ms": pct(idle, 0.5) * 1000,
-        "idle_p99_ms": pct(idle, 0.99) * 1000,
-        "busy_p50_ms": pct(busy, 0.5) * 1000,
-        "busy_p99_ms": pct(busy, 0.99) * 1000,
+        **p50_p99_ms(bare_idle=idle_bare, bare_busy=busy_bare, idle=idle, busy=busy),
         "busy_max_ms": max(busy) * 1000,
         # the hook's own cost: its time less the bare start timed just before it
-        "own_idle_p50_ms": pct(own(idle, idle_bare), 0.5) * 1000,
-        "own_idle_p99_ms": pct(own(idle, idle_bare), 0.99) * 1000,
-        "own_busy_p50_ms": pct(own(busy, busy_bare), 0.5) * 1000,
-        "own_busy_p99_ms": pct(own(busy, busy_bare), 0.99) * 1000,
+        **p50_p99_ms(own_idle=own(idle, idle_bare), own_busy=own(busy, busy_bare)),
         "replies_with_pages": sum(1 for n in named if n),
         "most_pages": max((len(n) for n in named), default=0),
         "most_bytes": max((len(o.encode()) for o in outs), default=0),

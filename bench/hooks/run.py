@@ -52,6 +52,15 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
 
+def p50_p99_ms(**series: list[float]) -> dict[str, float]:
+    """``{name}_p50_ms`` and ``{name}_p99_ms`` of each series of seconds, in order."""
+    out = {}
+    for name, values in series.items():
+        out[f"{name}_p50_ms"] = pct(values, 0.5) * 1000
+        out[f"{name}_p99_ms"] = pct(values, 0.99) * 1000
+    return out
+
+
 def rollout(path: Path, session_id: str) -> Path:
     def line(kind: str, payload: dict) -> str:
         return json.dumps({"timestamp": "2026-03-01T10:00:00Z", "type": kind, "payload": payload})
@@ -167,15 +176,8 @@ def run(sessions: int, delay: float, hook: str = "sh") -> dict:
         "sessions": sessions,
         "load_average_at_start": load_before,
         "load_average_with_burners": load_busy,
-        "bare_idle_p50_ms": pct(idle_bare, 0.5) * 1000,
-        "bare_idle_p99_ms": pct(idle_bare, 0.99) * 1000,
-        "bare_busy_p50_ms": pct(busy_bare, 0.5) * 1000,
-        "bare_busy_p99_ms": pct(busy_bare, 0.99) * 1000,
-        "idle_p50_ms": pct(idle, 0.5) * 1000,
-        "idle_p99_ms": pct(idle, 0.99) * 1000,
+        **p50_p99_ms(bare_idle=idle_bare, bare_busy=busy_bare, idle=idle, busy=busy),
         "idle_max_ms": max(idle) * 1000,
-        "busy_p50_ms": pct(busy, 0.5) * 1000,
-        "busy_p99_ms": pct(busy, 0.99) * 1000,
         "busy_max_ms": max(busy) * 1000,
         "lost": len(expected - compiled),
         "parts": len(origins),
