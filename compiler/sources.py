@@ -16,6 +16,7 @@ import codecs
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,8 +72,8 @@ class Incoming:
     file_date: str | None = None  # the day its file was written: dates a capture
     url: str = ""  # the page it was fetched from
 
-    @property
-    def checksum(self) -> str:
+    @cached_property
+    def checksum(self) -> str:  # hashed once: intake and the deferred read both ask
         return hashlib.sha256(self.data).hexdigest()
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import ConfigError, StorageError
+from wiki.lock import _Held
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
@@ -418,7 +419,7 @@ class Listener:
         self._thread.join(timeout=5)
 
 
-class Hold:
+class Hold(_Held):
     """A session-level advisory lock on a connection of its own, held until released
     (or until the process dies: the server ends its session and frees the lock)."""
 
@@ -452,13 +453,6 @@ class Hold:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()  # the session ends: its advisory locks are freed
-
-    def __enter__(self) -> Hold:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 _databases: dict[str, SharedDatabase] = {}

@@ -42,7 +42,6 @@ from kb_ai.service import Actor, OpenKb, error_fields, open_kb
 from kb_ai.service.asking import ask as answer_question
 from kb_ai.service.fairness import QuestionBuckets, TooManyQuestionsError
 from retrieval import Answer
-from retrieval.places import ClaimSpan
 
 ASK_DESCRIPTION = """\
 Ask the team's knowledge base and get an answer with citations. The knowledge base is a \
@@ -249,17 +248,10 @@ def _structured(answer: Answer) -> AskResult:
             {"check": f.check, "detail": f.detail, "claim": f.claim, "path": f.path}
             for f in answer.findings
         ],
-        "claims": [_claim(c) for c in answer.claims],
+        "claims": [c.as_dict() for c in answer.claims],  # type: ignore[misc]
         "faithfulness": answer.faithfulness,
         "corpus": answer.corpus,  # type: ignore[typeddict-item]
     }
-
-
-def _claim(c: ClaimSpan) -> AnswerClaim:
-    span: CitedSpan | None = None
-    if c.span is not None:
-        span = {"path": c.span.path, "start": c.span.start, "end": c.span.end, "text": c.span.text}
-    return {"claim": c.claim, "path": c.path, "span": span, "supported": c.supported, "why": c.why}
 
 
 def _version() -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from kb_ai.errors import ConfigError, KbAiError, NotAKnowledgeBaseError
 from kb_ai.service.opened import OpenKb
 from retrieval.shelves import Shelf
 from wiki import KnowledgeBase, slugify
+from wiki.files import atomic_write_text
 from wiki.mirror import is_git_url, mirror
 
 log = logging.getLogger("kb_ai.service")
@@ -84,8 +84,6 @@ def _record(path: Path, found: list[dict[str, str]]) -> None:
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, text)
     except OSError as exc:  # the hooks then leave the shelves out; the answer is not harmed
         log.warning("could not record the also knowledge bases in %s: %s", path, exc)

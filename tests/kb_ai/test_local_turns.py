@@ -1,8 +1,17 @@
 """The one local model serves a question before the compile calls waiting with it."""
 
 import threading
+import time
 
 from kb_ai.llm._turns import Turns, priority_of
+
+
+def wait_queued(turns: Turns, n: int) -> None:
+    """Until ``n`` calls wait for their turn (a failure, not a hang, if they never do)."""
+    deadline = time.monotonic() + 10
+    while len(turns._waiting) < n:
+        assert time.monotonic() < deadline, f"{len(turns._waiting)} of {n} calls queued"
+        time.sleep(0.01)
 
 
 def test_a_question_waiting_behind_compile_calls_goes_first():
@@ -24,12 +33,10 @@ def test_a_question_waiting_behind_compile_calls_goes_first():
     started.wait()
     waiting = [threading.Thread(target=call, args=("write 1", "write"))]
     waiting[0].start()
-    while len(turns._waiting) < 1:  # the compile call is queued first
-        threading.Event().wait(0.01)
+    wait_queued(turns, 1)  # the compile call is queued first
     waiting.append(threading.Thread(target=call, args=("answer", "answer")))
     waiting[1].start()
-    while len(turns._waiting) < 2:
-        threading.Event().wait(0.01)
+    wait_queued(turns, 2)
     release.set()
     for t in (running, *waiting):
         t.join()
@@ -76,8 +83,7 @@ def _served_in_order(turns: Turns, queued: list[tuple[str, str]]) -> list[str]:
     for n, (name, who) in enumerate(queued, start=1):
         waiting.append(threading.Thread(target=call, args=(name, who)))
         waiting[-1].start()
-        while len(turns._waiting) < n:  # queued in this order
-            threading.Event().wait(0.01)
+        wait_queued(turns, n)  # queued in this order
     release.set()
     for t in (running, *waiting):
         t.join()
