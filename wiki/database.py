@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import ConfigError, StorageError
-from wiki.lock import _Held
+from wiki.held import Held
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
@@ -419,7 +419,7 @@ class Listener:
         self._thread.join(timeout=5)
 
 
-class Hold(_Held):
+class Hold(Held):
     """A session-level advisory lock on a connection of its own, held until released
     (or until the process dies: the server ends its session and frees the lock)."""
 

@@ -7,33 +7,15 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
+
+from wiki.held import Held
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
 
-class _Held:
-    """``with lock:`` blocks until it is taken, and releases it however the block ends."""
-
-    def acquire(self, blocking: bool = True) -> bool:
-        raise NotImplementedError
-
-    def release(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.release()
-
-
-class KbLock(_Held):
+class KbLock(Held):
     """``with KbLock(kb.state_dir / "compile.lock"):`` blocks until no one else holds it."""
 
     def __init__(self, path: Path) -> None:
@@ -60,7 +42,7 @@ class KbLock(_Held):
             self._fd = None
 
 
-class CompileLock(_Held):
+class CompileLock(Held):
     """The one-writer lock of a knowledge base: the file lock on .kb-ai/compile.lock,
     and with a shared database (``database_url``) first a PostgreSQL advisory lock too,
     so one compile writes at a time across every server and worker sharing it. Taken in
