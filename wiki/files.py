@@ -22,10 +22,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     any failure the temporary file is removed and ``path`` is left as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    # os.open with 0o666 lets the umask decide the mode, as for any new file.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for attempt in range(3):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # os.open with 0o666 lets the umask decide the mode, as for any new file
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileNotFoundError:
+            # The folder was removed between the two calls: another thread deleting the
+            # last article of a type folder removes the emptied folder (delete_article).
+            if attempt == 2:
+                raise
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

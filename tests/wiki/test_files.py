@@ -47,3 +47,26 @@ def test_sha256_bytes():
     assert sha256_bytes(b"abc") == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     )
+
+
+def test_a_folder_removed_between_making_it_and_writing_into_it_is_made_again(
+    tmp_path, monkeypatch
+):
+    """A compile writes articles in threads while another removes an emptied type
+    folder (wiki.articles.delete_article): the write makes the folder again."""
+    import wiki.files
+
+    real_open = os.open
+    removed = []
+
+    def open_after_removal(path, *args):
+        if not removed:  # the other thread's rmdir lands between mkdir and open
+            os.rmdir(os.path.dirname(path))
+            removed.append(path)
+        return real_open(path, *args)
+
+    monkeypatch.setattr(wiki.files.os, "open", open_after_removal)
+    target = tmp_path / "wiki" / "concept" / "a.md"
+    atomic_write_text(target, "kept\n")
+    assert removed and target.read_text() == "kept\n"
+    assert [p.name for p in target.parent.iterdir()] == ["a.md"]
