@@ -24,16 +24,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for attempt in range(3):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:  # os.open with 0o666 lets the umask decide the mode, as for any new file
-            fd = os.open(tmp, flags, 0o666)
-            break
-        except FileNotFoundError:
-            # The folder was removed between the two calls: another thread deleting the
-            # last article of a type folder removes the emptied folder (delete_article).
-            if attempt == 2:
-                raise
+    fd = _create_beside(tmp, flags)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -46,6 +37,23 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _create_beside(tmp: Path, flags: int) -> int:
+    # Another thread deleting the last article of a type folder removes the emptied
+    # folder (wiki.articles.delete_article) while a compile's threaded writes go on. That
+    # removal can land between making the folder and opening the file in it
+    # (FileNotFoundError) or inside mkdir itself, after it found the folder there and
+    # before it checked that it is one (FileExistsError): either way, make it again.
+    for attempt in range(5):
+        try:
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            # os.open with 0o666 lets the umask decide the mode, as for any new file
+            return os.open(tmp, flags, 0o666)
+        except (FileNotFoundError, FileExistsError):
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -70,3 +70,23 @@ def test_a_folder_removed_between_making_it_and_writing_into_it_is_made_again(
     atomic_write_text(target, "kept\n")
     assert removed and target.read_text() == "kept\n"
     assert [p.name for p in target.parent.iterdir()] == ["a.md"]
+
+
+def test_a_folder_removed_inside_mkdir_is_made_again(tmp_path, monkeypatch):
+    """The same removal landing inside mkdir (after it found the folder there, before it
+    checked that it is a folder) made mkdir raise FileExistsError: the run stopped."""
+    target = tmp_path / "wiki" / "decision" / "a.md"
+    target.parent.mkdir(parents=True)
+    real_mkdir = os.mkdir
+    removed = []
+
+    def mkdir_racing_a_removal(path, *args, **kwargs):
+        if not removed and os.fspath(path) == os.fspath(target.parent):
+            removed.append(path)
+            os.rmdir(path)  # the other thread's rmdir, after the folder was seen there
+            raise FileExistsError(17, "File exists", os.fspath(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir_racing_a_removal)
+    atomic_write_text(target, "kept\n")
+    assert removed and target.read_text() == "kept\n"
