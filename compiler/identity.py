@@ -24,6 +24,7 @@ one in state.db).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 import zlib
@@ -243,6 +244,7 @@ def _split_cjk(word: str) -> Iterable[str]:
         yield word[at:]
 
 
+@functools.lru_cache(maxsize=2)  # a run identifies a source, then remembers it: once
 def shingle_hashes(text: str) -> frozenset[int]:
     """The hashes of ``text``'s shingles (SHINGLE_WORDS words each; a shorter text is
     one shingle), as signed 64-bit integers (what SQLite stores). Each word is hashed

@@ -81,6 +81,14 @@ _SECRET_NAME = (
     # "pass" as a name of its own or its last part: DB_PASS, smtp.pass, &pass= (not bypass)
     r"(?<![A-Za-z0-9])pass(?![A-Za-z0-9]))"
 )
+# What every assignment below holds: a secret name's last word (each alternative of
+# _SECRET_NAME ends in one of these), then at most two quotes, space, and ":" or "=".
+# The three patterns cost some 1.5 ms on a 1,500-character note (their lazy name prefix
+# is tried at every word); this search a tenth of it, and most notes have no match.
+_ASSIGNED = re.compile(
+    r"(?:pass(?:word|wd|phrase)?|pwd|secret|key|token|credentials?|base)[\"']{0,2}\s*[:=]",
+    re.I,
+)
 # name = "literal" / name: 'literal' / "name": "literal"
 _ASSIGN_QUOTED = re.compile(
     r"(?<![A-Za-z0-9])(" + _SECRET_NAME + r")(\"?'?\s*(?<![=!<>:])(?::|=|:=)(?!=)\s*)"
@@ -157,9 +165,10 @@ def redact(text: str) -> tuple[str, int]:
     text = sub(_AUTH_HEADER, _keep_prefix, text)
     text = sub(_BEARER, _bearer, text)
     text = sub(_URL_PASSWORD, _url_password, text)
-    text = sub(_ASSIGN_QUOTED, _quoted, text)
-    text = sub(_ASSIGN_ANNOTATED, _quoted, text)
-    text = sub(_ASSIGN_BARE, _bare, text)
+    if _ASSIGNED.search(text):  # what all three need, found at a fraction of their cost
+        text = sub(_ASSIGN_QUOTED, _quoted, text)
+        text = sub(_ASSIGN_ANNOTATED, _quoted, text)
+        text = sub(_ASSIGN_BARE, _bare, text)
     text = sub(_NETRC, _keep_prefix, text)
     text = sub(_FLAG, _keep_prefix, text)
     text = sub(_CURL_USER, _keep_prefix, text)

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 KIND_BY_EXTENSION = {".md": "note", ".markdown": "note", ".txt": "note", ".rst": "document"}
 _FILE_SUFFIXES = TEXT_EXTENSIONS | TRANSCRIPT_EXTENSIONS
 
+# characters below 32 but tab, line feed, vertical tab and form feed (no CR is left)
+_CONTROLS = re.compile("[\x00-\x08\x0d-\x1f]")
 _BINARY_HINT = "kb-ai reads text files and the documents kb-ai compile --help lists"
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _RST_TITLE = re.compile(r"^(?:([=\-~^*#+])\1{2,}\n)?(\S[^\n]*)\n([=\-~^*#+])\3{2,}\s*$", re.M)
@@ -169,8 +171,10 @@ def read_incoming(
         )  # fmt: skip
     if found.transcript is None:
         kind = item.kind or KIND_BY_EXTENSION.get(Path(item.name).suffix.lower(), "document")
-        title = item.title.strip()[:120] or guess_title(found.text, Path(item.name).stem)
-        return _text_source(item, found.text, kind, title, 0, limits)
+        # redacted once, here: the title is looked for in the redacted text
+        text, redacted = redact(found.text)
+        title = item.title.strip()[:120] or _title_of(text, redact_name(Path(item.name).stem))
+        return _text_source(item, text, kind, title, redacted, limits, redacted=True)
     tr = transcript or parse_transcript(item, found)
     if tr.is_empty():
         raise SourceError(
@@ -195,11 +199,21 @@ def session_source(
 
 
 def _text_source(
-    item: Incoming, text: str, kind: str, title: str, found: int, limits: Limits
+    item: Incoming,
+    text: str,
+    kind: str,
+    title: str,
+    found: int,
+    limits: Limits,
+    *,
+    redacted: bool = False,
 ) -> Source:
-    """The one place text becomes a Source: redacted here, so nothing downstream (raw/,
-    the model) sees a secret or a <private> span. ``found``: redactions made already."""
-    text, redacted = redact(text)
+    """The one place text becomes a Source: redacted here (unless the caller says it did
+    that, ``redacted``), so nothing downstream (raw/, the model) sees a secret or a
+    <private> span. ``found``: redactions made already."""
+    removed = 0
+    if not redacted:
+        text, removed = redact(text)
     return Source(
         origin=item.origin,
         title=redact(title)[0] or "Untitled",
@@ -210,7 +224,7 @@ def _text_source(
         chunks=pack_turns(text, limits.chunk_chars)
         if kind == "transcript"
         else chunk_text(text, limits.chunk_chars),
-        redactions=found + redacted,
+        redactions=found + removed,
     )
 
 
@@ -334,7 +348,7 @@ def decode_text(data: bytes, name: str) -> str:
             hint="convert it first, e.g. iconv -f latin1 -t utf-8",
         ) from exc
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\n\t\f\v")
+    controls = len(_CONTROLS.findall(text, 0, 8192))
     if controls > 0.05 * min(len(text), 8192):
         raise SourceError(f"{name}: looks like a binary file", hint=_BINARY_HINT)
     if not text.strip():
@@ -379,7 +393,12 @@ def guess_title(text: str, fallback: str) -> str:
     else ``fallback`` (a file name) made readable; a heading with no letter or digit
     (a rule, an emoji) is no title. "Untitled" only when there is no name at all.
     Redacted before it is cleaned: "ghp_..." loses no "_" to hide in."""
-    text, fallback = redact(text[:4000])[0], redact_name(fallback)
+    return _title_of(redact(text[:4000])[0], redact_name(fallback))
+
+
+def _title_of(text: str, fallback: str) -> str:
+    """guess_title of a text and fallback redacted already (a source's text is redacted
+    once: redacting costs more than anything else in reading a note)."""
     for pattern, group in ((_HEADING, 2), (_RST_TITLE, 2)):
         for m in pattern.finditer(text):
             if _has_word(m.group(group)):

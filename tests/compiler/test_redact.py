@@ -304,3 +304,24 @@ def test_a_kept_submission_stays_json_and_a_note_that_starts_with_a_bracket_is_t
     assert n == 4
     note = f"[Home](index.md) | the key is {secret}\n"
     assert redact_submitted(note) == (note.replace(secret, "[REDACTED]"), 1)
+
+
+SECRET_NAMES = [
+    "password", "passwd", "passphrase", "pwd", "DB_PASS", "smtp.pass", "secret",
+    "api_key", "api-key", "apikey", "access_key", "private_key", "auth_token",
+    "access_token", "refresh_token", "client_secret", "secret_key", "secret_key_base",
+    "account_key", "shared_access_key", "token", "credential", "credentials", "MY_APP_TOKEN",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+@pytest.mark.parametrize("form", ['{} = "{}"', "{}: str = '{}'", "{}={}", '"{}": "{}"', "{}: {}"])
+def test_every_secret_name_is_redacted_in_every_assignment_form(name, form):
+    """Each name the assignment patterns know, in each form they take (quoted, annotated,
+    bare, JSON, YAML), in a note with prose around it: a quick pre-check decides whether
+    those patterns run at all, and it must let every one of these through."""
+    value = "Zq8vXw3pLm2Rt7"
+    text = "The service reads its settings at start.\n" + form.format(name, value) + "\nDone.\n"
+    out, count = redact(text)
+    assert value not in out and count == 1, out
+    assert name in out  # the name stays: a reader sees what was there
