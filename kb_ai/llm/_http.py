@@ -22,6 +22,7 @@ from urllib.request import getproxies_environment, proxy_bypass_environment
 import aiohttp
 
 from kb_ai.errors import LLMError, LLMOutputError, LLMTimeoutError, LLMTransientError
+from kb_ai.llm._slots import on_sent
 from kb_ai.llm._transport import RawReply, Request, parse_retry_after
 
 BODY_CHARS = 2000
@@ -130,8 +131,18 @@ def _error_message(body: str) -> str:
     return str(error or "")[:300]
 
 
+async def _body_sent(_session: Any, context: Any, _params: Any) -> None:
+    # aiohttp's trace of a request body being written: the call's slot learns its
+    # request is out (kb_ai/llm/_slots.py), so replies read meanwhile may be checked.
+    sent = context.trace_request_ctx
+    if sent is not None:
+        sent()
+
+
 class HttpTransport:
     """One aiohttp session per event loop (asyncio.run() twice must still work)."""
+
+    tells_sent = True  # see _body_sent
 
     def __init__(self) -> None:
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
@@ -155,7 +166,11 @@ class HttpTransport:
             # No connection cap of aiohttp's own (100): the client's max_concurrency bounds
             # the calls in flight.
             connector = aiohttp.TCPConnector(limit=0)
-            session = self._sessions[loop] = aiohttp.ClientSession(connector=connector)
+            trace = aiohttp.TraceConfig()
+            trace.on_request_chunk_sent.append(_body_sent)
+            session = self._sessions[loop] = aiohttp.ClientSession(
+                connector=connector, trace_configs=[trace]
+            )
         return session
 
     def _prepare(self, request: Request, stream: bool) -> tuple[str, dict, dict[str, Any]]:
@@ -188,6 +203,7 @@ class HttpTransport:
             headers=headers,
             timeout=_timeout(request.timeout),
             proxy=self._proxy(url),
+            trace_request_ctx=on_sent.get(),  # told when the body goes out (_body_sent)
         )
 
     async def prepare(self) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, aclosing
 from pathlib import Path
 
 from kb_ai.errors import (
@@ -28,6 +28,7 @@ from kb_ai.errors import (
 )
 from kb_ai.llm import structured
 from kb_ai.llm._breaker import Breaker
+from kb_ai.llm._slots import Slots
 from kb_ai.llm._transport import RawReply, Request, Transport
 from kb_ai.llm._turns import caller
 from kb_ai.llm.parse import parse_reply
@@ -61,7 +62,7 @@ class LLMClient:
         self._store = CallStore(db_path)
         self._mode: str | None = None
         self.breaker = Breaker(settings, self.model)
-        self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._slots: dict[asyncio.AbstractEventLoop, Slots] = {}
 
     # -- the protocol -----------------------------------------------------------------
 
@@ -126,7 +127,12 @@ class LLMClient:
             self.breaker.check()
             delivered = 0
             try:
-                async with self._slot(), aclosing(self._transport.stream(request)) as chunks:
+                async with (
+                    self._slot() as sent,
+                    aclosing(self._transport.stream(request)) as chunks,
+                ):
+                    if not getattr(self._transport, "tells_sent", False):
+                        sent()
                     deadline = asyncio.get_running_loop().time() + request.timeout
                     while True:
                         try:
@@ -288,7 +294,9 @@ class LLMClient:
         for attempt in range(self.settings.max_retries + 1):
             trial = self.breaker.check()
             try:
-                async with self._slot():
+                async with self._slot() as sent:
+                    if not getattr(self._transport, "tells_sent", False):
+                        sent()
                     if not trial:  # it may have opened while this call waited for a slot
                         self.breaker.check()
                     deadline = asyncio.get_running_loop().time() + request.timeout
@@ -321,6 +329,8 @@ class LLMClient:
                     )
                 raise
             self.breaker.succeeded()
+            # the call our slot went to sends before this reply is read and checked
+            await self._slots_here().sent_first()
             return raw
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -373,15 +383,19 @@ class LLMClient:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _slot(self) -> asyncio.Semaphore:
+    def _slots_here(self) -> Slots:
         loop = asyncio.get_running_loop()
-        semaphore = self._semaphores.get(loop)
-        if semaphore is None:
-            for old in [lp for lp in self._semaphores if lp.is_closed()]:
-                del self._semaphores[old]
-            semaphore = asyncio.Semaphore(self.settings.max_concurrency)
-            self._semaphores[loop] = semaphore
-        return semaphore
+        slots = self._slots.get(loop)
+        if slots is None:
+            for old in [lp for lp in self._slots if lp.is_closed()]:
+                del self._slots[old]
+            slots = self._slots[loop] = Slots(self.settings.max_concurrency)
+        return slots
+
+    def _slot(self) -> AbstractAsyncContextManager[Callable[[], None]]:
+        """A slot for one call (see kb_ai/llm/_slots.py); a transport that cannot tell
+        when its request is written counts as sent at once."""
+        return self._slots_here().slot()
 
     def _request(
         self, messages: list[dict], stage: str, max_tokens: int | None, response_format: dict | None

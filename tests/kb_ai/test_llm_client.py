@@ -5,6 +5,7 @@ import asyncio
 import json
 import sqlite3
 import sys
+import time
 from dataclasses import replace
 
 import pytest
@@ -526,3 +527,61 @@ def test_streaming_a_cached_answer_costs_nothing(server, settings):
     (_, second), _ = run(settings, "fast", twice)
     assert second[0] == "cached words" and second[-1].cached
     assert len(server.requests) == 1
+
+
+def test_a_freed_slot_sends_its_next_call_before_the_reply_is_checked(server, settings):
+    """One slot, two calls: the first reply's reader checks it for 0.4 s of CPU on the
+    event loop (as a compile checks what the model wrote). The second call takes the
+    freed slot and its request reaches the model before that check, not after it: the
+    model works while replies are read (16 in flight lost ~20 ms a call to this)."""
+    settings = replace(settings, max_concurrency=1, transport="http")
+    server.queue(Reply("first", delay=0.1), Reply("second", delay=0.1))
+    checked = {}
+
+    async def first(llm):
+        done = await llm.complete(ASK, stage="select")
+        checked["from"] = time.monotonic()
+        time.sleep(0.4)  # the reader's checks: the loop does nothing else meanwhile
+        checked["to"] = time.monotonic()
+        return done
+
+    async def main():
+        async with open_llm(settings) as llm:
+            return await asyncio.gather(first(llm), llm.complete(ASK, stage="select"))
+
+    a, b = asyncio.run(main())
+    assert (a.text, b.text) == ("first", "second")
+    second_arrived = server.arrivals[1]
+    # before the check ended (it began as the first call returned); at its end otherwise
+    assert second_arrived < checked["from"] + 0.2 < checked["to"], (
+        "the second request waited for the first reply's check"
+    )
+
+
+def test_a_slot_whose_request_is_never_reported_sent_delays_readers_by_patience_only():
+    """A transport that cannot tell when its request is written is counted as sent at
+    once by the client; should a holder never report it, a reader waits at most the
+    slots' patience, never for the holder's reply."""
+    from kb_ai.llm._slots import Slots
+
+    async def main():
+        slots = Slots(2, patience=0.05)
+        held = asyncio.Event()
+
+        async def holder():
+            async with slots.slot():  # never calls sent()
+                held.set()
+                await asyncio.sleep(1.0)
+
+        task = asyncio.ensure_future(holder())
+        await held.wait()
+        async with slots.slot() as sent:
+            sent()
+        started = time.monotonic()
+        await slots.sent_first()
+        waited = time.monotonic() - started
+        task.cancel()
+        return waited
+
+    waited = asyncio.run(main())
+    assert 0.04 <= waited < 0.5
