@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 ENV = "KB_AI_DATABASE_URL"
 #: the channel a NOTIFY on new or returned tasks is sent on
 TASKS_CHANNEL = "kb_ai_tasks"
+#: the channel a NOTIFY is sent on after each push to the wiki remote: followers wake
+WIKI_CHANNEL = "kb_ai_wiki"
 #: advisory lock namespaces (the first of the two int4 keys)
 LOCK_COMPILE = 27_001
 LOCK_OWNER = 27_002
