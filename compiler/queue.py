@@ -108,6 +108,21 @@ def hold_owner(kb: KnowledgeBase, owner: str) -> KbLock | Hold:
     return lock
 
 
+def keep_owner(kb: KnowledgeBase, owner: str, lock: KbLock | Hold) -> bool:
+    """Take ``owner``'s advisory lock again if its connection dropped (a database
+    restart frees it with the session), so other workers see this one alive again;
+    whether it is held now. A lock file cannot be lost so."""
+    if not isinstance(lock, Hold) or lock.held():
+        return True
+    if not lock.retake():
+        return False
+    PgConnection(lock.db).execute(  # another worker's claim deleted it, thinking us dead
+        "INSERT INTO task_owners (owner, since) VALUES (?, ?) ON CONFLICT(owner) DO NOTHING",
+        (owner, _stamp(_now())),
+    )
+    return True
+
+
 def release_owner(kb: KnowledgeBase, owner: str, lock: KbLock | Hold) -> None:
     """Remove and release ``owner``'s lock file (the worker is stopping)."""
     if isinstance(lock, Hold):
@@ -411,6 +426,19 @@ class TaskQueue:
                 "UPDATE tasks SET lease_expires = ? WHERE id = ? AND lease_owner = ? AND state = 'running'",
                 [(expires, t, owner) for t in task_ids],
             )
+
+    def taken_from(self, task_ids: list[str], owner: str) -> list[str]:
+        """Those of ``task_ids`` no longer running under ``owner``'s lease: another
+        worker took them (its lease expired, or it seemed dead: its lock was lost)."""
+        if not task_ids:
+            return []
+        marks = ",".join("?" * len(task_ids))
+        rows = self.db.execute(
+            f"SELECT id FROM tasks WHERE state = 'running' AND lease_owner = ? AND id IN ({marks})",
+            (owner, *task_ids),
+        )
+        mine = {r[0] for r in rows}
+        return [t for t in task_ids if t not in mine]
 
     def set_stage(self, task_ids: list[str], stage: str) -> None:
         now = _stamp(_now())

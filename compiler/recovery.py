@@ -27,6 +27,7 @@ from wiki import (
     build_catalog,
     commit_all,
     get_meta,
+    git,
     open_state,
     read_article,
     set_meta,
@@ -97,6 +98,8 @@ def _roll_back(kb: KnowledgeBase, rows: list) -> None:
         else:
             atomic_write_text(path, previous)
         undone.append(row["path"])
+    if undone:  # staged while the run wrote (wiki.git.stage_ahead): the index as HEAD again
+        git(kb, "reset", "-q", "--", *undone)
     lines = [f"rolled back {p}: written by a run that stopped before recording it" for p in undone]
     lines += [f"kept {p}: changed by hand after a stopped run wrote it" for p in kept]
     if lines:

@@ -41,10 +41,11 @@ from compiler.stages import (
     write_stage,
 )
 from compiler.state import RunState
+from kb_ai.errors import StorageError
 from kb_ai.llm import LLM, calling_as, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
-from wiki.lock import compile_lock
+from wiki.lock import CompileLock, compile_lock
 from wiki.remote import publish
 from wiki.remote import sync as sync_remote
 
@@ -91,8 +92,14 @@ class Compiler:
         llm_factory: Callable[..., LLM] = open_llm,
         progress: ProgressFn | None = None,
         started_by: str = "cli",
+        guard: Callable[[], None] | None = None,
     ) -> None:
+        """``guard``: called (blocking) before the run records anything, after it made
+        sure it still holds the compile lock; raising StorageError stops the run there,
+        its articles put back (a worker checks its tasks are still its own)."""
         self.kb = kb
+        self.guard = guard
+        self._lock: CompileLock | None = None
         self.started_by = started_by  # shown on Status: cli, web, agent session
         self.settings = settings
         self.llm_factory = llm_factory
@@ -140,6 +147,7 @@ class Compiler:
                 # and what it compiled needs no second pass.
                 with closing(open_state(self.kb)) as conn:
                     state = still_pending(state, all_sources(conn), force=force)
+            self._lock = lock
             self._tasks.install_handler()
             tracker.start(len(state.pending))
             try:
@@ -156,6 +164,7 @@ class Compiler:
                 raise
             finally:
                 self._tasks.remove_handler()
+                self._lock = None
                 lock.release()
         # held for a reviewer (review_policy): main stays as it was until approved
         hold = await run_io(hold_reason, self.kb, self.settings, state.hand_merged)
@@ -220,7 +229,8 @@ class Compiler:
         # Only classify needs the catalog: it loads while the first sources are extracted
         # (a wiki of 10,000 articles took ~0.5 s to load and rank before the first call).
         ranker = asyncio.ensure_future(run_io(_load_ranker, self.kb, fingerprint))
-        ctx = RunContext(self.kb, self.settings, llm, mode, self._tasks, progress, ranker)
+        ctx = RunContext(self.kb, self.settings, llm, mode, self._tasks, progress, ranker,
+                         self._still_the_writer)  # fmt: skip
         try:
             state = await extract_stage(ctx, state)
             if not state.work:  # nothing could be read: nothing to write, log or commit
@@ -237,6 +247,21 @@ class Compiler:
         finally:
             with suppress(Exception):  # a failure to load it was reported by classify
                 await ranker
+
+    def _still_the_writer(self) -> None:
+        """Before the run records anything: it still holds the compile lock (a database
+        restart frees the shared one with its session, and another server may take it)
+        and ``guard`` passes. Else the articles it wrote are put back as they were
+        before the run (compiler/recovery.py: nothing is recorded yet) and the
+        StorageError stops it: nothing half-written, and a worker's tasks go back."""
+        try:
+            if self._lock is not None:
+                self._lock.check()
+            if self.guard is not None:
+                self.guard()
+        except StorageError:
+            reconcile(self.kb)
+            raise
 
 
 def _load_ranker(kb: KnowledgeBase, fingerprint: str | None) -> CatalogRanker:

@@ -73,6 +73,9 @@ class RunContext:
     tasks: Interruptible
     progress: ProgressFn
     ranker: asyncio.Future  # the CatalogRanker of the wiki as the run started, loading
+    # Called before the run records anything (blocking: off the loop); it raises to stop
+    # the run there (the compile lock was lost: compiler/run.py puts the articles back).
+    guard: Callable[[], None] = lambda: None
 
     @property
     def interrupted(self) -> bool:
@@ -366,6 +369,7 @@ def _save_versions(kb: KnowledgeBase, wrote: dict[str, str | None]) -> None:
 async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     """Long documents' outlines, each source's outcome in state.db, the master index,
     the topics and log.md."""
+    await run_io(ctx.guard)  # still the one writer? (nothing recorded so far)
     written, result, held = dict(state.written), state.result, state.held
     if not ctx.interrupted:  # a long document's outline, linking what it fed
         outlines, kept = await run_io(

@@ -12,13 +12,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from functools import partial
 from typing import Any
 
 from compiler.captures import release_orphans, retry_due, take_spool
 from compiler.documents import convert_process, format_of
 from compiler.identity_index import Arrival
 from compiler.intake import read_task
-from compiler.queue import TaskQueue, hold_owner, release_owner, task_actor
+from compiler.queue import TaskQueue, hold_owner, keep_owner, release_owner, task_actor
 from compiler.run import Compiler
 from compiler.sources import Source
 from kb_ai.errors import KbAiError, StorageError
@@ -27,7 +28,7 @@ from kb_ai.hooks.run import STARTING, announce_worker, withdraw_worker
 from kb_ai.llm import LLM, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, open_state
-from wiki.database import shared_database
+from wiki.database import Hold, shared_database
 from wiki.lock import KbLock
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,7 @@ class Worker:
         self.stopping = False
         self.spool_due: float | None = None  # when the spool's waiting sessions are due
         self._compiler: Compiler | None = None  # the compile under way, if any
+        self._owner_lock: KbLock | Hold | None = None  # held while it lives (_alive)
 
     async def run_forever(self) -> None:
         with self._alive(), self._listening() as poll:
@@ -172,9 +174,11 @@ class Worker:
         (self.kb.state_dir / STARTING).unlink(missing_ok=True)  # started: hooks see the lock
         try:
             mine = hold_owner(self.kb, self.owner)
+            self._owner_lock = mine
             try:
                 yield
             finally:
+                self._owner_lock = None
                 release_owner(self.kb, self.owner, mine)
         finally:
             withdraw_worker(self.kb.state_dir, named)  # before the drain's last look
@@ -183,6 +187,7 @@ class Worker:
     async def run_once(self) -> int:
         """Claim and compile one batch; returns the number of tasks handled."""
         await asyncio.to_thread(self._take_spool)
+        await asyncio.to_thread(self._keep_owner)
         with closing(open_state(self.kb)) as conn:
             tasks = TaskQueue(self.kb, conn).claim(
                 self.owner, limit=self.batch, lease_seconds=self.lease_seconds
@@ -254,6 +259,7 @@ class Worker:
             llm_factory=self.llm_factory,
             progress=progress,
             started_by="agent hook" if hooked else "web",
+            guard=partial(self._still_mine, ids),
         )
         self._compiler = compiler
         if self.stopping:
@@ -299,6 +305,31 @@ class Worker:
                     continue
                 error = "; ".join(m["error"] for m in members) if members else failed[bad[0]]
                 queue.finish(task_id, error=error, result=outcome)
+
+    def _keep_owner(self) -> None:
+        """This worker's lock taken again if a database restart freed it (the listener
+        wakes the worker when the database is back, so it is soon), before it claims."""
+        if self._owner_lock is not None:
+            keep_owner(self.kb, self.owner, self._owner_lock)
+
+    def _still_mine(self, ids: list[str]) -> None:
+        """The compile's guard, before it records anything: every task of the batch is
+        still this worker's. Its lock lost (a database restart), another worker may have
+        taken them, thinking it dead: then this run stops (its articles put back), and
+        that worker compiles them, so none is done twice."""
+        self._keep_owner()
+        with closing(open_state(self.kb)) as conn:
+            taken = TaskQueue(self.kb, conn).taken_from(ids, self.owner)
+        if taken:
+            raise StorageError(
+                f"{len(taken)} task(s) of this compile ({', '.join(taken[:3])}) were taken"
+                " by another worker while this one's database connection was away; the run"
+                " stopped before recording anything and put its articles back",
+                path="tasks",
+                cause="io",
+                transient=True,
+                hint="nothing to do: the other worker compiles them",
+            )
 
     async def _renew(self, ids: list[str]) -> None:
         while True:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 ENV = "KB_AI_DATABASE_URL"
 #: the channel a NOTIFY on new or returned tasks is sent on
 TASKS_CHANNEL = "kb_ai_tasks"
+#: the channel a NOTIFY is sent on after each push to the wiki remote: followers wake
+WIKI_CHANNEL = "kb_ai_wiki"
 #: advisory lock namespaces (the first of the two int4 keys)
 LOCK_COMPILE = 27_001
 LOCK_OWNER = 27_002
@@ -448,6 +450,34 @@ class Hold(Held):
             return True
         conn.close()
         return False
+
+    def held(self) -> bool:
+        """Whether this session still holds the lock. False once its connection dropped
+        (a database restart, ``pg_terminate_backend``): the server freed the lock with
+        the session, and another process may have taken it since."""
+        import psycopg
+
+        conn = self._conn
+        if conn is None:
+            return False
+        try:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'"
+                " AND pid = pg_backend_pid() AND granted AND objsubid = 2"
+                " AND classid::bigint = %s AND objid::bigint = %s)",
+                (self.namespace, self.key & 0xFFFFFFFF),  # oids: the key's unsigned bits
+            ).fetchone()
+        except psycopg.Error:
+            return False
+        return bool(row and row[0])
+
+    def retake(self) -> bool:
+        """Take the lock again on a new connection after :meth:`held` said it was lost,
+        if no one else holds it now; whether this process holds it after the call."""
+        if self.held():
+            return True
+        self.release()
+        return self.acquire(blocking=False)
 
     def release(self) -> None:
         conn, self._conn = self._conn, None

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kb_ai.errors import StorageError
 from wiki.held import Held
 
 if TYPE_CHECKING:
@@ -70,6 +71,24 @@ class CompileLock(Held):
         if self.shared is not None:
             self.shared.release()
         return False
+
+    def check(self) -> None:
+        """Raise StorageError if the shared lock was lost while held: its connection
+        dropped (a database restart), the server freed it, and another server may be
+        writing now. The file lock cannot be lost so."""
+        if self.shared is None or self.shared.held():
+            return
+        shown = self.shared.db.shown
+        raise StorageError(
+            f"Lost the compile lock in the shared database {shown}: its connection was"
+            " closed (a database restart?), so another compile may be writing; this run"
+            " stopped before recording anything and put its articles back as they were",
+            path=shown,
+            cause="io",
+            transient=True,
+            hint="nothing to do: queued tasks go back to the queue and compile again;"
+            " run kb-ai compile again for a compile of your own",
+        )
 
     def release(self) -> None:
         self.file.release()

@@ -199,8 +199,24 @@ def sync(kb: KnowledgeBase) -> Synced | None:
 
 def _synced(kb: KnowledgeBase, url: str) -> Synced:
     synced = _sync(KnowledgeBase(kb.root), url)
+    if synced.pushed:
+        announce_push(kb)
     reindex(kb, synced.changed)
     return synced
+
+
+def announce_push(kb: KnowledgeBase) -> None:
+    """Tell every server sharing the database (``database_url``) that the remote moved:
+    a NOTIFY its follower LISTENs for, so it fetches now instead of at its next round.
+    A database that does not answer costs nothing here: the followers poll anyway."""
+    from wiki.database import WIKI_CHANNEL, shared_database
+
+    try:
+        db = shared_database(kb)
+        if db is not None:
+            db.notify(WIKI_CHANNEL)
+    except KbAiError:  # the push is done; the others find it within their poll interval
+        pass
 
 
 def _sync(kb: KnowledgeBase, url: str) -> Synced:

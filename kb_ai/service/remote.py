@@ -20,6 +20,7 @@ from kb_ai.errors import KbAiError, UsageError
 from kb_ai.service.opened import OpenKb
 from wiki import KnowledgeBase
 from wiki import remote as wiki_remote
+from wiki.database import WIKI_CHANNEL, Listener, shared_database
 from wiki.layout import CONFIG_NAME
 from wiki.remote import RemoteState, Synced
 
@@ -129,7 +130,9 @@ def remote_state(okb: OpenKb) -> RemoteState | None:
 class Follower:
     """A thread that publishes every ``every`` seconds: takes in what other servers
     pushed (a fast-forward, the search index updated by path) and pushes what waits
-    here. :meth:`wake` runs a round now (for a notification that the remote moved)."""
+    here. :meth:`wake` runs a round now: with a shared database (``database_url``) a
+    writer's NOTIFY after each push calls it (wiki.remote.announce_push), so every
+    server follows at once and the rounds are only the fallback."""
 
     def __init__(self, okb: OpenKb, every: float) -> None:
         self.okb = okb
@@ -139,16 +142,26 @@ class Follower:
         self._thread: threading.Thread | None = None
         self.rounds = 0
         self.last: Synced | None = None
+        self._listener: Listener | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="kb-ai-follower", daemon=True)
         self._thread.start()
+        try:
+            db = shared_database(self.okb.kb)
+        except KbAiError as exc:  # it polls meanwhile; the server says what is wrong
+            log.warning("following the wiki remote without notifications: %s", exc)
+            db = None
+        if db is not None:
+            self._listener = db.listen(self.wake, WIKI_CHANNEL)
 
     def wake(self) -> None:
         """Sync as soon as the thread is free (the remote moved, or a commit was made)."""
         self._wake.set()
 
     def stop(self, timeout: float = 70.0) -> None:
+        if self._listener is not None:
+            self._listener.stop()
         self._stop.set()
         self._wake.set()
         if self._thread is not None:

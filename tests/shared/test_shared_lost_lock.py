@@ -1,0 +1,119 @@
+"""A writer whose own database connection drops (a database restart) has lost its
+session-level advisory locks, and another server may take them: a compile sees it
+before it records anything, puts its articles back and stops; a worker whose tasks were
+taken by another meanwhile leaves them to it and takes its own lock again."""
+
+import asyncio
+from contextlib import closing
+
+import pytest
+
+from compiler.queue import TaskQueue
+from compiler.run import compile_run
+from compiler.worker import Worker
+from kb_ai.errors import StorageError
+from kb_ai.settings import load_settings
+from tests.compiler.conftest import responder_handler
+from tests.fakes.fake_llm import FakeLLM
+from tests.shared.conftest import _admin
+from wiki import all_sources, git, list_articles, open_state
+from wiki.database import LOCK_COMPILE, LOCK_OWNER, key_of, shared_database
+from wiki.lock import compile_lock
+
+NOTE = "# Release train\n\nReleases leave every Tuesday at 10:00 from the main branch.\n"
+
+
+def terminate_lock_holder(pg_url, namespace, name):
+    """pg_terminate_backend on the session holding that advisory lock: what a database
+    restart does to it; returns how many sessions were ended."""
+    database = pg_url.rsplit("/", 1)[1]
+    with _admin() as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a"
+            " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND a.datname = %s"
+            " AND l.classid::bigint = %s AND l.objid::bigint = %s",
+            (database, namespace, key_of(name) & 0xFFFFFFFF),
+        ).fetchall()
+    return len(rows)
+
+
+def terminating_on_write(pg_url, namespace, name, also=None):
+    """A model that, at its first write call (articles are being written), ends the
+    session of that lock, then answers as usual."""
+    done = []
+
+    def handler(stage, messages, schema):
+        if stage == "write" and not done:
+            done.append(terminate_lock_holder(pg_url, namespace, name))
+            if also is not None:
+                also()
+        return responder_handler(stage, messages, schema)
+
+    return handler, done
+
+
+def test_a_lost_compile_lock_is_seen_and_another_may_take_it(shared, second, pg_url):
+    lock = compile_lock(shared)
+    assert lock.acquire()
+    lock.check()  # held: nothing to say
+    assert terminate_lock_holder(pg_url, LOCK_COMPILE, "compile") == 1
+    with pytest.raises(StorageError, match="Lost the compile lock"):
+        lock.check()
+    other = compile_lock(second)  # what makes it dangerous: the other server takes it
+    assert other.acquire(blocking=False)
+    other.release()
+    lock.release()
+
+
+def test_a_compile_that_lost_its_lock_puts_its_articles_back(shared, pg_url, tmp_path):
+    settings = load_settings(shared.root, {"model": "fake/model"}, environ={})
+    note = tmp_path / "release.md"
+    note.write_text(NOTE, encoding="utf-8")
+    handler, ended = terminating_on_write(pg_url, LOCK_COMPILE, "compile")
+    before = git(shared, "rev-parse", "HEAD").strip()
+
+    with pytest.raises(StorageError, match="Lost the compile lock"):
+        asyncio.run(compile_run(shared, settings, [note],
+                                   llm_factory=lambda s, **k: FakeLLM(handler)))  # fmt: skip
+
+    assert ended == [1]
+    assert git(shared, "rev-parse", "HEAD").strip() == before  # no commit
+    assert list_articles(shared) == []  # the article it wrote is gone again
+    assert not git(shared, "status", "--porcelain", "--", "wiki", "index").strip()
+    with closing(open_state(shared)) as conn:
+        assert not all_sources(conn)  # nothing recorded: it compiles again in full
+    again = asyncio.run(compile_run(shared, settings, [note],
+                                       llm_factory=lambda s, **k: FakeLLM(responder_handler)))  # fmt: skip
+    assert again.created == ["wiki/concept/release-train.md"]
+    assert list_articles(shared) == ["wiki/concept/release-train.md"]
+
+
+def test_a_worker_whose_tasks_were_taken_leaves_them_and_takes_its_lock_again(shared, pg_url):
+    settings = load_settings(shared.root, {"model": "fake/model"}, environ={})
+    with closing(open_state(shared)) as conn:
+        task, _ = TaskQueue(shared, conn).submit("Release train", NOTE.encode(), filename="r.md")
+    taken = []
+
+    def another_worker_claims():  # it sees the owner's lock free: dead, it thinks
+        with closing(open_state(shared)) as conn:
+            taken.extend(t["id"] for t in TaskQueue(shared, conn).claim("other-worker"))
+
+    owner = "worker-1"
+    handler, ended = terminating_on_write(pg_url, LOCK_OWNER, owner, also=another_worker_claims)
+    worker = Worker(shared, settings, llm_factory=lambda s, **k: FakeLLM(handler), owner=owner)
+
+    async def one_batch():
+        with worker._alive():
+            with pytest.raises(StorageError, match="taken by another worker"):
+                await worker.run_once()
+            # its own lock again: other workers see it alive
+            assert shared_database(shared).owner_alive(owner)
+
+    asyncio.run(one_batch())
+
+    assert ended == [1] and taken == [task["id"]]
+    with closing(open_state(shared)) as conn:
+        now = TaskQueue(shared, conn).get(task["id"])
+    assert now["state"] == "running" and now["lease_owner"] == "other-worker"  # its, once
+    assert list_articles(shared) == []  # the first worker's run left nothing
+    assert len(git(shared, "log", "--format=%s").splitlines()) == 1  # no commit
