@@ -183,3 +183,36 @@ def test_a_chinese_question_whose_words_no_page_holds_is_not_covered():
     assert measure(question, [covered]).covered()
     other = page("京广铁路是中国的一条铁路干线，北起北京，南至广州。")
     assert not measure("成渝高铁全长多少公里？", [other]).covered()
+
+
+def test_a_short_question_whose_names_a_distractor_holds_apart_is_not_covered():
+    """A page about the same people, each in a sentence of another fact, holds most of
+    the question's weight in two sentences but does not say what is asked; one sentence
+    holding them together does."""
+    question = "Where did Tim Burton meet Danny Elfman and Johnny Depp?"
+    apart = page(
+        "Tim Burton grew up in Burbank. Danny Elfman wrote the score of Batman. "
+        "Johnny Depp played the lead in Ed Wood."
+    )
+    coverage = measure(question, [apart])
+    assert coverage.score >= 0.5 and not coverage.covered()
+    assert "together" in coverage.lacks and "burton" in coverage.lacks
+    together = page("Tim Burton met Danny Elfman and Johnny Depp at a studio party in Burbank.")
+    assert measure(question, [apart, together]).covered()
+    # a choice between names is answered by one sentence on each
+    born = page("Tim Burton was born in 1958. Danny Elfman was born in 1953.")
+    assert measure("Who was born first, Tim Burton or Danny Elfman?", [born]).covered()
+
+
+def test_a_chinese_question_is_not_covered_by_a_page_on_a_namesake():
+    """软枝黄蝉 is not 硬枝黄蝉: a page on the namesake holds most of the question's
+    character pairs but never the name it opens with. The name's first three characters
+    are asked, not its whole run: with no spaces, the subject runs on into the verb."""
+    namesake = page("黄蝉的别名是硬枝黄蝉。软枝的植物常见。")
+    coverage = measure("软枝黄蝉的别名是什么？", [namesake])
+    assert coverage.score >= 0.5 and not coverage.covered()
+    assert "软枝黄" in coverage.lacks
+    own = page("软枝黄蝉别名黄莺、小黄蝉，是一种藤本植物。")
+    assert measure("软枝黄蝉的别名是什么？", [namesake, own]).covered()
+    poet = page("苏佩维埃尔是法国诗人，出生于乌拉圭的蒙得维的亚。")
+    assert measure("苏佩维埃尔出生于哪里？", [poet]).covered()
