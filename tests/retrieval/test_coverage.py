@@ -216,3 +216,20 @@ def test_a_chinese_question_is_not_covered_by_a_page_on_a_namesake():
     assert measure("软枝黄蝉的别名是什么？", [namesake, own]).covered()
     poet = page("苏佩维埃尔是法国诗人，出生于乌拉圭的蒙得维的亚。")
     assert measure("苏佩维埃尔出生于哪里？", [poet]).covered()
+
+
+def test_a_short_question_is_not_covered_by_two_pages_holding_a_word_each():
+    """A question such as "Who was the first president of Djibouti?" asks one fact, which one page states:
+    a page about Djibouti and another naming a president hold all its words between
+    them, and a person too, but neither says who."""
+    question = "Who was the first president of Djibouti?"
+    djibouti = "Djibouti is a country in the Horn of Africa. Djibouti has a deep-water port. "
+    pages = [
+        page(djibouti + "The capital of Djibouti is Djibouti City.", "wiki/a.md"),
+        page("Hassan Gouled Aptidon was president of the football federation.", "wiki/b.md"),
+    ]
+    coverage = measure(question, pages)
+    assert coverage.score >= 0.9 and not coverage.covered()
+    assert "no page read holds" in coverage.lacks
+    pages.append(page("Hassan Gouled Aptidon was the first president of Djibouti.", "wiki/c.md"))
+    assert measure(question, pages).covered()
