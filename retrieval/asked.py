@@ -124,35 +124,9 @@ def holds_kind(kind: str, sentence: str, question: str) -> bool:
     return True
 
 
-# Where a Chinese question's subject ends: a function character, or a question word.
-_CJK_CUT = frozenset("的是在有和与及或也都就而之其这那个么什哪谁吗呢吧为以于被把从到对何怎如多几位")
-
-
-def cjk_subject(question: str) -> str:
-    """The first three characters of the subject a Chinese or Japanese question opens
-    with (软枝黄蝉的别名是什么？: 软枝黄), the subject cut at its first function character
-    or question word; "" when it is shorter (too short to tell a name from a word) or the
-    question does not open with CJK. Three, not the whole: with no spaces the subject
-    runs on into a verb (苏佩维埃尔出生于哪里？), which the page writes otherwise."""
-    first = tokens(question)[:1]
-    if not first or not CJK_RUN.fullmatch(first[0]):
-        return ""
-    run = first[0]
-    end = next((i for i, ch in enumerate(run) if ch in _CJK_CUT), len(run))
-    for i in range(end - 1):
-        if run[i : i + 2] in CJK_STOP_BIGRAMS or _KANA.search(run[i : i + 2]):
-            end = i
-            break
-    return run[:3] if end >= 3 else ""
-
-
 def phrases(question: str) -> list[str]:
-    """The question's names of several words, as the pages would write them, and the
-    subject a Chinese question opens with (a name of several characters)."""
-    found = [" ".join(m.group().split()) for m in _PHRASE.finditer(question)]
-    if subject := cjk_subject(question):
-        found.append(subject)
-    return found
+    """The question's names of several words, as the pages would write them."""
+    return [" ".join(m.group().split()) for m in _PHRASE.finditer(question)]
 
 
 def phrase_missing(question: str, texts: Iterable[str]) -> list[str]:

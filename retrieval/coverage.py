@@ -87,7 +87,12 @@ def measure(question: str, pages: Sequence[Page], span: int = SPAN) -> Coverage:
     names = content_terms(" ".join(m.group() for m in _NAME.finditer(question) if m.start()))
     weight = {t: math.log(n / max(df[t], 1)) * (1.0 if t in names else WORD_WEIGHT) for t in wanted}
     total = sum(weight.values()) or 1.0
-    got = _best_span(found, weight, span)
+    got: set[str] = set()
+    for _ in range(span):
+        best = max(found, key=lambda h: sum(weight[t] for t in h[0] - got), default=None)
+        if best is None or not best[0] - got:
+            break
+        got |= best[0]
     by_page: dict[str, float] = {}
     for hit, path, _ in found:
         by_page[path] = max(by_page.get(path, 0.0), sum(weight[t] for t in hit))
@@ -96,31 +101,7 @@ def measure(question: str, pages: Sequence[Page], span: int = SPAN) -> Coverage:
     lacks = _lacks(question, pages, found, weight, names & wanted - have, len(names & wanted))
     if not lacks and CHECK_TOGETHER:
         lacks = _apart(question, found, weight, names & wanted)
-    if not lacks and CHECK_SHORT and len(wanted) <= SHORT_TERMS:
-        one_page = max(
-            (
-                sum(weight[t] for t in _best_span([f for f in found if f[1] == path], weight, span))
-                for path in {f[1] for f in found}
-            ),
-            default=0.0,
-        )
-        if one_page < SHORT_PAGE * total:
-            lacks = f"no page read holds {SHORT_PAGE:.0%} of the question's terms by weight"
     return Coverage(score, wanted, wanted - have, ranked, lacks)
-
-
-def _best_span(
-    found: list[tuple[set[str], str, str]], weight: dict[str, float], span: int
-) -> set[str]:
-    """The question's terms the best ``span`` sentences of ``found`` hold together: the
-    best sentence, then the one that adds most."""
-    got: set[str] = set()
-    for _ in range(span):
-        best = max(found, key=lambda h: sum(weight[t] for t in h[0] - got), default=None)
-        if best is None or not best[0] - got:
-            break
-        got |= best[0]
-    return got
 
 
 # Checks beyond the share of terms (retrieval/asked.py), each chosen on the development sets.
@@ -134,13 +115,6 @@ ANSWERING = 0.5
 # page written about the same names holds them in sentences that state other facts
 # ("Mozart was very young" and "a piece of music" do not say which piece is a cliche).
 CHECK_TOGETHER = True
-# A question of at most SHORT_TERMS content terms asks one fact, which one page states:
-# its best two sentences on one page must hold SHORT_PAGE of the question's weight
-# ("Who was the first president of Djibouti?" is not answered by one page naming
-# Djibouti and another a president).
-CHECK_SHORT = True
-SHORT_TERMS = 3
-SHORT_PAGE = 0.7
 TOGETHER = 0.5
 TOGETHER_TERMS = 8
 

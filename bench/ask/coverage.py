@@ -180,10 +180,10 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=0, help="with --model: N covered + N uncovered")
     ap.add_argument("--sets", help="comma-separated set names (default: all of the kind)")
     args = ap.parse_args()
-    from bench.ask.coverage_sets import DEV, FRESH, FRESH2, OWN, split
+    from bench.ask.coverage_sets import DEV, DEV_ZH, FRESH, FRESH2, FRESH3, OWN, split
 
     half = "dev" if args.tune else "held-out"
-    chosen = DEV if args.tune else {**FRESH, **FRESH2}
+    chosen = {**DEV, **DEV_ZH} if args.tune else {**FRESH, **FRESH2, **FRESH3}
     wanted = args.sets.split(",") if args.sets else [*chosen, *OWN]
     sets = {
         n: split(load(), half=half, fresh=not args.tune or n.startswith("cmrc"))

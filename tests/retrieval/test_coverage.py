@@ -202,34 +202,3 @@ def test_a_short_question_whose_names_a_distractor_holds_apart_is_not_covered():
     # a choice between names is answered by one sentence on each
     born = page("Tim Burton was born in 1958. Danny Elfman was born in 1953.")
     assert measure("Who was born first, Tim Burton or Danny Elfman?", [born]).covered()
-
-
-def test_a_chinese_question_is_not_covered_by_a_page_on_a_namesake():
-    """软枝黄蝉 is not 硬枝黄蝉: a page on the namesake holds most of the question's
-    character pairs but never the name it opens with. The name's first three characters
-    are asked, not its whole run: with no spaces, the subject runs on into the verb."""
-    namesake = page("黄蝉的别名是硬枝黄蝉。软枝的植物常见。")
-    coverage = measure("软枝黄蝉的别名是什么？", [namesake])
-    assert coverage.score >= 0.5 and not coverage.covered()
-    assert "软枝黄" in coverage.lacks
-    own = page("软枝黄蝉别名黄莺、小黄蝉，是一种藤本植物。")
-    assert measure("软枝黄蝉的别名是什么？", [namesake, own]).covered()
-    poet = page("苏佩维埃尔是法国诗人，出生于乌拉圭的蒙得维的亚。")
-    assert measure("苏佩维埃尔出生于哪里？", [poet]).covered()
-
-
-def test_a_short_question_is_not_covered_by_two_pages_holding_a_word_each():
-    """A question such as "Who was the first president of Djibouti?" asks one fact, which one page states:
-    a page about Djibouti and another naming a president hold all its words between
-    them, and a person too, but neither says who."""
-    question = "Who was the first president of Djibouti?"
-    djibouti = "Djibouti is a country in the Horn of Africa. Djibouti has a deep-water port. "
-    pages = [
-        page(djibouti + "The capital of Djibouti is Djibouti City.", "wiki/a.md"),
-        page("Hassan Gouled Aptidon was president of the football federation.", "wiki/b.md"),
-    ]
-    coverage = measure(question, pages)
-    assert coverage.score >= 0.9 and not coverage.covered()
-    assert "no page read holds" in coverage.lacks
-    pages.append(page("Hassan Gouled Aptidon was the first president of Djibouti.", "wiki/c.md"))
-    assert measure(question, pages).covered()
