@@ -15,7 +15,8 @@ together (the best sentence, then the one that adds most: a multi-hop question's
 facts sit in two sentences). Beyond the share, the pages read must hold every name the
 question asks about (a capitalised word, a number, a code span), its names of several
 words written whole, and the sentences that hold most of it an answer of the kind it
-asks for (who: a person, when: a date, how many: a number; retrieval/asked.py). Below
+asks for (who: a person, when: a date, how many: a number; retrieval/asked.py); a short
+question's names must be held together, half their weight in one sentence. Below
 ``THRESHOLD``, or lacking one of those, the question is not covered: the answer says so
 and names the closest pages read as "see also", claiming nothing from them. The
 threshold and the checks were chosen on the development sets of bench/ask/coverage.py
