@@ -74,11 +74,16 @@ _CAPITAL = re.compile(r"\b[A-Z][\w'’.-]*")
 _PHRASE = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)+")
 
 
+def asks_choice(question: str) -> bool:
+    """Whether the question asks to choose between what it names ("A or B?")."""
+    return bool(_CHOICE.search(question))
+
+
 def answer_kind(question: str, *, leading: bool = False) -> str:
     """The kind of answer asked for: "person", "time", "number", or "" (what, which,
     why, how...). ``leading``: only when an English question opens with it ("Why X, and
     who owns it?" asks more than a name)."""
-    if _CHOICE.search(question):
+    if asks_choice(question):
         return ""
     if leading and not CJK_RUN.search(question):
         question = " ".join(question.split()[:3])

@@ -15,7 +15,8 @@ together (the best sentence, then the one that adds most: a multi-hop question's
 facts sit in two sentences). Beyond the share, the pages read must hold every name the
 question asks about (a capitalised word, a number, a code span), its names of several
 words written whole, and the sentences that hold most of it an answer of the kind it
-asks for (who: a person, when: a date, how many: a number; retrieval/asked.py). Below
+asks for (who: a person, when: a date, how many: a number; retrieval/asked.py); a short
+question's names must be held together, half their weight in one sentence. Below
 ``THRESHOLD``, or lacking one of those, the question is not covered: the answer says so
 and names the closest pages read as "see also", claiming nothing from them. The
 threshold and the checks were chosen on the development sets of bench/ask/coverage.py
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 
 from kb_ai.llm import Usage
 from retrieval.answer import Answer
-from retrieval.asked import lacking_kind, phrase_missing, straddling
+from retrieval.asked import asks_choice, lacking_kind, phrase_missing, straddling
 from retrieval.checks import NOT_COVERED, Finding
 from retrieval.extractive import units_of
 from retrieval.follow import Hop
@@ -99,6 +100,8 @@ def measure(question: str, pages: Sequence[Page], span: int = SPAN) -> Coverage:
     ranked = sorted((p.path for p in pages), key=lambda p: -by_page.get(p, 0.0))
     score = sum(weight[t] for t in got) / total
     lacks = _lacks(question, pages, found, weight, names & wanted - have, len(names & wanted))
+    if not lacks and CHECK_TOGETHER:
+        lacks = _apart(question, found, weight, names & wanted)
     return Coverage(score, wanted, wanted - have, ranked, lacks)
 
 
@@ -108,6 +111,31 @@ CHECK_NAMES = True
 CHECK_PHRASES = True
 # The sentences that would answer: those holding at least this share of the best one's weight.
 ANSWERING = 0.5
+# A short question (at most TOGETHER_TERMS content terms) asks one fact about its names:
+# some sentence read must hold at least TOGETHER of their weight together. A distractor
+# page written about the same names holds them in sentences that state other facts
+# ("Mozart was very young" and "a piece of music" do not say which piece is a cliche).
+CHECK_TOGETHER = True
+TOGETHER = 0.5
+TOGETHER_TERMS = 8
+
+
+def _apart(
+    question: str,
+    found: list[tuple[set[str], str, str]],
+    weight: dict[str, float],
+    names: frozenset[str],
+) -> str:
+    """Whether the sentences read hold the names of a short question only apart ("" when
+    together enough, when it has no names, is long, or is a choice between names: "A or
+    B?" is answered by a sentence on each)."""
+    if not names or len(weight) > TOGETHER_TERMS or asks_choice(question):
+        return ""
+    total = sum(weight[t] for t in names) or 1.0
+    best = max((sum(weight[t] for t in hit & names) for hit, *_ in found), default=0.0)
+    if best >= TOGETHER * total:
+        return ""
+    return "no sentence read holds its names together (" + ", ".join(sorted(names)[:4]) + ")"
 
 
 def _lacks(

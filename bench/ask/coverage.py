@@ -180,11 +180,11 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=0, help="with --model: N covered + N uncovered")
     ap.add_argument("--sets", help="comma-separated set names (default: all of the kind)")
     args = ap.parse_args()
-    from bench.ask.coverage_sets import DEV, FRESH, split
+    from bench.ask.coverage_sets import DEV, DEV_ZH, FRESH, FRESH2, FRESH3, OWN, split
 
     half = "dev" if args.tune else "held-out"
-    chosen = DEV if args.tune else FRESH
-    wanted = args.sets.split(",") if args.sets else list(chosen)
+    chosen = {**DEV, **DEV_ZH} if args.tune else {**FRESH, **FRESH2, **FRESH3}
+    wanted = args.sets.split(",") if args.sets else [*chosen, *OWN]
     sets = {
         n: split(load(), half=half, fresh=not args.tune or n.startswith("cmrc"))
         for n, load in chosen.items()
@@ -194,6 +194,17 @@ def main() -> None:
     rows = []
     for name, questions in sets.items():
         rows += asyncio.run(run_set(name, questions, threshold, half, args.model, args.sample))
+    for name, make in OWN.items():
+        if name in wanted:  # one small wiki per group (see coverage_sets.hops_own)
+            groups = make(half)
+            if args.sample:  # the first N uncovered and N covered questions
+                u = [g for g in groups if g[1][0]["uncovered"]][: args.sample]
+                c = [(n, qs[:1]) for n, qs in groups if not qs[0]["uncovered"]][: args.sample]
+                groups = u + c
+            for wiki, questions in groups:
+                got = asyncio.run(run_set(wiki, questions, threshold, half, args.model))
+                rows += [{**r, "set": name, "wiki": wiki} for r in got]
+            sets[name] = []
     OUT.mkdir(parents=True, exist_ok=True)
     tag = f"-{args.model.replace('/', '_')}" if args.model else ""
     out = OUT / f"rows-{half}-{threshold}{tag}.json"

@@ -183,3 +183,22 @@ def test_a_chinese_question_whose_words_no_page_holds_is_not_covered():
     assert measure(question, [covered]).covered()
     other = page("京广铁路是中国的一条铁路干线，北起北京，南至广州。")
     assert not measure("成渝高铁全长多少公里？", [other]).covered()
+
+
+def test_a_short_question_whose_names_a_distractor_holds_apart_is_not_covered():
+    """A page about the same people, each in a sentence of another fact, holds most of
+    the question's weight in two sentences but does not say what is asked; one sentence
+    holding them together does."""
+    question = "Where did Tim Burton meet Danny Elfman and Johnny Depp?"
+    apart = page(
+        "Tim Burton grew up in Burbank. Danny Elfman wrote the score of Batman. "
+        "Johnny Depp played the lead in Ed Wood."
+    )
+    coverage = measure(question, [apart])
+    assert coverage.score >= 0.5 and not coverage.covered()
+    assert "together" in coverage.lacks and "burton" in coverage.lacks
+    together = page("Tim Burton met Danny Elfman and Johnny Depp at a studio party in Burbank.")
+    assert measure(question, [apart, together]).covered()
+    # a choice between names is answered by one sentence on each
+    born = page("Tim Burton was born in 1958. Danny Elfman was born in 1953.")
+    assert measure("Who was born first, Tim Burton or Danny Elfman?", [born]).covered()
