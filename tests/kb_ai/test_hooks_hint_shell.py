@@ -94,7 +94,10 @@ def prompts_of(titles: list[str]) -> list[str]:
     pairs across records, with JSON escapes and punctuation."""
     words = [re.findall(r"[A-Za-z][A-Za-z0-9]+", t) for t in titles]
     out = [f"how did we decide about {' '.join(w[:3]).lower()}?" for w in words]
-    out += [f"Why {' '.join(a[-2:])} and not {' '.join(b[:2])}?" for a, b in zip(words, words[1:])]
+    out += [
+        f"Why {' '.join(a[-2:])} and not {' '.join(b[:2])}?"
+        for a, b in zip(words, words[1:], strict=False)
+    ]
     out += [f'Is "{w[0]}" still\n\tthe rule (see {w[-1]}s)?' for w in words if w]
     return out
 
@@ -128,10 +131,8 @@ def test_escapes_stop_words_and_long_prompts_are_read_as_python_reads_them(adr):
         f"{word.upper()} 42{word}",
     ]
     for prompt in cases:
-        raw = '{"cwd": %s, "prompt": "%s", "n": [1, {"a": null}]}' % (
-            json.dumps(str(kb.root)),
-            prompt,
-        )
+        cwd = json.dumps(str(kb.root))
+        raw = f'{{"cwd": {cwd}, "prompt": "{prompt}", "n": [1, {{"a": null}}]}}'
         by_awk = shell(raw, kb.root, python=NO_PYTHON)
         assert by_awk.stdout == python(raw, kb.root).stdout, prompt[-40:]
     hinted = shell({"cwd": str(kb.root), "prompt": f"{word} {word}"}, kb.root, python=NO_PYTHON)
@@ -265,7 +266,47 @@ def test_awk_stems_every_word_as_sqlite_does():
             check=True,
         )
         stems = done.stdout.split("\n")[:-1]
+        assert len(stems) == len(words), awk
         wrong = [
-            (w, sqlite[i], s) for i, (w, s) in enumerate(zip(words, stems), 1) if sqlite[i] != s
+            (w, sqlite[i], s)
+            for i, (w, s) in enumerate(zip(words, stems, strict=True), 1)
+            if sqlite[i] != s
         ]
-        assert len(stems) == len(words) and wrong == [], (awk, wrong[:10])
+        assert wrong == [], (awk, wrong[:10])
+
+
+def test_install_writes_the_shell_prompt_hook_and_it_answers_as_the_agent_runs_it(tmp_path):
+    from kb_ai.cli.agent_hooks.install import install, settings_path
+
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    body = "Deploys go out from main."
+    write_article(kb, Article("wiki/howto/d.md", "Deploy from main", "howto", body, [], [],
+                              "2026-01-01", "2026-01-01", body))  # fmt: skip
+    write_indexes(kb, build_catalog(kb))
+    with closing(open_state(kb)) as conn:
+        refresh_search_index(kb, conn)
+    for agent in ("claude-code", "codex"):
+        path = settings_path(agent, kb.root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        install(agent, path, prompt_hint=True)
+        [entry] = json.loads(path.read_text())["hooks"]["UserPromptSubmit"]
+        command = entry["hooks"][0]["command"]
+        assert command.startswith(f"{POSIX_SH} ") and "kb-ai-hook.sh" in command
+        event = json.dumps({"cwd": str(kb.root), "prompt": "how do we deploy?"})
+        runs = [
+            subprocess.run(
+                command,
+                shell=True,
+                input=event,
+                capture_output=True,
+                text=True,
+                env=ENV,
+                cwd=kb.root,
+                timeout=60,
+            )  # fmt: skip
+            for _ in range(2)  # the first through Python (no hint file yet), then awk
+        ]
+        assert [r.returncode for r in runs] == [0, 0]
+        assert runs[0].stdout == runs[1].stdout == python(event, kb.root, agent=agent).stdout
+        assert '"Deploy from main" (wiki/howto/d.md)' in runs[1].stdout
+        assert is_fresh(kb.root)
