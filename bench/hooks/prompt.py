@@ -4,11 +4,19 @@
 
 A knowledge base holds the real decision records of ../shared/data/adr_govuk, one
 article each (title and text from the record, written without a model), with its
-master index and search index. Each prompt is a question built from a record's title
-words, sent as the agent sends it (JSON on stdin) to ``python -P -m kb_ai.hooks
-prompt``. Half the prompts run on an idle machine, half beside two CPU-burning
-processes; before each the bare interpreter (``python -P -c pass``) is timed, the floor.
-Also checked on every reply: at most three pages, titles with paths, at most 300 bytes.
+master index and search index, and the hint file the shell hook reads
+(kb_ai/hooks/hintfile.py). Each prompt is a question built from a record's title
+words, sent as the agent sends it (JSON on stdin) to both hooks `hooks install` writes:
+``python -P -m kb_ai.hooks prompt`` and ``/bin/sh kb_ai/hooks/kb-ai-hook.sh --python PY
+prompt`` (one awk run). Half the prompts run on an idle machine, half beside two
+CPU-burning processes; before each hook its bare start is timed (``python -P -c pass``,
+``/bin/sh -c :``), the floor. Also checked on every reply: at most three pages, titles
+with paths, at most 300 bytes.
+
+Agreement: before the timing, every prompt, and a second set of prompts made from the
+records' bodies (a sentence of each: words the titles do not have), goes to the shell
+hook with no Python to hand over to and to the Python hook; the replies must be the
+same line. Counted: the prompts whose replies are equal, and those awk answered itself.
 """
 
 from __future__ import annotations
@@ -26,17 +34,32 @@ from pathlib import Path
 
 from bench._common import REPO, load_average, machine
 from bench.hooks.run import BARE, burn, p50_p99_ms
+from kb_ai.hooks.hintfile import is_fresh, write_hint
+from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK
 from wiki import Article, KnowledgeBase, build_catalog, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
 from wiki.slugs import slugify
 
 ADR = REPO.parent / "shared" / "data" / "adr_govuk"
-HOOK = [sys.executable, "-P", "-m", "kb_ai.hooks", "prompt", "--agent", "claude-code"]
+HOOKS = {
+    "python": [sys.executable, "-P", "-m", "kb_ai.hooks", "prompt", "--agent", "claude-code"],
+    "sh": [
+        POSIX_SH,
+        str(SHELL_HOOK),
+        "--python",
+        sys.executable,
+        "prompt",
+        "--agent",
+        "claude-code",
+    ],
+}
+# the shell hook with no Python behind it: a reply is then awk's own
+AWK_ONLY = [POSIX_SH, str(SHELL_HOOK), "--python", "/nonexistent/python", "prompt"]
 
 
-def make_kb(root: Path) -> tuple[KnowledgeBase, list[str]]:
+def make_kb(root: Path) -> tuple[KnowledgeBase, list[str], list[str]]:
     kb = KnowledgeBase.init(root)
-    titles = []
+    titles, sentences = [], []
     for path in sorted(ADR.glob("*.md")):
         text = path.read_text(encoding="utf-8")
         title = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("# ")), path.stem)
@@ -45,24 +68,61 @@ def make_kb(root: Path) -> tuple[KnowledgeBase, list[str]]:
         write_article(kb, Article(f"wiki/decision/{slugify(title)}.md", title, "decision",
                                   summary, [], [], "2026-01-01", "2026-01-01", body))  # fmt: skip
         titles.append(title)
+        prose = [p for p in re.split(r"(?<=[.?!])\s+", " ".join(body.split())) if len(p) > 60]
+        sentences.append(prose[len(prose) // 2][:300] if prose else title)
     write_indexes(kb, build_catalog(kb))
     with closing(open_state(kb)) as conn:
         refresh_search_index(kb, conn)
-    return kb, titles
+    time.sleep(0.1)  # the hint file's time must follow its sources'
+    if write_hint(kb.root) is None or not is_fresh(kb.root):
+        sys.exit("the hint file could not be written")
+    return kb, titles, sentences
 
 
-def ask(kb: KnowledgeBase, prompts: list[str]) -> tuple[list[float], list[float], list[str]]:
+def reply(command: list[str], kb: KnowledgeBase, prompt: str) -> str:
+    event = json.dumps({"prompt": prompt, "cwd": str(kb.root), "session_id": "bench"})
+    return subprocess.run(
+        command, input=event, capture_output=True, text=True, cwd=kb.root, check=True
+    ).stdout
+
+
+def agreement(kb: KnowledgeBase, prompts: list[str]) -> dict[str, int]:
+    """How many prompts get the same reply from awk alone as from the Python hook, and
+    how many of those awk answered (a non-empty reply) rather than left alone."""
+    same = answered = 0
+    for prompt in prompts:
+        by_awk, by_python = reply(AWK_ONLY, kb, prompt), reply(HOOKS["python"], kb, prompt)
+        same += by_awk == by_python
+        answered += by_awk == by_python != ""
+    return {"prompts": len(prompts), "same": same, "same_and_named_pages": answered}
+
+
+def ask(
+    kb: KnowledgeBase, prompts: list[str], hook: str
+) -> tuple[list[float], list[float], list[str]]:
     times, bare, outs = [], [], []
     for prompt in prompts:
         started = time.perf_counter()
-        subprocess.run(BARE["python"], check=True)
+        subprocess.run(BARE[hook], check=True)
         bare.append(time.perf_counter() - started)
         event = json.dumps({"prompt": prompt, "cwd": str(kb.root), "session_id": "bench"})
         started = time.perf_counter()
-        done = subprocess.run(HOOK, input=event, capture_output=True, text=True, cwd=kb.root)
+        done = subprocess.run(HOOKS[hook], input=event, capture_output=True, text=True, cwd=kb.root)
         times.append(time.perf_counter() - started)
         outs.append(done.stdout.rstrip("\n"))
     return times, bare, outs
+
+
+def timed(
+    kb: KnowledgeBase, prompts: list[str]
+) -> dict[str, tuple[list[float], list[float], list[str]]]:
+    """Both hooks on each prompt in turn (so both meet the same load), by hook."""
+    runs: dict[str, tuple[list[float], list[float], list[str]]] = {h: ([], [], []) for h in HOOKS}
+    for prompt in prompts:
+        for hook in HOOKS:
+            for into, got in zip(runs[hook], ask(kb, [prompt], hook), strict=True):
+                into += got
+    return runs
 
 
 def own(times: list[float], bare: list[float]) -> list[float]:
@@ -71,38 +131,50 @@ def own(times: list[float], bare: list[float]) -> list[float]:
 
 def run(count: int) -> dict:
     with tempfile.TemporaryDirectory() as d:
-        kb, titles = make_kb(Path(d) / "kb")
+        kb, titles, sentences = make_kb(Path(d) / "kb")
         prompts = [
             f"how did we decide about {' '.join(re.findall(r'[A-Za-z]{4,}', t)[:3]).lower()}?"
             for t in (titles * (count // len(titles) + 1))[:count]
         ]
+        agree_titles = agreement(kb, prompts)
+        agree_bodies = agreement(kb, sentences)
         half = count // 2
         load_before = load_average()
-        idle, idle_bare, idle_out = ask(kb, prompts[:half])
-        burners = [burn(600), burn(600)]
+        idle = timed(kb, prompts[:half])
+        burners = [burn(1200), burn(1200)]
         try:
-            busy, busy_bare, busy_out = ask(kb, prompts[half:])
+            busy = timed(kb, prompts[half:])
             load_busy = load_average()
         finally:
             for b in burners:
                 b.kill()
                 b.wait()
-    outs = idle_out + busy_out
-    named = [re.findall(r'"[^"]+" \((wiki/[^)]+\.md)\)', o) for o in outs]
-    return {
+    out: dict = {
         "articles": len(titles),
         "prompts": count,
+        "agreement_title_prompts": agree_titles,
+        "agreement_body_prompts": agree_bodies,
         "load_average_at_start": load_before,
         "load_average_with_burners": load_busy,
-        **p50_p99_ms(bare_idle=idle_bare, bare_busy=busy_bare, idle=idle, busy=busy),
-        "busy_max_ms": max(busy) * 1000,
-        # the hook's own cost: its time less the bare start timed just before it
-        **p50_p99_ms(own_idle=own(idle, idle_bare), own_busy=own(busy, busy_bare)),
-        "replies_with_pages": sum(1 for n in named if n),
-        "most_pages": max((len(n) for n in named), default=0),
-        "most_bytes": max((len(o.encode()) for o in outs), default=0),
-        "machine": machine(),
     }
+    for hook in HOOKS:
+        (i_times, i_bare, i_out), (b_times, b_bare, b_out) = idle[hook], busy[hook]
+        outs = i_out + b_out
+        named = [re.findall(r'"[^"]+" \((wiki/[^)]+\.md)\)', o) for o in outs]
+        out[hook] = {
+            **p50_p99_ms(bare_idle=i_bare, bare_busy=b_bare, idle=i_times, busy=b_times),
+            "busy_max_ms": max(b_times) * 1000,
+            # the hook's own cost: its time less the bare start timed just before it
+            **p50_p99_ms(own_idle=own(i_times, i_bare), own_busy=own(b_times, b_bare)),
+            "replies_with_pages": sum(1 for n in named if n),
+            "most_pages": max((len(n) for n in named), default=0),
+            "most_bytes": max((len(o.encode()) for o in outs), default=0),
+        }
+    shell_outs = idle["sh"][2] + busy["sh"][2]
+    python_outs = idle["python"][2] + busy["python"][2]
+    out["timed_replies_same"] = sum(a == b for a, b in zip(shell_outs, python_outs, strict=True))
+    out["machine"] = machine()
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import sqlite3
 import time
 from collections import defaultdict
@@ -159,6 +158,8 @@ def write_hint(root: Path) -> Path | None:
         pointer.write_text(gen_name + "\n", encoding="ascii")
         os.replace(pointer, base / CURRENT)
     except (OSError, sqlite3.Error, UnicodeDecodeError):
+        import shutil
+
         shutil.rmtree(tmp, ignore_errors=True)
         return None
     _prune(base, keep={gen_name})
@@ -181,6 +182,8 @@ def refresh(root: Path, *, only_if_used: bool = False) -> None:
 def _prune(base: Path, keep: set[str]) -> None:
     """Remove the generations before the one before ``keep`` (a hook may still be
     reading the one just replaced), and temporary leftovers of builds that died."""
+    import shutil  # only when a hint is written: the hook's fresh check stays light
+
     gens = sorted(
         (p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")),
         key=lambda p: p.name,
