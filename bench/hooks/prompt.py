@@ -17,6 +17,10 @@ Agreement: before the timing, every prompt, and a second set of prompts made fro
 records' bodies (a sentence of each: words the titles do not have), goes to the shell
 hook with no Python to hand over to and to the Python hook; the replies must be the
 same line. Counted: the prompts whose replies are equal, and those awk answered itself.
+
+``--corpus musique``: the same over the 1,890 paragraphs of ../shared/data/musique50 as
+articles, asked its 50 real questions (agreement measured on those); with the time and
+size of writing the hint file for a wiki of that size.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from wiki.indexing import refresh_search_index
 from wiki.slugs import slugify
 
 ADR = REPO.parent / "shared" / "data" / "adr_govuk"
+MUSIQUE = REPO.parent / "shared" / "data" / "musique50"
 HOOKS = {
     "python": [sys.executable, "-P", "-m", "kb_ai.hooks", "prompt", "--agent", "claude-code"],
     "sh": [
@@ -57,26 +62,64 @@ HOOKS = {
 AWK_ONLY = [POSIX_SH, str(SHELL_HOOK), "--python", "/nonexistent/python", "prompt"]
 
 
-def make_kb(root: Path) -> tuple[KnowledgeBase, list[str], list[str]]:
-    kb = KnowledgeBase.init(root)
-    titles, sentences = [], []
+def adr_articles() -> tuple[list[Article], list[str], list[str]]:
+    """The decision records as articles; their titles; a sentence of each body."""
+    articles, titles, sentences = [], [], []
     for path in sorted(ADR.glob("*.md")):
         text = path.read_text(encoding="utf-8")
         title = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("# ")), path.stem)
         body = text.split("\n", 1)[-1]
         summary = " ".join(body.split())[:180]
-        write_article(kb, Article(f"wiki/decision/{slugify(title)}.md", title, "decision",
-                                  summary, [], [], "2026-01-01", "2026-01-01", body))  # fmt: skip
+        articles.append(Article(f"wiki/decision/{slugify(title)}.md", title, "decision",
+                                summary, [], [], "2026-01-01", "2026-01-01", body))  # fmt: skip
         titles.append(title)
         prose = [p for p in re.split(r"(?<=[.?!])\s+", " ".join(body.split())) if len(p) > 60]
         sentences.append(prose[len(prose) // 2][:300] if prose else title)
+    return articles, titles, sentences
+
+
+def musique_articles() -> tuple[list[Article], list[str]]:
+    """The 1,890 MuSiQue paragraphs as articles, and the 50 questions (never tuned on)."""
+    corpus = json.loads((MUSIQUE / "musique_corpus.json").read_text(encoding="utf-8"))
+    articles = [
+        Article(
+            f"wiki/topic/{slugify(e['title'])[:60]}-{i}.md",
+            e["title"],
+            "topic",
+            e["text"][:180],
+            [],
+            [],
+            "2026-01-01",
+            "2026-01-01",
+            e["text"],
+        )  # fmt: skip
+        for i, e in enumerate(corpus)
+    ]
+    questions = json.loads((MUSIQUE / "musique_dev50.json").read_text(encoding="utf-8"))
+    return articles, [q["question"] for q in questions]
+
+
+def make_kb(root: Path, articles: list[Article]) -> tuple[KnowledgeBase, dict]:
+    """The knowledge base of ``articles``, indexed, with its hint file; and what writing
+    the hint file took."""
+    kb = KnowledgeBase.init(root)
+    for article in articles:
+        write_article(kb, article)
     write_indexes(kb, build_catalog(kb))
     with closing(open_state(kb)) as conn:
         refresh_search_index(kb, conn)
     time.sleep(0.1)  # the hint file's time must follow its sources'
-    if write_hint(kb.root) is None or not is_fresh(kb.root):
+    started = time.perf_counter()
+    gen = write_hint(kb.root)
+    took = time.perf_counter() - started
+    if gen is None or not is_fresh(kb.root):
         sys.exit("the hint file could not be written")
-    return kb, titles, sentences
+    files = [f for f in gen.rglob("*") if f.is_file()]
+    return kb, {
+        "hint_file_write_ms": took * 1000,
+        "hint_file_bytes": sum(f.stat().st_size for f in files),
+        "hint_file_files": len(files),
+    }
 
 
 def reply(command: list[str], kb: KnowledgeBase, prompt: str) -> str:
@@ -87,14 +130,20 @@ def reply(command: list[str], kb: KnowledgeBase, prompt: str) -> str:
 
 
 def agreement(kb: KnowledgeBase, prompts: list[str]) -> dict[str, int]:
-    """How many prompts get the same reply from awk alone as from the Python hook, and
-    how many of those awk answered (a non-empty reply) rather than left alone."""
+    """Of the ASCII prompts, how many get the same reply from awk alone as from the
+    Python hook, and how many of those name pages; the others are the Python hook's."""
+    ascii_prompts = [p for p in prompts if p.isascii()]
     same = answered = 0
-    for prompt in prompts:
+    for prompt in ascii_prompts:
         by_awk, by_python = reply(AWK_ONLY, kb, prompt), reply(HOOKS["python"], kb, prompt)
         same += by_awk == by_python
         answered += by_awk == by_python != ""
-    return {"prompts": len(prompts), "same": same, "same_and_named_pages": answered}
+    return {
+        "ascii_prompts": len(ascii_prompts),
+        "same": same,
+        "same_and_named_pages": answered,
+        "beyond_ascii_for_python": len(prompts) - len(ascii_prompts),
+    }
 
 
 def ask(
@@ -129,15 +178,21 @@ def own(times: list[float], bare: list[float]) -> list[float]:
     return [t - b for t, b in zip(times, bare, strict=True)]
 
 
-def run(count: int) -> dict:
+def run(count: int, corpus: str = "adr") -> dict:
     with tempfile.TemporaryDirectory() as d:
-        kb, titles, sentences = make_kb(Path(d) / "kb")
-        prompts = [
-            f"how did we decide about {' '.join(re.findall(r'[A-Za-z]{4,}', t)[:3]).lower()}?"
-            for t in (titles * (count // len(titles) + 1))[:count]
-        ]
-        agree_titles = agreement(kb, prompts)
-        agree_bodies = agreement(kb, sentences)
+        if corpus == "adr":
+            articles, titles, sentences = adr_articles()
+            prompts = [
+                f"how did we decide about {' '.join(re.findall(r'[A-Za-z]{4,}', t)[:3]).lower()}?"
+                for t in (titles * (count // len(titles) + 1))[:count]
+            ]
+            sets = {"title_prompts": prompts, "body_prompts": sentences}
+        else:
+            articles, questions = musique_articles()
+            prompts = (questions * (count // len(questions) + 1))[:count]
+            sets = {"questions": questions}
+        kb, hint_file = make_kb(Path(d) / "kb", articles)
+        agree = {f"agreement_{name}": agreement(kb, ps) for name, ps in sets.items()}
         half = count // 2
         load_before = load_average()
         idle = timed(kb, prompts[:half])
@@ -150,10 +205,11 @@ def run(count: int) -> dict:
                 b.kill()
                 b.wait()
     out: dict = {
-        "articles": len(titles),
+        "corpus": corpus,
+        "articles": len(articles),
         "prompts": count,
-        "agreement_title_prompts": agree_titles,
-        "agreement_body_prompts": agree_bodies,
+        **hint_file,
+        **agree,
         "load_average_at_start": load_before,
         "load_average_with_burners": load_busy,
     }
@@ -180,11 +236,18 @@ def run(count: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--prompts", type=int, default=100)
+    parser.add_argument(
+        "--corpus",
+        choices=("adr", "musique"),
+        default="adr",
+        help="the 38 decision records (default), or the 1,890 MuSiQue paragraphs asked its 50 questions",
+    )
     parser.add_argument("--out", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
-    if not ADR.is_dir():
-        sys.exit(f"{ADR} is not here: the shared test data is needed")
-    text = json.dumps(run(args.prompts), indent=2)
+    data = ADR if args.corpus == "adr" else MUSIQUE
+    if not data.is_dir():
+        sys.exit(f"{data} is not here: the shared test data is needed")
+    text = json.dumps(run(args.prompts, args.corpus), indent=2)
     print(text)
     if args.out:
         Path(args.out).write_text(text + "\n")

@@ -24,12 +24,15 @@ def _prompt_hint(root: Path, event: Mapping[str, object]) -> str:
 
 
 def _refresh_hint_file() -> None:
-    """After the answer is out: write the shell hook's hint file again if it is stale
-    or missing, so the next prompt needs no Python (kb_ai/hooks/hintfile.py)."""
-    if _answered:
-        from kb_ai.hooks.hintfile import refresh
+    """After the answer is out: when the shell hook's hint file is stale or missing,
+    start a process of its own that writes it again (kb_ai/hooks/hintfile.py: seconds
+    on a wiki of thousands of pages, which the agent must not wait for), so the next
+    prompts need no Python. Only for the shell hook (which says so in KB_AI_SHELL_HOOK):
+    the Python hook alone reads none."""
+    if _answered and os.environ.get("KB_AI_SHELL_HOOK"):
+        from kb_ai.hooks.hintfile import start_writing
 
-        refresh(_answered[0])
+        start_writing(_answered[0])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -31,6 +31,7 @@ import math
 import os
 import re
 import sqlite3
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -168,14 +169,50 @@ def write_hint(root: Path) -> Path | None:
 
 def refresh(root: Path, *, only_if_used: bool = False) -> None:
     """Write the hint again unless it is fresh; with ``only_if_used``, only where one
-    was written before (a prompt hook runs here). Never raises: what calls it (the
-    hook, a compile's index stage, a question) must not fail for the hint."""
+    was written before (a shell prompt hook runs here). Never raises: what calls it (a
+    compile's index stage, the process start_writing starts) must not fail for it."""
     try:
         if only_if_used and not (root / HINT_DIR).is_dir():
             return
         if not is_fresh(root):
             write_hint(root)
     except Exception:  # noqa: BLE001 - the prompt hook fails open; the hint waits
+        return
+
+
+WRITING = ".writing"  # in .kb-ai/hint/: a writer was started this minute
+WRITING_SECONDS = 60.0
+
+
+def start_writing(root: Path) -> None:
+    """Unless the hint is fresh, or a writer started in the last minute is still at it,
+    start ``python -m kb_ai.hooks.hintfile ROOT`` detached (its own session, no output)
+    to write it. Never raises."""
+    try:
+        if is_fresh(root):
+            return
+        base = root / HINT_DIR
+        base.mkdir(parents=True, exist_ok=True)
+        marker = base / WRITING
+        try:
+            if time.time() - marker.stat().st_mtime < WRITING_SECONDS:
+                return
+        except FileNotFoundError:
+            pass
+        marker.touch()
+        command = [sys.executable, "-P", "-m", "kb_ai.hooks.hintfile", str(root)]
+        os.posix_spawn(
+            sys.executable,
+            command,
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_DUP2, 1, 2),
+            ],
+            setsid=True,
+        )
+    except Exception:  # noqa: BLE001 - no hint file: the Python hook answers meanwhile
         return
 
 
@@ -265,3 +302,17 @@ def _table_parts(
         if doc in ids:
             parts[(term, ids[doc])] = part
     return parts
+
+
+def main(argv: list[str]) -> None:
+    """``python -m kb_ai.hooks.hintfile ROOT``: write ROOT's hint file (start_writing)."""
+    if len(argv) == 1:
+        root = Path(argv[0])
+        try:
+            refresh(root)
+        finally:
+            (root / HINT_DIR / WRITING).unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -31,9 +31,10 @@ if [ "$1" = --python ] && [ $# -ge 2 ]; then
     shift 2
 fi
 
+# (KB_AI_SHELL_HOOK: a prompt hook run from here writes the hint file again when stale)
 python_hook() {
     command -v "$py" >/dev/null 2>&1 || exit 0
-    exec "$py" -P -m kb_ai.hooks "$@"
+    KB_AI_SHELL_HOOK=1 exec "$py" -P -m kb_ai.hooks "$@"
 }
 
 name='' agent=claude-code kb='' want=''
@@ -152,7 +153,9 @@ prompt_hint() {
     case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
     cwd_must=$PWD
     [ -z "$kb_arg" ] || cwd_must=''  # with --kb the event's cwd finds nothing
-    out=$(KB_AI_HINT=$gen KB_AI_CWD=$cwd_must LC_ALL=C awk -f "$here/hint.awk" 2>/dev/null)
+    awk=awk
+    if command -v mawk >/dev/null 2>&1; then awk=mawk; fi  # starts in half gawk's time
+    out=$(KB_AI_HINT=$gen KB_AI_CWD=$cwd_must LC_ALL=C "$awk" -f "$here/hint.awk" 2>/dev/null)
     case $? in
         0) [ -z "$out" ] || printf '%s\n' "$out" ;;
         3) python_hook "$@" <<EOF
