@@ -1,7 +1,8 @@
 #!/bin/sh
 # kb-ai's capture and prompt hooks in POSIX sh: what `kb-ai hooks install` runs for
-# SessionEnd, Stop, PreCompact and (with --prompt-hint) the prompt where /bin/sh exists, because starting any Python costs more than the
-# whole capture (kb_ai/hooks/run.py is the same hook in Python, and the fallback).
+# SessionEnd, Stop, PreCompact and (with --prompt-hint) each prompt where /bin/sh
+# exists, because starting any Python costs more than the whole capture, or the whole
+# hint (kb_ai/hooks/run.py is the same hooks in Python, and the fallback).
 #
 #   sh kb-ai-hook.sh --python PY NAME [--agent claude-code|codex] [--kb DIR]
 #
@@ -150,12 +151,12 @@ prompt_hint() {
         fi
     done 3<"$gen/sources"
     [ -z "$stale" ] || python_hook "$@"
-    case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+    case $0 in */*) script_dir=${0%/*} ;; *) script_dir=. ;; esac
     cwd_must=$PWD
     [ -z "$kb_arg" ] || cwd_must=''  # with --kb the event's cwd finds nothing
     awk=awk
     if command -v mawk >/dev/null 2>&1; then awk=mawk; fi  # starts in half gawk's time
-    out=$(KB_AI_HINT=$gen KB_AI_CWD=$cwd_must LC_ALL=C "$awk" -f "$here/hint.awk" 2>/dev/null)
+    out=$(KB_AI_HINT=$gen KB_AI_CWD=$cwd_must LC_ALL=C "$awk" -f "$script_dir/hint.awk" 2>/dev/null)
     case $? in
         0) [ -z "$out" ] || printf '%s\n' "$out" ;;
         3) python_hook "$@" <<EOF
