@@ -14,6 +14,10 @@ index: a page it no longer lists is not offered. A search index of another shape
 newer kb-ai's) or none at all gives no hint, like any failure of a hook.
 The ``also`` knowledge bases' pages fill the three after the project's: from the indexes
 questions keep of them in .kb-ai/also/ (kb_ai/hooks/catalog.shelves).
+
+Where the shell hook is installed, this is its fallback: it answers ASCII prompts itself
+with awk from a hint file of the same bm25 numbers (kb_ai/hooks/hintfile.py), which
+must give the same line as this module; both read their bounds and wording from here.
 """
 
 from __future__ import annotations
