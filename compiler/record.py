@@ -8,6 +8,7 @@ from contextlib import closing
 
 from compiler.result import CompileResult, Failure, Revision
 from compiler.state import Plan, Work
+from kb_ai.hooks.hintfile import refresh as refresh_hint
 from wiki import (
     Article,
     CatalogEntry,
@@ -105,10 +106,11 @@ def update_search(
     kb: KnowledgeBase, written: Mapping[str, Article], deleted: Sequence[str] = ()
 ) -> None:
     """The search index (and catalog lines) with the articles the run wrote, and
-    without those it deleted."""
+    without those it deleted; then the prompt hook's hint file, where one is used."""
     with closing(open_state(kb)) as conn:
         remove_from_tables(conn, deleted)
         refresh_search_index(kb, conn, sorted(written), dict(written))
+    refresh_hint(kb.root, only_if_used=True)  # the agents' prompt hint, after the master index
 
 
 def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> None:

@@ -29,10 +29,11 @@ RULES = {
     "kb_ai": (("kb_ai.cli", *UPPER), ()),
     "kb_ai.llm": (("kb_ai.cli", *UPPER), ()),
     # the ground wiki stands on: the error tree, and the mechanical checks over text
-    # (pure functions, no files, no model) that lint shares with compile and ask
+    # (pure functions, no files, no model) that lint shares with compile and ask, and
+    # the search's words and weights, which the agents' prompt hook shares
     "wiki": (
         ("kb_ai", "compiler", "retrieval", "web", "bench", "tests"),
-        ("kb_ai.errors", "kb_ai.grounding"),
+        ("kb_ai.errors", "kb_ai.grounding", "kb_ai.lexicon"),
     ),
     # the application layer: above compiler and retrieval, below every edge
     "kb_ai.service": (("kb_ai.cli", "web", "bench", "tests"), ()),

@@ -23,7 +23,7 @@ scores a bounded number of rows whatever the wiki's size: the rarest terms are O
 the commoner ones must occur together, and when every term is common the heads decide
 (see ``SearchIndex._plan``).
 
-This module imports nothing of kb-ai but its errors and wiki.words.
+This module imports nothing of kb-ai but its errors, kb_ai/lexicon.py and wiki.words.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kb_ai.errors import KbAiError
+from kb_ai.lexicon import CHANGED_SUFFIX, COLUMNS, HEAD_COLUMNS, TOKENIZER, quote, ranked_sql
 from wiki.words import index_text, query_terms
 
 __all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
@@ -45,26 +46,12 @@ __all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
 # the tables are then rebuilt empty and the next sync fills them again.
 _SCHEMA_VERSION = "3"
 
-_COLUMNS = ("title", "keys", "summary", "tags", "body")
-_HEAD_COLUMNS = _COLUMNS[:-1]
-# bm25 column weights, in column order: what an article is named and keyed by counts
-# more than what it says in passing. bm25 divides by the length of the whole row, so a
-# long body would drown its own title: the head fields are also indexed on their own
-# (search_head) and that score is added, which keeps a title hit above a body mention.
-# Tuned on data, not guessed (bench/ask/recall_musique.py, recall@50 of gold pages): on
-# MuSiQue-50 (1,890 paragraphs) and HotpotQA-100 (994 passages), each paragraph one
-# article, titles and bodies from the data, summary its first sentence. The earlier
-# (10, 10, 4, 4, 1) + (1, 1, 0.4, 0.4) gave 0.788 / 0.970; these give 0.798 / 0.970
-# (all-gold@50 on MuSiQue 0.52 -> 0.54), with title weights from 1 to 10 within 0.03:
-# the body's rare words now outweigh common words shared with a title.
-_WEIGHTS = (3.0, 3.0, 2.0, 1.0, 1.0)
-_HEAD_WEIGHTS = (0.5, 0.5, 0.2, 0.2)
+# the bm25 column weights (title, keys, summary, tags, body; and the heads') and the
+# query that ranks by them: kb_ai/lexicon.py, shared with the prompt hook
 
 # Rows a query may score on a large index: scoring costs a few microseconds a row (bm25
 # in two tables), so this keeps a search near 10-20 ms whatever the wiki's size.
 _ROW_BUDGET = 5_000
-
-_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 @dataclass(frozen=True)
@@ -102,6 +89,7 @@ class SearchIndex:
         # count costs a query (see ``_counted``).
         self._counts: dict[tuple[str, tuple[str | int, ...]], int] = {}
         self._counted_at: tuple[int, int] | None = None
+        self._stamp: str | None = None  # see _mark_changed
         with _transaction(conn):
             _ensure_schema(conn)
 
@@ -150,6 +138,8 @@ class SearchIndex:
                 )
                 known[doc.path] = digest
                 changed += 1
+        if changed:
+            self._mark_changed()
         return changed
 
     def remove(self, paths: Iterable[str]) -> None:
@@ -162,6 +152,7 @@ class SearchIndex:
                     continue
                 _delete_row(conn, row[0])
                 conn.execute("DELETE FROM search_docs WHERE id = ?", row)
+                self._mark_changed()
 
     def sync(self, docs: Iterable[SearchDoc]) -> None:
         """Make the index hold exactly the given articles."""
@@ -171,6 +162,22 @@ class SearchIndex:
             wanted = {doc.path for doc in docs}
             indexed = [path for (path,) in self._conn.execute("SELECT path FROM search_docs")]
             self.remove(path for path in indexed if path not in wanted)
+
+    def _mark_changed(self) -> None:
+        """Touch the file beside the database that says its search index changed
+        (``state.db-search``): the agents' prompt hint (kb_ai/hooks/hintfile.py) is
+        stale once it is newer than the hint file. An in-memory database has none."""
+        if self._stamp is None:
+            rows = self._conn.execute("PRAGMA database_list").fetchall()
+            self._stamp = next(
+                (f"{f}{CHANGED_SUFFIX}" for _, n, f in rows if n == "main" and f), ""
+            )
+        if self._stamp:
+            try:  # the hint is then only as fresh as the master index says
+                with open(self._stamp, "a"):
+                    os.utime(self._stamp)
+            except OSError:
+                return
 
     def stale_hashes(self, wanted: dict[str, str]) -> list[str]:
         """The paths where the index differs from ``wanted`` (path -> :func:`content_hash`)."""
@@ -194,25 +201,8 @@ class SearchIndex:
         if not clauses or limit <= 0:
             return []
         expression, whole = self._plan(clauses)
-        weights = ", ".join(str(w) for w in _WEIGHTS)
-        head_weights = ", ".join(str(w) for w in _HEAD_WEIGHTS)
-        head = (
-            f"SELECT rowid AS id, bm25(search_head, {head_weights}) AS score FROM search_head"
-            f" WHERE search_head MATCH :q"
-        )
-        if whole:
-            ranked = (
-                f"SELECT id, sum(score) AS score FROM ("
-                f"  SELECT rowid AS id, bm25(search_fts, {weights}) AS score FROM search_fts"
-                f"  WHERE search_fts MATCH :q UNION ALL {head}"
-                f") GROUP BY id"
-            )
-        else:
-            ranked = head
         rows = self._conn.execute(
-            f"SELECT d.path, m.score FROM ({ranked} ORDER BY score LIMIT :limit) AS m"
-            f" JOIN search_docs AS d ON d.id = m.id ORDER BY m.score, d.path",
-            {"q": expression, "limit": limit},
+            ranked_sql(whole=whole), {"q": expression, "limit": limit}
         ).fetchall()
         return [SearchHit(path, -score) for path, score in rows]
 
@@ -234,7 +224,7 @@ class SearchIndex:
             text
             for text in texts
             if any(
-                self._matches("search_fts", _quote(t.text), 0)
+                self._matches("search_fts", quote(t.text), 0)
                 for t in query_terms(text)
                 if not (t.prefix or t.unless)
             )
@@ -248,10 +238,10 @@ class SearchIndex:
         """
         clauses: dict[str, str | None] = {}
         for term in query_terms(query):
-            if any(self._matches("search_fts", _quote(u), 0) for u in term.unless):
+            if any(self._matches("search_fts", quote(u), 0) for u in term.unless):
                 continue
-            clause = _quote(term.text) + ("*" if term.prefix else "")
-            clauses.setdefault(clause, _quote(term.widens) if term.widens else None)
+            clause = quote(term.text) + ("*" if term.prefix else "")
+            clauses.setdefault(clause, quote(term.widens) if term.widens else None)
         return clauses
 
     def _plan(self, clauses: dict[str, str | None]) -> tuple[str, bool]:
@@ -367,10 +357,10 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         " id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, hash TEXT NOT NULL)"
     )
     try:
-        for table, columns in (("search_fts", _COLUMNS), ("search_head", _HEAD_COLUMNS)):
+        for table, columns in (("search_fts", COLUMNS), ("search_head", HEAD_COLUMNS)):
             conn.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
-                f"{', '.join(columns)}, tokenize = '{_TOKENIZER}')"
+                f"{', '.join(columns)}, tokenize = '{TOKENIZER}')"
             )
     except sqlite3.OperationalError as exc:
         if _has_fts5(conn):
@@ -407,7 +397,3 @@ def _index_fields(doc: SearchDoc) -> tuple[str, ...]:
         index_text(text)
         for text in (doc.title, "\n".join(doc.keys), doc.summary, "\n".join(doc.tags), doc.body)
     )
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'

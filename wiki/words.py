@@ -21,9 +21,10 @@ What it cannot do, and what this module adds before text reaches it, on both sid
 searches for. It is also the one home of the words every part shares: ``STOP_WORDS``
 and ``CJK_STOP_BIGRAMS`` (words that say nothing of a subject: the search, the catalog
 ranking of classify, link detection and the answer checks of retrieval/terms.py all
-drop the same ones), and the tokenizers ``words`` (runs of letters and digits) and
+drop the same ones; kept in kb_ai/lexicon.py, which the prompt hook
+reads too), and the tokenizers ``words`` (runs of letters and digits) and
 ``tokens`` (numbers and words as the answer checks count them). This module imports
-nothing of kb-ai.
+nothing of kb-ai but kb_ai/lexicon.py, which imports nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from kb_ai.lexicon import CJK_CLASS, STOP_WORDS
 
 __all__ = [
     "CJK_CLASS",
@@ -47,12 +50,6 @@ __all__ = [
     "words",
 ]
 
-# Hiragana, katakana (not the middle dot), CJK ideographs and their extensions,
-# compatibility ideographs, Hangul syllables and jamo.
-CJK_CLASS = (
-    "\u1100-\u11ff\u3040-\u309f\u30a0-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
-)
 CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 # A word: a run of letters and digits (the underscore splits, as in the index).
 WORD = re.compile(r"[^\W_]+")
@@ -73,23 +70,7 @@ _SYMBOL_NAMES = {"+": "plus", "#": "sharp", "&": "and"}
 _LATIN_THEN_CJK = re.compile(f"(?<![^\\W_])([^\\W_{CJK_CLASS}]+)([{CJK_CLASS}])")
 _LETTERS_DIGITS = re.compile(r"[^\W\d_]+|\d+")
 
-# The words that say nothing of a subject: function words, and the words of a question
-# or a request ("explain", "list", "wiki", "page"). One list for every part of kb-ai.
-_STOP_WORDS_TEXT = """
-    a about above after again against all also am an and any anything are as at be because
-    been before being below between both but by can could did do does doing done down
-    during each either else ever every few for from further get gets got had has have
-    having he her here hers herself him himself his how however i if in into is it its
-    itself just know let like me more most much must my myself no nor not now of off on
-    once one only or other our ours ourselves out over own please really same say says
-    she should so some such tell than thank thanks that the their theirs them themselves
-    then there these they thing things this those through to too under until up us use
-    used using very want was way we well were what whats when where whether which while
-    who whom whose why will with would yes yet you your yours yourself yourselves
-    explain describe give find list mean means meant happen happened
-    wiki page pages question answer
-"""
-STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+# STOP_WORDS (kb_ai/lexicon.py): one list for every part of kb-ai, the prompt hook too.
 # Question and function words of Chinese and Japanese, as the bigrams they cut into.
 _CJK_STOP_TEXT = """
     什么 多少 哪些 哪个 哪里 哪位 为什 为何 怎么 怎样 如何 是否 请问 是什 的是 是哪 有多

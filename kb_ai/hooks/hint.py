@@ -6,13 +6,18 @@ It runs before every prompt the agent sends, so it must cost little more than st
 Python: it imports only ``sqlite3`` and reads the wiki's search index (wiki/search.py
 keeps it in ``.kb-ai/state.db``) with a plain query of its own, never the wiki package.
 Its query is lighter than ``kb-ai ask``'s: the prompt's words of three letters or more
-(stop words left out; Chinese, Japanese and Korean runs as overlapping pairs), any of
-them, ranked by bm25 over the articles' heads (title, keys, summary, tags) and bodies
-as wiki/search.py weighs them, the heads counted again. Titles come from the master
+(the search's stop words left out; Chinese, Japanese and Korean runs as overlapping
+pairs), any of them, ranked by bm25 over the articles' heads (title, keys, summary,
+tags) and bodies as wiki/search.py weighs them, the heads counted again: the weights,
+the stop words and the ranking query are kb_ai/lexicon.py's, which both read. Titles come from the master
 index: a page it no longer lists is not offered. A search index of another shape (a
 newer kb-ai's) or none at all gives no hint, like any failure of a hook.
 The ``also`` knowledge bases' pages fill the three after the project's: from the indexes
 questions keep of them in .kb-ai/also/ (kb_ai/hooks/catalog.shelves).
+
+Where the shell hook is installed, this is its fallback: it answers ASCII prompts itself
+with awk from a hint file of the same bm25 numbers (kb_ai/hooks/hintfile.py), which
+must give the same line as this module; both read their bounds and wording from here.
 """
 
 from __future__ import annotations
@@ -23,29 +28,22 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kb_ai.hooks.catalog import index_lines, shelves
+from kb_ai.lexicon import CJK_CLASS, STOP_WORDS, any_of, ranked_sql
 
 MAX_PAGES = 3
 MAX_BYTES = 300
 TITLE_CHARS = 60
 MAX_TERMS = 16
+PROMPT_CHARS = 2000  # of a prompt, the part searched
+PROJECT_LIMIT = (
+    10  # the project's best pages taken before those the master index lacks are left out
+)
 HEAD = "kb-ai: wiki pages that may help: "
 TAIL = "; the kb-ai MCP `ask` tool answers from them with citations."
 STATE_DB = Path(".kb-ai") / "state.db"
-# wiki/search.py's column weights (title, keys, summary, tags, body) and its heads'
-_WEIGHTS = "3.0, 3.0, 2.0, 1.0, 1.0"
-_HEAD_WEIGHTS = "0.5, 0.5, 0.2, 0.2"
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
-_TERM = re.compile(rf"[{_CJK}]+|[^\W\d_{_CJK}][^\W_{_CJK}]{{2,}}")
-_CJK_CHAR = re.compile(rf"[{_CJK}]")
-# fmt: off
-_STOP = frozenset({
-    "the", "and", "for", "with", "that", "this", "from", "are", "was", "were", "not",
-    "but", "you", "your", "has", "have", "had", "its", "into", "when", "then", "than",
-    "them", "they", "can", "will", "all", "any", "how", "what", "which", "who", "why",
-    "where", "does", "did", "do", "should", "would", "could", "about", "there",
-    "their", "our", "out", "use", "using", "please", "make", "need", "want",
-})
-# fmt: on
+# the words of three letters or more: a letter, then letters or digits; CJK runs apart
+_TERM = re.compile(rf"[{CJK_CLASS}]+|[^\W\d_{CJK_CLASS}][^\W_{CJK_CLASS}]{{2,}}")
+_CJK_CHAR = re.compile(rf"[{CJK_CLASS}]")
 
 
 def terms(prompt: str) -> list[str]:
@@ -56,46 +54,43 @@ def terms(prompt: str) -> list[str]:
         if _CJK_CHAR.match(word):
             pairs = [word[i : i + 2] for i in range(len(word) - 1)] or [word]
             found.update(dict.fromkeys(pairs))
-        elif word not in _STOP:
+        elif word not in STOP_WORDS:
             found[word] = None
     return list(found)[:MAX_TERMS]
 
 
-def search(root: Path, prompt: str, limit: int = 10, *, db: Path | None = None) -> list[str]:
+def search(
+    root: Path, prompt: str, limit: int = PROJECT_LIMIT, *, db: Path | None = None
+) -> list[str]:
     """The paths of the articles that best match ``prompt``, best first (in the search
     index ``db``: by default the knowledge base's own, in its state.db)."""
     words = terms(prompt)
     if not words:
         return []
-    expression = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
     db = db or root / STATE_DB
     if not db.is_file():
         return []
     conn = sqlite3.connect(db, timeout=0.5)  # it only reads
     try:
-        rows = conn.execute(
-            "SELECT d.path FROM ("
-            " SELECT id, sum(score) AS score FROM ("
-            f"  SELECT rowid AS id, bm25(search_fts, {_WEIGHTS}) AS score FROM search_fts"
-            "   WHERE search_fts MATCH :q UNION ALL"
-            f"  SELECT rowid AS id, bm25(search_head, {_HEAD_WEIGHTS}) AS score FROM search_head"
-            "   WHERE search_head MATCH :q"
-            " ) GROUP BY id ORDER BY score LIMIT :limit"
-            ") AS m JOIN search_docs AS d ON d.id = m.id ORDER BY m.score, d.path",
-            {"q": expression, "limit": limit},
-        ).fetchall()
+        rows = conn.execute(ranked_sql(), {"q": any_of(words), "limit": limit}).fetchall()
     finally:
         conn.close()
-    return [path for (path,) in rows]
+    return [path for path, _ in rows]
+
+
+def hint_item(title: str, path: str) -> str:
+    """One page as the hint names it: its title (quotes made single, spaces squeezed,
+    cut at TITLE_CHARS) and its path."""
+    title = " ".join(title.replace('"', "'").split())
+    title = title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
+    return f'"{title}" ({path})'
 
 
 def hint_line(pages: list[tuple[str, str]]) -> str:
     """The hint for ``pages`` ((title, path), best first): as many as fit in MAX_BYTES."""
     shown: list[str] = []
     for title, path in pages[:MAX_PAGES]:
-        title = " ".join(title.replace('"', "'").split())
-        title = title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
-        item = f'"{title}" ({path})'
+        item = hint_item(title, path)
         if len((HEAD + "; ".join([*shown, item]) + TAIL).encode()) > MAX_BYTES:
             break
         shown.append(item)
@@ -106,7 +101,7 @@ def prompt_hint(root: Path, event: Mapping[str, object]) -> str:
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return ""
-    prompt = prompt[:2000]
+    prompt = prompt[:PROMPT_CHARS]
     titles = {path: title for path, _, title, _ in index_lines(root)}
     pages = [(titles[p], p) for p in search(root, prompt) if p in titles]
     if len(pages) < MAX_PAGES:  # the also knowledge bases' pages after the project's

@@ -1,7 +1,8 @@
 #!/bin/sh
-# kb-ai's capture hook in POSIX sh: what `kb-ai hooks install` runs for SessionEnd, Stop
-# and PreCompact where /bin/sh exists, because starting any Python costs more than the
-# whole capture (kb_ai/hooks/run.py is the same hook in Python, and the fallback).
+# kb-ai's capture and prompt hooks in POSIX sh: what `kb-ai hooks install` runs for
+# SessionEnd, Stop, PreCompact and (with --prompt-hint) each prompt where /bin/sh
+# exists, because starting any Python costs more than the whole capture, or the whole
+# hint (kb_ai/hooks/run.py is the same hooks in Python, and the fallback).
 #
 #   sh kb-ai-hook.sh --python PY NAME [--agent claude-code|codex] [--kb DIR]
 #
@@ -18,7 +19,9 @@
 # for a CPU: a capture runs three (`head`, `sync`, `mv`), plus `flock` and `setsid`
 # only when it has to start a worker.
 #
-# Every other hook (session-start prints the snapshot, prompt), and whatever this script
+# prompt: see prompt_hint below (one awk run over a precomputed hint file).
+#
+# Every other hook (session-start prints the snapshot), and whatever this script
 # does not handle itself (no KB found from the current directory, a marker it cannot
 # read simply, a linked git worktree, a path starting with ~), runs the Python hook. It prints nothing and exits 0, always:
 # a hook must never break the agent.
@@ -29,9 +32,10 @@ if [ "$1" = --python ] && [ $# -ge 2 ]; then
     shift 2
 fi
 
+# (KB_AI_SHELL_HOOK: a prompt hook run from here writes the hint file again when stale)
 python_hook() {
     command -v "$py" >/dev/null 2>&1 || exit 0
-    exec "$py" -P -m kb_ai.hooks "$@"
+    KB_AI_SHELL_HOOK=1 exec "$py" -P -m kb_ai.hooks "$@"
 }
 
 name='' agent=claude-code kb='' want=''
@@ -49,9 +53,11 @@ for arg do
         *) if [ -z "$name" ]; then name=$arg; else python_hook "$@"; fi ;;
     esac
 done
-if [ -n "$want" ] || [ "$name" != session-end ]; then
-    python_hook "$@"
-fi
+[ -z "$want" ] || python_hook "$@"
+case $name in
+    session-end | prompt) ;;
+    *) python_hook "$@" ;;
+esac
 case $agent in
     claude-code | codex) ;;
     *) python_hook "$@" ;;
@@ -91,6 +97,7 @@ no_kb() {
 }
 [ ! -t 0 ] || no_kb  # a terminal, not an agent: no event to read
 
+kb_arg=$kb
 if [ -n "$kb" ]; then
     case $kb in '~'*) python_hook "$@" ;; esac
     is_kb "$kb" || no_kb
@@ -123,6 +130,44 @@ else
     # event's cwd), in case the agent runs its hooks from elsewhere
     [ -n "$kb" ] || python_hook "$@"
 fi
+
+# prompt: the hint from the hint file kb_ai/hooks/hintfile.py writes, by one awk run
+# (kb_ai/hooks/hint.awk), when that file is there and newer than every file it was
+# made from; otherwise, and for a prompt awk cannot answer as the Python hint would
+# (exit 3: it then prints the event back), the Python hook, which also writes the
+# hint file again. Any other fault of awk: no hint.
+prompt_hint() {
+    hint=$kb/.kb-ai/hint
+    gen=
+    read -r gen 2>/dev/null <"$hint/current"
+    case $gen in '' | */* | .*) python_hook "$@" ;; esac
+    gen=$hint/$gen
+    [ -f "$gen/meta" ] && [ -f "$gen/sources" ] || python_hook "$@"
+    stale=
+    while IFS= read -r src <&3; do
+        if [ "$src" -nt "$gen/meta" ]; then
+            stale=1
+            break
+        fi
+    done 3<"$gen/sources"
+    [ -z "$stale" ] || python_hook "$@"
+    case $0 in */*) script_dir=${0%/*} ;; *) script_dir=. ;; esac
+    cwd_must=$PWD
+    [ -z "$kb_arg" ] || cwd_must=''  # with --kb the event's cwd finds nothing
+    awk=awk
+    if command -v mawk >/dev/null 2>&1; then awk=mawk; fi  # starts in half gawk's time
+    out=$(KB_AI_HINT=$gen KB_AI_CWD=$cwd_must LC_ALL=C "$awk" -f "$script_dir/hint.awk" 2>/dev/null)
+    case $? in
+        0) [ -z "$out" ] || printf '%s\n' "$out" ;;
+        3) python_hook "$@" <<EOF
+$out
+EOF
+            ;;
+        127) python_hook "$@" ;;  # no awk: the event is still unread
+    esac
+    exit 0
+}
+[ "$name" != prompt ] || prompt_hint "$@"
 
 state=$kb/.kb-ai
 spool=$state/spool

@@ -34,7 +34,8 @@ HANDLERS = ("session-start", "session-end", "prompt")
 PromptHint = Callable[[Path, Mapping[str, object]], str]
 AGENTS = ("claude-code", "codex")
 MAX_STDIN_BYTES = spool.MAX_EVENT_BYTES
-# the capture hook in POSIX sh, which `hooks install` prefers where /bin/sh exists
+# the capture and prompt hooks in POSIX sh (the prompt's with its awk program, hint.awk),
+# which `hooks install` prefers where /bin/sh exists
 SHELL_HOOK = Path(__file__).with_name("kb-ai-hook.sh")
 POSIX_SH = "/bin/sh"
 USAGE = (
@@ -43,8 +44,13 @@ USAGE = (
 
 
 def shell_hook_usable() -> bool:
-    """Whether the capture hook can be the shell script (not on Windows)."""
-    return os.name == "posix" and os.access(POSIX_SH, os.X_OK) and SHELL_HOOK.is_file()
+    """Whether the capture and prompt hooks can be the shell script (not on Windows)."""
+    return (
+        os.name == "posix"
+        and os.access(POSIX_SH, os.X_OK)
+        and SHELL_HOOK.is_file()
+        and SHELL_HOOK.with_name("hint.awk").is_file()
+    )
 
 
 def parse_event(stdin_text: str) -> dict[str, object]:

@@ -179,3 +179,28 @@ def test_the_agent_hooks_offer_the_also_knowledge_bases_pages_after_the_projects
     assert f'"Code review rule" ({REVIEW})' in hint
     tie = hook("prompt", {**cwd, "prompt": "how long are nightly backups kept?"})
     assert "(wiki/concept/nightly-backups.md)" in tie and "also/team" not in tie
+    # the shell hook: first through the Python hook, which starts writing the hint file;
+    # then from that file (with no Python to hand over to, so the answer is awk's)
+    from kb_ai.hooks.hintfile import is_fresh
+    from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK
+    from tests.kb_ai.test_hooks_hint_shell import ENV, wait_fresh
+
+    def shell_hook(prompt, python):
+        return subprocess.run(
+            [POSIX_SH, str(SHELL_HOOK), "--python", python, "prompt"],
+            input=json.dumps({**cwd, "prompt": prompt}),
+            capture_output=True,
+            text=True,
+            env=ENV,
+            cwd=project.root,
+            timeout=60,
+        ).stdout
+
+    assert not is_fresh(project.root)
+    assert shell_hook("how long are nightly backups kept?", sys.executable) == tie
+    assert wait_fresh(project.root)
+    for prompt, python_said in (
+        ("how many approvals does a merged change need?", hint),
+        ("how long are nightly backups kept?", tie),
+    ):
+        assert shell_hook(prompt, "/nonexistent/python") == python_said

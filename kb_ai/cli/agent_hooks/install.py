@@ -57,11 +57,15 @@ def settings_path(agent: str, project: Path | None, *, shared: bool = False) -> 
     return project / (".claude/settings.json" if shared else ".claude/settings.local.json")
 
 
+# the hooks the shell script answers itself where it can (capture; the prompt hint)
+SHELL_HOOKS = ("session-end", "prompt")
+
+
 def hook_command(name: str, agent: str, *, shared: bool, kb: Path | None = None) -> str:
     """The command an agent runs for hook ``name``."""
     if shared:
         base = HOOK_SCRIPT
-    elif name == "session-end" and shell_hook_usable():
+    elif name in SHELL_HOOKS and shell_hook_usable():
         script, python = shlex.quote(str(SHELL_HOOK)), shlex.quote(sys.executable)
         base = f"{POSIX_SH} {script} --python {python}"
     else:
