@@ -22,6 +22,7 @@ redacting twice counts nothing new.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -270,8 +271,15 @@ def redact_name(name: str) -> str:
     (between "/") at a time, so that the name of a file that held a secret can be found
     again by redacting the names on disk the same way (compiler.origins); a URL whole."""
     if "://" in name:
-        return redact(name)[0]
-    return "/".join(redact(part)[0] for part in name.split("/"))
+        return _redacted_name(name)
+    return "/".join(_redacted_name(part) for part in name.split("/"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted_name(name: str) -> str:
+    # Names come back many times in a run (each file's folders, each source's origin and
+    # title as it passes from stage to stage), and each redaction runs 15 patterns.
+    return redact(name)[0]
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')

@@ -158,7 +158,7 @@ def test_nul_and_bidi_controls_in_titles_never_reach_the_html(client, kb):
     client.post("/api/submit", json={"title": BIDI, "content": "Invoices are paid on the 5th."})
     sid = client.post("/api/sessions", json={"title": BIDI}).json()["session"]["id"]
     concept = kb.root / "wiki" / "concept"
-    concept.mkdir(parents=True)
+    concept.mkdir(parents=True, exist_ok=True)  # the submission's compile may make it first
     (concept / "invoice.md").write_text(  # by hand: YAML escapes for the controls
         '---\ntitle: "Invoice\\u202Egnp.exe\\0"\ntype: concept\nsummary: "s\\u202E"\n---\n\nBody.\n'
     )
