@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
 ENV = "KB_AI_DATABASE_URL"
+_opening = threading.Lock()
 #: the channel a NOTIFY on new or returned tasks is sent on
 TASKS_CHANNEL = "kb_ai_tasks"
 #: the channel a NOTIFY is sent on after each push to the wiki remote: followers wake
@@ -56,16 +57,28 @@ _SCHEMA = (
 
 
 def database_url(kb: KnowledgeBase) -> str | None:
-    """The shared database's URL for ``kb``, or None: state stays in state.db."""
+    """The shared database's URL for ``kb``, or None: state stays in state.db.
+
+    ``KB_AI_DATABASE_URL`` wins; kb-ai.toml is read once per process and knowledge base
+    (every store and lock asks, and a process must not move to another database midway
+    because the file was edited: a restart takes a new URL)."""
     value = os.environ.get(ENV)
     if value is None:
-        path = kb.root / "kb-ai.toml"
-        try:
-            value = tomllib.loads(path.read_text(encoding="utf-8")).get("database_url")
-        except (OSError, ValueError):  # missing, or bad TOML (settings say so at start)
-            value = None
+        root = kb.root.resolve()
+        with _opening:
+            if root not in _toml_urls:
+                _toml_urls[root] = _toml_url(root / "kb-ai.toml")
+            value = _toml_urls[root]
     value = str(value or "").strip()
     return value or None
+
+
+def _toml_url(path: Path) -> str | None:
+    try:
+        value = tomllib.loads(path.read_text(encoding="utf-8")).get("database_url")
+    except (OSError, ValueError):  # missing, or bad TOML (settings say so at start)
+        return None
+    return str(value) if value is not None else None
 
 
 def shown_url(url: str) -> str:
@@ -486,7 +499,7 @@ class Hold(Held):
 
 
 _databases: dict[str, SharedDatabase] = {}
-_opening = threading.Lock()
+_toml_urls: dict[Path, str | None] = {}  # kb root -> its kb-ai.toml's database_url
 
 
 def shared_database(kb: KnowledgeBase) -> SharedDatabase | None:
@@ -525,8 +538,10 @@ def shared_of_state(conn: Any) -> SharedDatabase | None:
 
 
 def forget_databases() -> None:
-    """Close every pool this process opened (tests; a process that is ending)."""
+    """Close every pool this process opened, and forget the URLs read (tests; a process
+    that is ending)."""
     with _opening:
         for db in _databases.values():
             db.close()
         _databases.clear()
+        _toml_urls.clear()
