@@ -16,6 +16,8 @@ One seam, below compiler/ and retrieval/:
   by index or by name), so the queue keeps one text of its SQL for both databases.
 - :meth:`SharedDatabase.migrate`: versioned steps per component, as wiki/schema.py does
   for SQLite; a database migrated by a newer kb-ai is refused.
+- :func:`store_connection`: what each store (queue, people, audit, ...) opens its
+  tables with: the shared database when there is one, else its state.db, migrated.
 
 psycopg is imported only when a URL is set (the ``postgres`` extra).
 """
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import ConfigError, StorageError
 from wiki.held import Held
+from wiki.schema import apply_migrations
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
@@ -535,6 +538,26 @@ def shared_of_state(conn: Any) -> SharedDatabase | None:
     if not path:
         return None
     return shared_database(KnowledgeBase(Path(path).resolve().parent.parent))
+
+
+def store_connection(
+    state: Any,
+    component: str,
+    migrations: Sequence[str],
+    shared_migrations: Sequence[str] | None = None,
+    *,
+    kb: KnowledgeBase | None = None,
+) -> Any:
+    """The connection a store of ``component`` keeps its tables on, migrated: with a
+    shared database (of ``kb``, else of the state.db ``state`` is open on) a
+    :class:`PgConnection` to it (``shared_migrations``, or the same ``migrations``),
+    else ``state`` itself. The store then keeps one text of its SQL for both."""
+    shared = shared_database(kb) if kb is not None else shared_of_state(state)
+    if shared is not None:
+        shared.migrate(component, migrations if shared_migrations is None else shared_migrations)
+        return PgConnection(shared)
+    apply_migrations(state, component, tuple(migrations))
+    return state
 
 
 def forget_databases() -> None:
