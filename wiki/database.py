@@ -560,6 +560,24 @@ def store_connection(
     return state
 
 
+def shared_connect(
+    kb: KnowledgeBase, component: str, migrations: Sequence[str]
+) -> Callable[[], PgConnection] | None:
+    """For a store below wiki/ that is handed a connection factory (the model call log
+    and response cache, kb_ai/llm/store.py): one giving a :class:`PgConnection` to the
+    shared database of ``kb``, migrated (``component``) at its first use, so a database
+    away then fails that use, not the caller; None without a shared database."""
+    db = shared_database(kb)
+    if db is None:
+        return None
+
+    def connect() -> PgConnection:
+        db.migrate(component, migrations)
+        return PgConnection(db)
+
+    return connect
+
+
 def forget_databases() -> None:
     """Close every pool this process opened, and forget the URLs read (tests; a process
     that is ending)."""
