@@ -174,7 +174,8 @@ def _translated(db_path: Path, doing: str) -> Iterator[None]:
 
 
 class CallStore:
-    """Log and cache over one state.db (or memory, when db_path is None).
+    """Log and cache over one state.db, or a shared database (``connect``), or memory
+    (neither given).
 
     Keeps one connection for the client's life: opening and closing one per call cost
     ~12 ms on the event loop and capped a compile at 16 calls in flight to a fifth of
@@ -218,11 +219,6 @@ class CallStore:
         if self._open is not None:  # connect while the caller prepares its first call
             # (a failure here is said by the first use, which meets it again)
             self._submit(self._conn).add_done_callback(_note_failure)
-
-    @property
-    def persistent(self) -> bool:
-        """Whether calls are logged and replies cached in a database (else in memory)."""
-        return self._open is not None
 
     def _load_known(self) -> None:
         assert self._open is not None

@@ -6,6 +6,7 @@ call does not fail because the database is away when its log is written."""
 import asyncio
 import logging
 import sqlite3
+import time
 from contextlib import closing
 
 import psycopg
@@ -15,12 +16,13 @@ from click.testing import CliRunner
 from compiler.runs import RunTracker
 from compiler.status import kb_status
 from kb_ai.cli import main
+from kb_ai.errors import StorageError
 from kb_ai.service import open_kb
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.web.conftest import Model, make_client
 from web.content import public_run, queue_now
 from wiki import compile_under_way, open_state
-from wiki.database import forget_databases
+from wiki.database import PgConnection, forget_databases, shared_database
 
 ASK = [{"role": "system", "content": "You pick pages."}, {"role": "user", "content": "Which?"}]
 OTHER = [{"role": "system", "content": "You pick pages."}, {"role": "user", "content": "And?"}]
@@ -154,6 +156,17 @@ def _database_back(pg_url):
         admin.execute(f"ALTER DATABASE {name}_away RENAME TO {name}")
 
 
+def _answering(kb):
+    """Wait until this process's pool reaches the database again."""
+    for _ in range(100):
+        try:
+            PgConnection(shared_database(kb)).execute("SELECT 1")
+            return
+        except StorageError:
+            time.sleep(0.2)
+    pytest.fail("the database did not answer again")
+
+
 def test_the_database_away_fails_no_model_call_and_status_says_what_went_unlogged(
     shared, pg_url, model, caplog
 ):
@@ -179,3 +192,38 @@ def test_the_database_away_fails_no_model_call_and_status_says_what_went_unlogge
     shown = CliRunner().invoke(main, ["--kb", str(shared.root), "status"])
     assert shown.exit_code == 0, shown.output
     assert "not logged 1 model call(s) since" in shown.output
+
+
+def test_a_reply_refused_while_the_database_is_away_is_not_replayed_after(
+    shared, second, pg_url, model, monkeypatch, caplog
+):
+    monkeypatch.setattr("kb_ai.llm.store.AWAY_PAUSE_S", 0.0)  # ask again at once once back
+    here = _open(shared, model)
+    _call(here, ASK)  # cached
+
+    async def refuse_while_away():
+        async with here.open_llm() as llm:
+            hit = await llm.complete(ASK, stage="select")
+            assert hit.cached
+            _database_away(pg_url)
+            try:
+                with caplog.at_level(logging.WARNING, logger="kb_ai.llm.store"):
+                    hit.reject()  # its removal cannot be written now
+                    for _ in range(200):
+                        if "could not write the model call log" in caplog.text:
+                            break
+                        await asyncio.sleep(0.1)
+                    else:
+                        pytest.fail("the removal was not tried while the database was away")
+            finally:
+                _database_back(pg_url)
+            _answering(shared)
+            again = await llm.complete(ASK, stage="select")
+            assert not again.cached  # still in the shared cache, yet not replayed here
+            (await llm.complete(OTHER, stage="select")).accept()
+
+    asyncio.run(refuse_while_away())
+    before = len(model.requests)
+    elsewhere = _call(_open(second, model), ASK)
+    assert not elsewhere.cached  # the removal was written once it was back: no server replays it
+    assert len(model.requests) == before + 1
