@@ -403,7 +403,27 @@ def runs_connection(conn: sqlite3.Connection) -> Any:
     if shared is None:
         return conn
     shared.migrate("runs", RUNS_SHARED_MIGRATIONS)
-    return PgConnection(shared)
+    db = PgConnection(shared)
+    path = getattr(conn, "path", "")
+    if (shared.url, path) not in _runs_numbered:
+        _number_after_local(conn, db)
+        _runs_numbered.add((shared.url, path))
+    return db
+
+
+_runs_numbered: set[tuple[str, str]] = set()  # (database, state.db) checked by this process
+
+
+def _number_after_local(conn: sqlite3.Connection, db: PgConnection) -> None:
+    """New shared runs are numbered after this server's runs in state.db, from before it
+    shared a database: a run's id names its review branch (``review/<id>``), and one
+    held then must not be overwritten by a new run of the same number."""
+    row = conn.execute("SELECT MAX(id) FROM runs").fetchone()
+    mine = int(row[0] or 0) if row else 0
+    if mine:
+        db.execute(
+            "SELECT setval('runs_id_seq', ?) FROM runs_id_seq WHERE last_value < ?", (mine, mine)
+        )
 
 
 def _host() -> str:

@@ -227,3 +227,16 @@ def test_a_reply_refused_while_the_database_is_away_is_not_replayed_after(
     elsewhere = _call(_open(second, model), ASK)
     assert not elsewhere.cached  # the removal was written once it was back: no server replays it
     assert len(model.requests) == before + 1
+
+
+def test_shared_runs_are_numbered_after_the_runs_a_server_had_alone(kb, pg_url, monkeypatch):
+    for _ in range(3):  # before it shared a database (review/1..3 may be held)
+        tracker = RunTracker(kb, "cli: Ann", lambda *a, **k: None)
+        tracker.start(1)
+        tracker.finish("done", {"compiled": [], "failed": [], "skipped": []}, None)
+    assert tracker.run_id == 3
+    monkeypatch.setenv("KB_AI_DATABASE_URL", pg_url)
+    shared_run = RunTracker(kb, "cli: Ann", lambda *a, **k: None)
+    shared_run.start(1)
+    assert shared_run.run_id == 4
+    assert [r["id"] for r in queue_now(kb)["runs"]] == [4]  # the shared list: its own runs
