@@ -27,6 +27,7 @@ from kb_ai.grounding import Evidence, extract_claims
 from wiki import KnowledgeBase, open_state, read_article, read_raw
 from wiki.extraction import read_extraction_data
 from wiki.lint import WARNING, Finding
+from wiki.state import runs_connection
 
 __all__ = ["thin_findings"]
 
@@ -56,7 +57,8 @@ def _size(kb: KnowledgeBase, rel: str) -> int:
 
 def _compiled_by(conn: sqlite3.Connection, path: str) -> dict[str, Any] | None:
     """The newest run that created or updated ``path`` (id, start, commit)."""
-    rows = conn.execute(
+    runs = runs_connection(conn)  # (with a shared database, every server's runs)
+    rows = runs.execute(
         "SELECT id, started_at, summary, commit_sha FROM runs WHERE summary LIKE ? "
         "ORDER BY id DESC LIMIT 20",
         (f"%{path}%",),

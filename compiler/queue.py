@@ -28,9 +28,9 @@ from typing import Any
 
 from compiler.redact import redact_name, redact_submitted
 from kb_ai.errors import NotFoundError, SourceError, StorageError, UsageError, file_storage_error
-from wiki import KnowledgeBase, apply_migrations, atomic_write_bytes, atomic_write_text, one_line
+from wiki import KnowledgeBase, atomic_write_bytes, atomic_write_text, one_line
 from wiki.actors import Actor
-from wiki.database import LOCK_OWNER, Hold, PgConnection, shared_database
+from wiki.database import LOCK_OWNER, Hold, PgConnection, shared_database, store_connection
 from wiki.lock import KbLock
 from wiki.state import note_rebuilt, state_loss
 
@@ -164,13 +164,13 @@ class TaskQueue:
     def __init__(self, kb: KnowledgeBase, conn: sqlite3.Connection) -> None:
         self.kb = kb
         self.conn = conn
-        self.shared = shared_database(kb)
-        if self.shared is not None:  # the tasks live in PostgreSQL, shared by every server
-            self.shared.migrate("queue", MIGRATIONS + SHARED_MIGRATIONS)
-            self.db: Any = PgConnection(self.shared)
+        # with a shared database the tasks live in PostgreSQL, shared by every server
+        self.db: Any = store_connection(
+            conn, "queue", MIGRATIONS, MIGRATIONS + SHARED_MIGRATIONS, kb=kb
+        )
+        self.shared = self.db.db if isinstance(self.db, PgConnection) else None
+        if self.shared is not None:
             return
-        self.db = conn
-        apply_migrations(conn, "queue", MIGRATIONS)
         loss = state_loss(conn)
         lost = loss is not None and "tasks" not in (loss.get("rebuilt") or {})
         if lost and not conn.in_transaction:  # (in one: the next queue opened does it)

@@ -11,8 +11,10 @@ from typing import Any
 from compiler.origins import file_of
 from compiler.run import extraction_version
 from kb_ai.llm import usage_totals
+from kb_ai.llm.store import SHARED_MIGRATIONS as LLM_MIGRATIONS
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, last_run, list_articles, open_state
+from wiki.database import shared_connect
 from wiki.state import state_loss
 
 
@@ -71,10 +73,16 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
         "failed": failed,
         "stale": {"changed": changed, "missing": missing, "lag": lag},
         "last_run": last,
-        "usage": usage_totals(kb.state_db),
+        "usage": _usage(kb),
         # state.db was found missing and made again: when, what was rebuilt, what is lost
         "state_lost": lost,
     }
+
+
+def _usage(kb: KnowledgeBase) -> dict[str, Any]:
+    """The model calls logged so far: with a shared database, every server's (and the
+    calls this server made while it was away, which the totals miss)."""
+    return usage_totals(kb.state_db, connect=shared_connect(kb, "llm", LLM_MIGRATIONS))
 
 
 def _sha256(path: Path) -> str | None:

@@ -82,7 +82,8 @@ class Settings:
         None,
         "A PostgreSQL database (postgresql://user@host:5432/db) for the state several "
         "servers and workers share: the task queue and its leases, the compile lock, chat "
-        "sessions, people and the audit log. "
+        "sessions, people and the audit log, the compile runs, the model call log and the "
+        "response cache. "
         "Unset: everything stays in .kb-ai/state.db.",
     )
     trusted_user_header: str | None = _setting(

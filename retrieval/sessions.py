@@ -11,8 +11,8 @@ from typing import Any
 
 from kb_ai.errors import NotFoundError, UsageError
 from retrieval.ask import Turn
-from wiki import apply_migrations, one_line
-from wiki.database import PgConnection, shared_of_state
+from wiki import one_line
+from wiki.database import store_connection
 
 MIGRATIONS = (
     "CREATE TABLE chat_sessions (id TEXT PRIMARY KEY, title TEXT NOT NULL, created_at TEXT NOT NULL,"
@@ -34,14 +34,9 @@ class ChatStore:
     database, the sessions are there instead: the same SQL, wiki/database.py)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        shared = shared_of_state(conn)
-        if shared is not None:
-            shared.migrate("chat", MIGRATIONS)
-            self.conn: Any = PgConnection(shared)
-            return
-        self.conn = conn
-        conn.execute("PRAGMA foreign_keys = ON")
-        apply_migrations(conn, "chat", MIGRATIONS)
+        if isinstance(conn, sqlite3.Connection):
+            conn.execute("PRAGMA foreign_keys = ON")  # (PostgreSQL always keeps them)
+        self.conn: Any = store_connection(conn, "chat", MIGRATIONS)
 
     def create(self, title: str = "New chat") -> dict[str, Any]:
         sid = uuid.uuid4().hex[:16]

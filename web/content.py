@@ -12,6 +12,7 @@ from typing import Any
 
 from compiler.queue import TaskQueue
 from kb_ai.errors import NotFoundError, PathEscapeError
+from kb_ai.llm.store import unlogged_calls
 from web.originals import render_marked
 from web.render import WikiLinks, article_url, diff_lines, render_markdown
 from wiki import (
@@ -31,7 +32,8 @@ from wiki import (
     recent_runs,
     show_diff,
 )
-from wiki.state import pid_alive, state_loss
+from wiki.database import shared_database
+from wiki.state import run_stopped, state_loss
 
 PUBLIC_TASK_FIELDS = (
     "id", "title", "filename", "kind", "checksum", "size", "state", "stage", "error",
@@ -54,7 +56,9 @@ def queue_now(kb: KnowledgeBase) -> dict[str, Any]:
     with closing(open_state(kb)) as conn:
         snap = queue_snapshot(TaskQueue(kb, conn))
         snap["state_lost"] = state_loss(conn)  # state.db was made again: Status says so
-        return snap
+    if shared_database(kb) is not None:  # calls made while the shared database was away
+        snap["unlogged"] = unlogged_calls(kb.state_db)
+    return snap
 
 
 def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:
@@ -66,10 +70,11 @@ def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:
 
 
 def public_run(row: Any) -> dict[str, Any]:
-    """A compile run as Status shows it, whoever started it (CLI, web queue, agent hook).
-    A run still marked running whose process is gone on this machine was stopped."""
+    """A compile run as Status shows it, whoever started it (CLI, web queue, agent hook),
+    on whichever server (with a shared database). A run still marked running whose
+    process is gone from this machine was stopped."""
     state = row["state"] or "done"  # runs recorded before runs were tracked as they went
-    if state == "running" and row["pid"] and not pid_alive(row["pid"]):
+    if run_stopped(row):
         state = "stopped"
     summary = json.loads(row["summary"]) if row["summary"] else {}
     return {

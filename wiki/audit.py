@@ -14,8 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from wiki.database import PgConnection, shared_of_state
-from wiki.state import apply_migrations
+from wiki.database import store_connection
 
 AUDIT_MIGRATIONS = (
     """CREATE TABLE audit (
@@ -71,13 +70,7 @@ class AuditLog:
     """The audit log of one knowledge base, over a state.db connection (the caller's)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        shared = shared_of_state(conn)
-        if shared is not None:
-            shared.migrate("audit", AUDIT_SHARED_MIGRATIONS)
-            self.conn: Any = PgConnection(shared)
-            return
-        self.conn = conn
-        apply_migrations(conn, "audit", AUDIT_MIGRATIONS)
+        self.conn: Any = store_connection(conn, "audit", AUDIT_MIGRATIONS, AUDIT_SHARED_MIGRATIONS)
 
     def record(
         self, who: str, action: str, target: str = "", detail: str = "", address: str = ""

@@ -16,6 +16,8 @@ One seam, below compiler/ and retrieval/:
   by index or by name), so the queue keeps one text of its SQL for both databases.
 - :meth:`SharedDatabase.migrate`: versioned steps per component, as wiki/schema.py does
   for SQLite; a database migrated by a newer kb-ai is refused.
+- :func:`store_connection`: what each store (queue, people, audit, ...) opens its
+  tables with: the shared database when there is one, else its state.db, migrated.
 
 psycopg is imported only when a URL is set (the ``postgres`` extra).
 """
@@ -35,11 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import ConfigError, StorageError
 from wiki.held import Held
+from wiki.schema import apply_migrations
 
 if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
 ENV = "KB_AI_DATABASE_URL"
+_opening = threading.Lock()
 #: the channel a NOTIFY on new or returned tasks is sent on
 TASKS_CHANNEL = "kb_ai_tasks"
 #: the channel a NOTIFY is sent on after each push to the wiki remote: followers wake
@@ -56,16 +60,28 @@ _SCHEMA = (
 
 
 def database_url(kb: KnowledgeBase) -> str | None:
-    """The shared database's URL for ``kb``, or None: state stays in state.db."""
+    """The shared database's URL for ``kb``, or None: state stays in state.db.
+
+    ``KB_AI_DATABASE_URL`` wins; kb-ai.toml is read once per process and knowledge base
+    (every store and lock asks, and a process must not move to another database midway
+    because the file was edited: a restart takes a new URL)."""
     value = os.environ.get(ENV)
     if value is None:
-        path = kb.root / "kb-ai.toml"
-        try:
-            value = tomllib.loads(path.read_text(encoding="utf-8")).get("database_url")
-        except (OSError, ValueError):  # missing, or bad TOML (settings say so at start)
-            value = None
+        root = kb.root.resolve()
+        with _opening:
+            if root not in _toml_urls:
+                _toml_urls[root] = _toml_url(root / "kb-ai.toml")
+            value = _toml_urls[root]
     value = str(value or "").strip()
     return value or None
+
+
+def _toml_url(path: Path) -> str | None:
+    try:
+        value = tomllib.loads(path.read_text(encoding="utf-8")).get("database_url")
+    except (OSError, ValueError):  # missing, or bad TOML (settings say so at start)
+        return None
+    return str(value) if value is not None else None
 
 
 def shown_url(url: str) -> str:
@@ -486,7 +502,7 @@ class Hold(Held):
 
 
 _databases: dict[str, SharedDatabase] = {}
-_opening = threading.Lock()
+_toml_urls: dict[Path, str | None] = {}  # kb root -> its kb-ai.toml's database_url
 
 
 def shared_database(kb: KnowledgeBase) -> SharedDatabase | None:
@@ -524,9 +540,49 @@ def shared_of_state(conn: Any) -> SharedDatabase | None:
     return shared_database(KnowledgeBase(Path(path).resolve().parent.parent))
 
 
+def store_connection(
+    state: Any,
+    component: str,
+    migrations: Sequence[str],
+    shared_migrations: Sequence[str] | None = None,
+    *,
+    kb: KnowledgeBase | None = None,
+) -> Any:
+    """The connection a store of ``component`` keeps its tables on, migrated: with a
+    shared database (of ``kb``, else of the state.db ``state`` is open on) a
+    :class:`PgConnection` to it (``shared_migrations``, or the same ``migrations``),
+    else ``state`` itself. The store then keeps one text of its SQL for both."""
+    shared = shared_database(kb) if kb is not None else shared_of_state(state)
+    if shared is not None:
+        shared.migrate(component, migrations if shared_migrations is None else shared_migrations)
+        return PgConnection(shared)
+    apply_migrations(state, component, tuple(migrations))
+    return state
+
+
+def shared_connect(
+    kb: KnowledgeBase, component: str, migrations: Sequence[str]
+) -> Callable[[], PgConnection] | None:
+    """For a store below wiki/ that is handed a connection factory (the model call log
+    and response cache, kb_ai/llm/store.py): one giving a :class:`PgConnection` to the
+    shared database of ``kb``, migrated (``component``) at its first use, so a database
+    away then fails that use, not the caller; None without a shared database."""
+    db = shared_database(kb)
+    if db is None:
+        return None
+
+    def connect() -> PgConnection:
+        db.migrate(component, migrations)
+        return PgConnection(db)
+
+    return connect
+
+
 def forget_databases() -> None:
-    """Close every pool this process opened (tests; a process that is ending)."""
+    """Close every pool this process opened, and forget the URLs read (tests; a process
+    that is ending)."""
     with _opening:
         for db in _databases.values():
             db.close()
         _databases.clear()
+        _toml_urls.clear()

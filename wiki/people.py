@@ -27,8 +27,7 @@ from typing import Any
 
 from kb_ai.errors import NotFoundError, UsageError
 from wiki.actors import Actor
-from wiki.database import PgConnection, shared_of_state
-from wiki.state import apply_migrations
+from wiki.database import store_connection
 
 ROLES: tuple[str, ...] = ("reader", "contributor", "reviewer", "admin")
 
@@ -101,13 +100,7 @@ class PeopleStore:
     """The people of one knowledge base, over a state.db connection (the caller's)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        shared = shared_of_state(conn)
-        if shared is not None:
-            shared.migrate("people", PEOPLE_MIGRATIONS)
-            self.conn: Any = PgConnection(shared)
-            return
-        self.conn = conn
-        apply_migrations(conn, "people", PEOPLE_MIGRATIONS)
+        self.conn: Any = store_connection(conn, "people", PEOPLE_MIGRATIONS)
 
     def add(self, name: str, role: str, email: str | None = None) -> tuple[Person, str]:
         """A new person and their token (returned once; only its hash is kept)."""

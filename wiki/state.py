@@ -4,6 +4,11 @@ Each component migrates its own tables with :func:`apply_migrations` under its o
 the wiki owns ``sources`` and ``runs``. Tables of other components are never touched.
 Helpers that write commit at once, unless the caller already holds a transaction (then
 the caller commits).
+
+With a shared database (``database_url``, wiki/database.py) the compile runs live there
+instead (the helpers below are handed state.db's connection and find it themselves), so
+Status on every server lists every server's runs; each run names the machine it ran on
+(``host``), whose process only that machine can look for.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sqlite3
 import time
 from datetime import UTC, datetime
@@ -18,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import StorageError, file_storage_error, storage_error
+from wiki.database import PgConnection, shared_of_state
 from wiki.rebuild import LOST, sources_on_disk
 from wiki.schema import apply_migrations
 
@@ -59,6 +66,25 @@ WIKI_MIGRATIONS = (
     "ALTER TABLE runs ADD COLUMN done INTEGER",
     "ALTER TABLE runs ADD COLUMN total INTEGER",
     "ALTER TABLE runs ADD COLUMN pid INTEGER",
+)
+
+# The runs in a shared database: the same columns, and the machine each ran on.
+RUNS_SHARED_MIGRATIONS = (
+    """CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT,
+        finished_at TEXT,
+        summary TEXT,
+        commit_sha TEXT,
+        started_by TEXT,
+        state TEXT,
+        stage TEXT,
+        done INTEGER,
+        total INTEGER,
+        pid INTEGER,
+        host TEXT
+    )""",
+    "CREATE INDEX runs_state ON runs (state, id)",
 )
 
 #: meta key: set when the run under way has recorded its sources (its articles are kept).
@@ -370,6 +396,40 @@ def source_articles(row: sqlite3.Row) -> list[str]:
     return json.loads(row["articles"]) if row["articles"] else []
 
 
+def runs_connection(conn: sqlite3.Connection) -> Any:
+    """Where the compile runs are: the shared database's ``runs`` (every server's), when
+    the knowledge base of state.db's ``conn`` has one, else state.db's own."""
+    shared = shared_of_state(conn)
+    if shared is None:
+        return conn
+    shared.migrate("runs", RUNS_SHARED_MIGRATIONS)
+    db = PgConnection(shared)
+    path = getattr(conn, "path", "")
+    if (shared.url, path) not in _runs_numbered:
+        _number_after_local(conn, db)
+        _runs_numbered.add((shared.url, path))
+    return db
+
+
+_runs_numbered: set[tuple[str, str]] = set()  # (database, state.db) checked by this process
+
+
+def _number_after_local(conn: sqlite3.Connection, db: PgConnection) -> None:
+    """New shared runs are numbered after this server's runs in state.db, from before it
+    shared a database: a run's id names its review branch (``review/<id>``), and one
+    held then must not be overwritten by a new run of the same number."""
+    row = conn.execute("SELECT MAX(id) FROM runs").fetchone()
+    mine = int(row[0] or 0) if row else 0
+    if mine:
+        db.execute(
+            "SELECT setval('runs_id_seq', ?) FROM runs_id_seq WHERE last_value < ?", (mine, mine)
+        )
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
 def record_run(
     conn: sqlite3.Connection,
     started: datetime | str,
@@ -378,29 +438,46 @@ def record_run(
     commit: str | None,
 ) -> int:
     """Record a compile run; returns its id."""
-    cursor = _write(
-        conn,
-        "INSERT INTO runs (started_at, finished_at, summary, commit_sha) VALUES (?, ?, ?, ?)",
-        (_stamp(started), _stamp(finished), json.dumps(summary, ensure_ascii=False), commit),
+    db = runs_connection(conn)
+    values = (_stamp(started), _stamp(finished), json.dumps(summary, ensure_ascii=False), commit)
+    if db is conn:
+        cursor = _write(
+            conn,
+            "INSERT INTO runs (started_at, finished_at, summary, commit_sha) VALUES (?, ?, ?, ?)",
+            values,
+        )
+        return int(cursor.lastrowid)
+    return _insert_id(
+        db,
+        "INSERT INTO runs (started_at, finished_at, summary, commit_sha, host)"
+        " VALUES (?, ?, ?, ?, ?) RETURNING id",
+        (*values, _host()),
     )
-    return int(cursor.lastrowid)
 
 
 def start_run(conn: sqlite3.Connection, started_by: str, total: int, pid: int) -> int:
     """Record a compile run as it starts; returns its id (see :func:`finish_run`)."""
-    cursor = _write(
-        conn,
-        "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid)"
-        " VALUES (?, ?, 'running', 'starting', 0, ?, ?)",
-        (_now(), started_by, total, pid),
+    db = runs_connection(conn)
+    if db is conn:
+        cursor = _write(
+            conn,
+            "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid)"
+            " VALUES (?, ?, 'running', 'starting', 0, ?, ?)",
+            (_now(), started_by, total, pid),
+        )
+        return int(cursor.lastrowid)
+    return _insert_id(
+        db,
+        "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid, host)"
+        " VALUES (?, ?, 'running', 'starting', 0, ?, ?, ?) RETURNING id",
+        (_now(), started_by, total, pid, _host()),
     )
-    return int(cursor.lastrowid)
 
 
 def set_run_stage(conn: sqlite3.Connection, run_id: int, stage: str, done: int, total: int) -> None:
     """Where a running compile is: its stage and how many of its items are done."""
     _write(
-        conn,
+        runs_connection(conn),
         "UPDATE runs SET stage = ?, done = ?, total = ? WHERE id = ? AND state = 'running'",
         (stage, done, total, run_id),
     )
@@ -415,19 +492,35 @@ def finish_run(
 ) -> None:
     """Close a run started with :func:`start_run`: done, failed or interrupted."""
     _write(
-        conn,
+        runs_connection(conn),
         "UPDATE runs SET state = ?, stage = NULL, finished_at = ?, summary = ?, commit_sha = ?"
         " WHERE id = ?",
         (state, _now(), json.dumps(summary, ensure_ascii=False), commit, run_id),
     )
 
 
-def compile_under_way(conn: sqlite3.Connection) -> sqlite3.Row | None:
+def compile_under_way(conn: sqlite3.Connection) -> Any:
     """The newest run still going (its process alive on this machine), or None."""
-    for row in conn.execute("SELECT * FROM runs WHERE state = 'running' ORDER BY id DESC"):
-        if row["pid"] and pid_alive(row["pid"]):
+    db = runs_connection(conn)
+    for row in db.execute("SELECT * FROM runs WHERE state = 'running' ORDER BY id DESC"):
+        if row["pid"] and _here(row) and pid_alive(row["pid"]):
             return row
     return None
+
+
+def run_stopped(row: Any) -> bool:
+    """Whether a run marked running was stopped: its process is gone from this machine
+    (a run on another machine is as that machine last wrote it)."""
+    return (
+        row["state"] == "running" and bool(row["pid"]) and _here(row) and not pid_alive(row["pid"])
+    )
+
+
+def _here(row: Any) -> bool:
+    """Whether ``row``'s run was on this machine (state.db's runs all were)."""
+    names = row.keys()  # (``in row`` looks among a row's values, not its names)
+    host = row["host"] if "host" in names else None
+    return not host or host == _host()
 
 
 def pid_alive(pid: int) -> bool:
@@ -440,16 +533,19 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def recent_runs(conn: sqlite3.Connection, limit: int = 10) -> list[sqlite3.Row]:
+def recent_runs(conn: sqlite3.Connection, limit: int = 10) -> list[Any]:
     """The newest runs first (running ones included)."""
-    return conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    db = runs_connection(conn)
+    return db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
 
 
-def last_run(conn: sqlite3.Connection) -> sqlite3.Row | None:
+def last_run(conn: sqlite3.Connection) -> Any:
     """The most recent finished run, or None before the first."""
-    return conn.execute(
-        "SELECT * FROM runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1"
-    ).fetchone()
+    return (
+        runs_connection(conn)
+        .execute("SELECT * FROM runs WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT 1")
+        .fetchone()
+    )
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -492,12 +588,17 @@ def clear_journal(conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM meta WHERE key = ?", (RUN_RECORDED,))
 
 
-def _write(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
+def _write(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
     owned = not conn.in_transaction
     cursor = conn.execute(sql, params)
     if owned:
         conn.commit()
     return cursor
+
+
+def _insert_id(db: PgConnection, sql: str, params: tuple[Any, ...]) -> int:
+    """The id a shared database gave the row an ``INSERT ... RETURNING id`` made."""
+    return int(db.execute(sql, params).fetchone()[0])
 
 
 def _stamp(value: datetime | str) -> str:

@@ -419,6 +419,12 @@ def status(ctx: Context, as_json: bool) -> None:
         f"  model use {u['calls']} call(s), {u['prompt_tokens']:,} prompt + "
         f"{u['completion_tokens']:,} completion tokens, ${u['cost_usd']:.4f}"
     )
+    if u.get("unlogged"):
+        gone = u["unlogged"]
+        click.echo(
+            f"  not logged {gone['calls']} model call(s) since {gone['since']}: the shared"
+            f" database was away ({gone['error']})"
+        )
     if remote is not None:
         click.echo(f"  remote    {remote.url}: " + _remote_line(remote))
 

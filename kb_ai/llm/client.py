@@ -32,7 +32,14 @@ from kb_ai.llm._slots import Slots
 from kb_ai.llm._transport import RawReply, Request, Transport
 from kb_ai.llm._turns import caller
 from kb_ai.llm.parse import parse_reply
-from kb_ai.llm.store import CachedReply, CacheReceipt, CallRecord, CallStore, cache_key
+from kb_ai.llm.store import (
+    CachedReply,
+    CacheReceipt,
+    CallRecord,
+    CallStore,
+    Connect,
+    cache_key,
+)
 from kb_ai.llm.types import Completion, Usage
 from kb_ai.settings import Settings
 from kb_ai.stages import stage_of
@@ -53,13 +60,18 @@ class LLMClient:
     """Implements the :class:`kb_ai.llm.LLM` protocol. Build it with :func:`open_llm`."""
 
     def __init__(
-        self, settings: Settings, transport: Transport, *, db_path: Path | None = None
+        self,
+        settings: Settings,
+        transport: Transport,
+        *,
+        db_path: Path | None = None,
+        connect: Connect | None = None,
     ) -> None:
         self.settings = settings
         self.model: str = settings.require_model()
         self.usage = Usage()
         self._transport = transport
-        self._store = CallStore(db_path)
+        self._store = CallStore(db_path, connect=connect)
         self._mode: str | None = None
         self.breaker = Breaker(settings, self.model)
         self._slots: dict[asyncio.AbstractEventLoop, Slots] = {}
@@ -478,11 +490,14 @@ def _describe(exc: LLMError) -> str:
     return f"{type(exc).__name__}{status}: {exc.message}"[:1000]
 
 
-def open_llm(settings: Settings, *, db_path: Path | None = None) -> LLMClient:
+def open_llm(
+    settings: Settings, *, db_path: Path | None = None, connect: Connect | None = None
+) -> LLMClient:
     """The model client for these settings; raises ConfigError when no model is set.
 
     ``db_path`` is the knowledge base's state.db (call log and response cache); None
-    keeps the cache in memory and logs nothing. An OpenAI-compatible server (``openai/<name>``
+    keeps the cache in memory and logs nothing. ``connect``: the log and cache are in
+    the database the knowledge base's servers share instead (kb_ai/llm/store.py). An OpenAI-compatible server (``openai/<name>``
     with an api_base) is spoken to directly over HTTP unless ``transport`` says litellm:
     litellm cost ~5 ms of event-loop time per call there (bench/compile: efficiency at 16
     calls in flight 0.67 against 0.82), and ~4 s to import for a one-off question.
@@ -502,7 +517,7 @@ def open_llm(settings: Settings, *, db_path: Path | None = None) -> LLMClient:
         from kb_ai.llm._litellm import LiteLLMTransport
 
         transport = LiteLLMTransport()
-    return LLMClient(settings, transport, db_path=db_path)
+    return LLMClient(settings, transport, db_path=db_path, connect=connect)
 
 
 def _speaks_http(settings: Settings, model: str) -> bool:

@@ -5,6 +5,12 @@ everything that shapes it once its caller accepted it (:class:`CacheReceipt`), s
 identical request is never paid for twice, and a reply the caller refused is never
 replayed. Without a database path nothing is logged and the cache lives in memory for
 the client's lifetime.
+
+The seam for a shared database: ``connect``, a callable giving a connection that speaks
+sqlite3's face (``?`` placeholders, ``with conn:`` transactions) to a database holding
+the tables of :data:`SHARED_MIGRATIONS` (migrated by the layer that owns that database;
+this package knows none: wiki/database.py's ``PgConnection`` is one). The same SQL runs
+on both.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +64,44 @@ CREATE TABLE IF NOT EXISTS llm_cache (
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS llm_unlogged (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,
+    calls INTEGER NOT NULL,
+    error TEXT
+);
 """
+#: The same tables as versioned steps, for a shared database (PostgreSQL: its REAL is
+#: single precision, so times and costs are double; ``id INTEGER PRIMARY KEY`` becomes
+#: an identity there). Append new steps; never edit these.
+SHARED_MIGRATIONS = (
+    """CREATE TABLE llm_calls (
+        id INTEGER PRIMARY KEY,
+        ts DOUBLE PRECISION NOT NULL,
+        stage TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+        duration_s DOUBLE PRECISION NOT NULL DEFAULT 0,
+        cached INTEGER NOT NULL DEFAULT 0,
+        ok INTEGER NOT NULL,
+        error TEXT
+    )""",
+    """CREATE TABLE llm_cache (
+        key TEXT PRIMARY KEY,
+        text TEXT NOT NULL,
+        finish_reason TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        created DOUBLE PRECISION NOT NULL
+    )""",
+)
+#: A shared database that failed is not asked again for this long: meanwhile lookups
+#: miss and writes fail at once (each ask would wait the pool's 5 s, on every call).
+AWAY_PAUSE_S = 10.0
+#: A connection factory for a shared database (see the module's docstring).
+Connect = Callable[[], Any]
 
 
 @dataclass(frozen=True)
@@ -130,7 +174,8 @@ def _translated(db_path: Path, doing: str) -> Iterator[None]:
 
 
 class CallStore:
-    """Log and cache over one state.db (or memory, when db_path is None).
+    """Log and cache over one state.db, or a shared database (``connect``), or memory
+    (neither given).
 
     Keeps one connection for the client's life: opening and closing one per call cost
     ~12 ms on the event loop and capped a compile at 16 calls in flight to a fifth of
@@ -148,12 +193,19 @@ class CallStore:
     together the trips queued behind each other and behind the event loop for the GIL:
     the last waited ~14 ms.) A reply cached meanwhile by another process is not seen by
     this client; it pays for that call.
+
+    ``connect``: the log and cache live in a shared database instead (see the module's
+    docstring); every lookup then asks it, since other servers cache replies meanwhile.
     """
 
-    def __init__(self, db_path: Path | None) -> None:
+    def __init__(self, db_path: Path | None, *, connect: Connect | None = None) -> None:
         self.db_path = db_path
+        self.shared = connect is not None
+        self._open: Connect | None = connect
+        if connect is None and db_path is not None:
+            self._open = lambda: _connect(db_path)
         self._memory: dict[str, CachedReply] = {}
-        self._connection: sqlite3.Connection | None = None
+        self._connection: Any = None
         self._thread: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         # Writes in the order made: a call record, a reply to cache, a key to forget.
@@ -161,15 +213,17 @@ class CallStore:
         self._flush_queued = False
         self._known: set[str] | None = None  # keys in llm_cache when _load_known read them
         self._recorded: set[str] = set()  # keys this store cached since
+        self._refused: set[str] = set()  # keys this store removed since (never replayed)
+        self._away: tuple[float, StorageError] | None = None  # the shared database failed
         self._lookups = 0
-        if db_path is not None:  # connect while the caller prepares its first call
+        if self._open is not None:  # connect while the caller prepares its first call
             # (a failure here is said by the first use, which meets it again)
             self._submit(self._conn).add_done_callback(_note_failure)
 
     def _load_known(self) -> None:
-        assert self.db_path is not None
+        assert self._open is not None
         try:
-            with closing(_connect(self.db_path)) as conn:
+            with closing(self._open()) as conn:
                 rows = conn.execute("SELECT key FROM llm_cache LIMIT ?", (KNOWN_KEYS_MAX + 1,))
                 keys = {row[0] for row in rows}
         except (sqlite3.Error, StorageError) as exc:
@@ -184,13 +238,15 @@ class CallStore:
 
     async def lookup(self, key: str) -> CachedReply | None:
         """The cached reply for ``key``, read off the event loop."""
-        if self.db_path is None:
+        if self._open is None:
             return self._memory.get(key)
+        if key in self._refused:  # (its removal may not be written yet: the database away)
+            return None
         known = self._known
         if known is not None and key not in known and key not in self._recorded:
             return None
         self._lookups += 1
-        if self._lookups == KNOWN_KEYS_AFTER:
+        if self._lookups == KNOWN_KEYS_AFTER and not self.shared:
             # Many calls coming (a compile): read the keys on a connection of their own,
             # while lookups go on through the store's thread. A question's few calls
             # never pay for it.
@@ -211,22 +267,24 @@ class CallStore:
 
     def keep(self, key: str, reply: CachedReply) -> None:
         """Cache ``reply`` under ``key``, in the store's thread; returns at once."""
-        if self.db_path is None:
+        if self._open is None:
             self._memory[key] = reply
             return
         self._recorded.add(key)
+        self._refused.discard(key)
         self._write((key, reply))
 
     def forget(self, key: str) -> None:
         """Remove ``key`` from the cache, in the store's thread; returns at once."""
-        if self.db_path is None:
+        if self._open is None:
             self._memory.pop(key, None)
             return
         self._recorded.discard(key)
+        self._refused.add(key)
         self._write(key)
 
     def _write(self, item: CallRecord | tuple[str, CachedReply] | str) -> None:
-        if self.db_path is None:
+        if self._open is None:
             return
         with self._lock:
             self._pending.append(item)
@@ -242,14 +300,37 @@ class CallStore:
             self._flush_queued = False
         if not batch:
             return
-        with self._using("write to") as conn, conn:
-            for item in batch:
-                if isinstance(item, CallRecord):
-                    self._insert_call(conn, item)
-                elif isinstance(item, str):
-                    conn.execute("DELETE FROM llm_cache WHERE key = ?", (item,))
-                else:
-                    self._insert_cache(conn, *item)
+        try:
+            with self._using("write to") as conn, conn:
+                for item in batch:
+                    if isinstance(item, CallRecord):
+                        self._insert_call(conn, item)
+                    elif isinstance(item, str):
+                        conn.execute("DELETE FROM llm_cache WHERE key = ?", (item,))
+                    else:
+                        self._insert_cache(conn, *item)
+        except StorageError as exc:
+            self._kept_back(batch, exc)
+            raise
+
+    def _kept_back(self, batch: list[Any], exc: StorageError) -> None:
+        """A write failed: a refused reply's removal waits for the next write (lookups
+        meanwhile refuse it here), and, in a shared database, the calls that went
+        unlogged are counted in state.db, so Status says its totals miss them."""
+        forgets = [item for item in batch if isinstance(item, str)]
+        with self._lock:
+            self._pending[:0] = [k for k in forgets if k not in self._pending]
+        calls = sum(isinstance(item, CallRecord) for item in batch)
+        if not (self.shared and calls and self.db_path is not None):
+            return
+        try:
+            with closing(_connect(self.db_path)) as local, local:
+                local.execute(
+                    "INSERT INTO llm_unlogged (ts, calls, error) VALUES (?, ?, ?)",
+                    (time.time(), calls, str(exc)[:500]),
+                )
+        except (sqlite3.Error, StorageError) as note:
+            log.warning("could not note the model calls left out of the log: %s", note)
 
     async def aclose(self) -> None:
         """Write what is pending, then close (the store opens again if used again)."""
@@ -260,23 +341,30 @@ class CallStore:
         else:
             self.close()
 
-    def _conn(self) -> sqlite3.Connection:
-        assert self.db_path is not None
+    def _conn(self) -> Any:
+        assert self._open is not None
         if self._connection is None:
-            self._connection = _connect(self.db_path)
+            self._connection = self._open()
         return self._connection
 
     @contextmanager
-    def _using(self, doing: str) -> Iterator[sqlite3.Connection]:
-        """The connection, its storage failures raised as StorageError; after one it is
-        dropped, so the next use opens the file again (it may have been replaced)."""
-        assert self.db_path is not None
+    def _using(self, doing: str) -> Iterator[Any]:
+        """The connection, its storage failures raised as StorageError (a shared
+        database's connection raises them itself); after one it is dropped, so the next
+        use opens the file again (it may have been replaced)."""
+        assert self._open is not None
+        if self._away is not None:
+            if time.monotonic() < self._away[0]:
+                raise self._away[1]
+            self._away = None
         try:
-            with _translated(self.db_path, doing):
+            with _translated(self.db_path or Path("state.db"), doing):
                 yield self._conn()
-        except StorageError:
+        except StorageError as exc:
+            if self.shared:
+                self._away = (time.monotonic() + AWAY_PAUSE_S, exc)
             if self._connection is not None:
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(Exception):  # it is broken already
                     self._connection.close()
                 self._connection = None
             raise
@@ -292,7 +380,7 @@ class CallStore:
             self._connection = None
 
     def get(self, key: str) -> CachedReply | None:
-        if self.db_path is None:
+        if self._open is None:
             return self._memory.get(key)
         with self._using("read") as conn:
             row = conn.execute(
@@ -303,23 +391,26 @@ class CallStore:
         return CachedReply(*row) if row else None
 
     def put(self, key: str, reply: CachedReply) -> None:
-        if self.db_path is None:
+        if self._open is None:
             self._memory[key] = reply
             return
         with self._using("write to") as conn, conn:
             self._insert_cache(conn, key, reply)
 
     def log(self, record: CallRecord) -> None:
-        if self.db_path is None:
+        if self._open is None:
             return
         with self._using("write to") as conn, conn:
             self._insert_call(conn, record)
 
     @staticmethod
-    def _insert_cache(conn: sqlite3.Connection, key: str, reply: CachedReply) -> None:
+    def _insert_cache(conn: Any, key: str, reply: CachedReply) -> None:
         conn.execute(
-            "INSERT OR REPLACE INTO llm_cache (key, text, finish_reason, prompt_tokens, "
-            "completion_tokens, created) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO llm_cache (key, text, finish_reason, prompt_tokens, "
+            "completion_tokens, created) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE"
+            " SET text = excluded.text, finish_reason = excluded.finish_reason,"
+            " prompt_tokens = excluded.prompt_tokens,"
+            " completion_tokens = excluded.completion_tokens, created = excluded.created",
             (
                 key,
                 reply.text,
@@ -331,7 +422,7 @@ class CallStore:
         )
 
     @staticmethod
-    def _insert_call(conn: sqlite3.Connection, record: CallRecord) -> None:
+    def _insert_call(conn: Any, record: CallRecord) -> None:
         conn.execute(
             "INSERT INTO llm_calls (ts, stage, model, prompt_tokens, completion_tokens, "
             "cost_usd, duration_s, cached, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -390,12 +481,17 @@ def _report_failure(future: Future) -> None:
         log.warning("could not write the model call log or cache: %s", future.exception())
 
 
-def usage_totals(db_path: Path) -> dict:
-    """What the model calls logged in state.db added up to, for ``kb-ai status``.
+_TOTALS = (
+    "SELECT COALESCE(SUM(CASE WHEN cached = 0 THEN 1 ELSE 0 END), 0),"
+    " COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),"
+    " COALESCE(SUM(cost_usd), 0.0), COALESCE(SUM(CASE WHEN cached = 1 THEN 1 ELSE 0 END), 0),"
+    " COALESCE(SUM(CASE WHEN ok = 0 THEN 1 ELSE 0 END), 0) FROM llm_calls"
+)
 
-    Cached calls are counted apart and cost nothing; failed calls count as calls.
-    """
-    totals = {
+
+def no_usage() -> dict[str, Any]:
+    """The totals of :func:`usage_totals` before any call."""
+    return {
         "calls": 0,
         "prompt_tokens": 0,
         "completion_tokens": 0,
@@ -403,13 +499,45 @@ def usage_totals(db_path: Path) -> dict:
         "cached_calls": 0,
         "failed_calls": 0,
     }
-    if not Path(db_path).is_file():
+
+
+def usage_totals(db_path: Path, *, connect: Connect | None = None) -> dict[str, Any]:
+    """What the model calls logged in state.db (or, ``connect``, in the shared database:
+    every server's calls) added up to, for ``kb-ai status``.
+
+    Cached calls are counted apart and cost nothing; failed calls count as calls. With a
+    shared database, ``unlogged`` (when there were any): the calls this server made while
+    the database was away, which the totals miss (how many, since when, the last error).
+    """
+    totals = no_usage()
+    if connect is not None:
+        with closing(connect()) as conn:
+            row = conn.execute(_TOTALS).fetchone()
+    elif not Path(db_path).is_file():
         return totals
-    with closing(_connect(Path(db_path))) as conn, _translated(Path(db_path), "read"):
-        row = conn.execute(
-            "SELECT COALESCE(SUM(cached = 0), 0), COALESCE(SUM(prompt_tokens), 0), "
-            "COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost_usd), 0.0), "
-            "COALESCE(SUM(cached = 1), 0), COALESCE(SUM(ok = 0), 0) FROM llm_calls"
-        ).fetchone()
+    else:
+        with closing(_connect(Path(db_path))) as conn, _translated(Path(db_path), "read"):
+            row = conn.execute(_TOTALS).fetchone()
     keys = list(totals)
-    return {k: (float(v) if k == "cost_usd" else int(v)) for k, v in zip(keys, row, strict=True)}
+    totals = {k: (float(v) if k == "cost_usd" else int(v)) for k, v in zip(keys, row, strict=True)}
+    if connect is not None:
+        unlogged = unlogged_calls(Path(db_path))
+        if unlogged is not None:
+            totals["unlogged"] = unlogged
+    return totals
+
+
+def unlogged_calls(db_path: Path) -> dict[str, Any] | None:
+    """The calls made here while the shared database was away, left out of its log
+    (noted in this server's state.db): how many, since when, the last error; or None."""
+    if not db_path.is_file():
+        return None
+    with closing(_connect(db_path)) as conn, _translated(db_path, "read"):
+        row = conn.execute(
+            "SELECT SUM(calls), MIN(ts), (SELECT error FROM llm_unlogged ORDER BY id DESC LIMIT 1)"
+            " FROM llm_unlogged"
+        ).fetchone()
+    if not row or not row[0]:
+        return None
+    since = datetime.fromtimestamp(row[1], UTC).isoformat(timespec="seconds")
+    return {"calls": int(row[0]), "since": since, "error": row[2] or ""}

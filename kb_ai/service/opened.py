@@ -7,14 +7,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from kb_ai.llm import LLM, open_llm
+from kb_ai.llm.store import SHARED_MIGRATIONS as LLM_MIGRATIONS
 from kb_ai.settings import Settings, load_settings
 from wiki import KnowledgeBase
 from wiki.actors import Actor
-from wiki.database import shared_database
+from wiki.database import shared_connect, shared_database
 
 log = logging.getLogger("kb_ai.service")
 
@@ -54,13 +56,16 @@ def open_kb(
     *,
     overrides: Mapping[str, Any] | None = None,
     detect: bool = True,
-    llm_factory: Callable[..., LLM] = open_llm,
+    llm_factory: Callable[..., LLM] | None = None,
 ) -> OpenKb:
     """Open the knowledge base at ``root`` (or ``settings.kb_dir``) for ``actor``.
 
     ``settings``: built by the caller already (the CLI's, with its options); otherwise
     loaded here from ``overrides``, the environment and kb-ai.toml (``detect``: find a
     model when none is named). ``actor``: who acts; the CLI user when not given.
+    ``llm_factory``: how model clients are made (tests, benches); by default
+    :func:`open_llm`, logging calls and caching replies in the shared database when
+    ``database_url`` names one (every server then replays what another cached).
     Raises NotAKnowledgeBaseError when the directory is not one.
     """
     if settings is None:
@@ -68,6 +73,9 @@ def open_kb(
     kb = KnowledgeBase.open(settings.kb_dir)
     if settings.database_url:  # reached and checked now: a wrong URL fails at start
         shared_database(kb)
+    if llm_factory is None:
+        connect = shared_connect(kb, "llm", LLM_MIGRATIONS)
+        llm_factory = open_llm if connect is None else partial(open_llm, connect=connect)
     if settings.wiki_remote:  # the setting names the remote to follow (wiki/remote.py)
         from wiki.remote import set_remote
 
