@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from kb_ai.errors import KbAiError
+from wiki.git import network_env
 
 _STAMP = "kb-ai-pulled"  # in the clone's .git: when it was last cloned or pulled
 _TIMEOUT = 120.0
@@ -42,7 +43,7 @@ def mirror(url: str, dest: Path, max_age_s: float) -> str:
 
 
 def _git(args: list[str], cwd: Path, url: str) -> None:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    env = {**os.environ, **network_env()}  # as the wiki remote's: no prompt, https or ssh
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=_TIMEOUT,

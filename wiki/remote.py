@@ -32,7 +32,7 @@ from typing import Any
 
 from kb_ai.errors import KbAiError, UsageError
 from wiki.files import atomic_write_text
-from wiki.git import GitTimeoutError, _run, git
+from wiki.git import GitTimeoutError, _run, git, network_env
 from wiki.layout import KnowledgeBase
 from wiki.lock import KbLock
 
@@ -45,8 +45,6 @@ NETWORK_TIMEOUT = 60.0
 PUSH_ATTEMPTS = 4
 #: Files kb-ai merges itself when both sides changed them.
 MERGED_BY_KB_AI = ("index/master-index.md", "index/topics.md", "log.md")
-#: git must never ask for a password or a host key: a server has no one to answer.
-QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
 
 
 @dataclass
@@ -132,8 +130,7 @@ def clone(url: str, root: Path, branch: str) -> None:
 
 def _outside(args: tuple[str, ...]) -> Any:
     """A git command about a remote, run outside any knowledge base (before it exists)."""
-    env = {**os.environ, **QUIET_ENV}
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=15")
+    env = {**os.environ, **network_env()}
     try:
         return subprocess.run(
             ["git", *args], capture_output=True, text=True, check=False, env=env,
@@ -303,11 +300,8 @@ _REFUSED_HINT = (
 def _network(kb: KnowledgeBase, args: tuple[str, ...]) -> Any:
     """A git command that talks to the remote: never prompting, bounded in time; a
     timeout comes back as a failed process, like any other failure to reach it."""
-    env = {**QUIET_ENV}
-    if "GIT_SSH_COMMAND" not in os.environ:
-        env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes -o ConnectTimeout=15"
     try:
-        return _run(kb, args, check=False, env=env, timeout=NETWORK_TIMEOUT)
+        return _run(kb, args, check=False, env=network_env(), timeout=NETWORK_TIMEOUT)
     except GitTimeoutError as exc:
         return _Failed(exc.message)
 
