@@ -35,6 +35,7 @@ from wiki.files import atomic_write_text
 from wiki.git import GitTimeoutError, _run, git, network_env
 from wiki.layout import KnowledgeBase
 from wiki.lock import KbLock
+from wiki.log import merge_logs
 
 #: The name of the followed remote in the work tree's git configuration.
 REMOTE = "kb-ai"
@@ -405,19 +406,15 @@ def _settle_interrupted_rebase(kb: KnowledgeBase) -> None:
 
 
 def _merge_log(kb: KnowledgeBase) -> None:
-    """log.md is append-only: the remote's version, then what this commit appended."""
+    """log.md is append-only: the remote's version, then what this commit appended
+    (wiki/log.py merge_logs: every line of each side once, by position)."""
 
     def stage(n: int) -> str:
         proc = _run(kb, ("show", f":{n}:log.md"), check=False)
         return proc.stdout if proc.returncode == 0 else ""
 
     base, theirs, mine = stage(1), stage(2), stage(3)  # in a rebase, 2 is the upstream
-    added = mine[len(base) :] if mine.startswith(base) else mine
-    if not mine.startswith(base):  # edited by hand: keep the lines the remote lacks
-        have = set(theirs.splitlines())
-        added = "".join(ln + "\n" for ln in mine.splitlines() if ln not in have)
-    text = theirs if theirs.endswith("\n") or not theirs else theirs + "\n"
-    atomic_write_text(kb.log_path, text + added)
+    atomic_write_text(kb.log_path, merge_logs(base, theirs, mine))
 
 
 def _remake_indexes(kb: KnowledgeBase) -> None:
