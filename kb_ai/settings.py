@@ -312,7 +312,9 @@ class Settings:
         ".kb-ai/also/; e.g. ['../team-kb', 'https://git.example.org/team/kb.git'].",
     )
     also_pull_seconds: float = _setting(
-        600.0, "A git URL of also is pulled when its copy here is older than this."
+        600.0,
+        "A git URL of also is pulled, in the background, once its copy here is older than "
+        "this (seconds); a question never waits for the pull.",
     )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False

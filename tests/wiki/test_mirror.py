@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from kb_ai.errors import KbAiError
-from wiki.mirror import mirror
+from wiki.mirror import clone
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def ssh_seen(tmp_path, monkeypatch):
 
 def test_a_mirror_over_ssh_runs_ssh_in_batch_mode(tmp_path, ssh_seen):
     with pytest.raises(KbAiError) as caught:
-        mirror("ssh://someone@kb.example.invalid/team.git", tmp_path / "team", 0)
+        clone("ssh://someone@kb.example.invalid/team.git", tmp_path / "team")
     assert "Permission denied" in caught.value.message
     called, askpass = ssh_seen.read_text(encoding="utf-8").splitlines()
     assert "BatchMode=yes" in called and "kb.example.invalid" in called  # never prompts
@@ -45,6 +45,6 @@ def test_a_mirror_over_ssh_runs_ssh_in_batch_mode(tmp_path, ssh_seen):
 def test_a_users_own_ssh_command_wins(tmp_path, ssh_seen, monkeypatch):
     monkeypatch.setenv("GIT_SSH_COMMAND", "ssh -i my-key")
     with pytest.raises(KbAiError):
-        mirror("ssh://someone@kb.example.invalid/team.git", tmp_path / "team", 0)
+        clone("ssh://someone@kb.example.invalid/team.git", tmp_path / "team")
     called = ssh_seen.read_text(encoding="utf-8").splitlines()[0]
     assert called.startswith("-i my-key") and "BatchMode" not in called
