@@ -20,10 +20,11 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from compiler.discover import Candidate, discover, file_checksum
+from compiler.discover import TEXT_EXTENSIONS, Candidate, discover, file_checksum
 from compiler.documents import (
     ArchiveLimits,
     ConvertProcess,
+    compiled_member,
     fetch_policy,
     fetch_url,
     format_of,
@@ -31,7 +32,7 @@ from compiler.documents import (
     list_members,
     read_member,
 )
-from compiler.documents.formats import DOCUMENT_EXTENSIONS, supported_summary
+from compiler.documents.formats import supported_summary
 from compiler.identity_index import Arrival
 from compiler.redact import redact, redact_name
 from compiler.result import CompileResult, Failure
@@ -51,8 +52,6 @@ from kb_ai.errors import DocumentError, KbAiError, SourceError, UsageError
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, open_state
 
-#: Text files read from a submitted archive (documents by their format).
-TEXT_MEMBERS = (".md", ".markdown", ".txt", ".rst")
 MAX_NAMED = 10  # members named in the error of an archive none of whose members compiled
 
 
@@ -275,7 +274,7 @@ def _read_archive(
     # every file the archive holds is either compiled or said to be left out, and why
     for member in list_members(item.data, item.name, bounds, lambda _member: True):
         shown = redact_name(member)  # the name it is known by: in its origin and reports
-        if not _wanted(member):
+        if not compiled_member(member, TEXT_EXTENSIONS):  # as a zip on disk: one list
             left_out.append((shown, redact(_unread_reason(member))[0]))
             continue
         try:
@@ -293,11 +292,6 @@ def _read_archive(
             cause="no_text",
         )
     return Submitted(sources, left_out)
-
-
-def _wanted(member: str) -> bool:
-    suffix = PurePosixPath(member).suffix.lower()
-    return suffix != ".zip" and (suffix in DOCUMENT_EXTENSIONS or suffix in TEXT_MEMBERS)
 
 
 def _unread_reason(member: str) -> str:

@@ -42,6 +42,7 @@ class ComposedArticles:
     """The model extracts, classifies and writes."""
 
     classifies = True  # each source is classified as soon as it is extracted
+    composes = True  # articles are written from material (a person's lines among it)
 
     def __init__(self, settings: Settings, categories: Sequence[str]) -> None:
         self.settings = settings
@@ -95,6 +96,7 @@ class SourceArticles(ComposedArticles):
     """The model names each source; its text is the article."""
 
     classifies = False  # targets are set in input order once all are named
+    composes = False  # an article is its source's own text
 
     def __init__(self, settings: Settings, categories: Sequence[str]) -> None:
         super().__init__(settings, categories)
@@ -124,7 +126,8 @@ class SourceArticles(ComposedArticles):
         return source_article(own, target, existing, notes)
 
 
-def choose_mode(settings: Settings, categories: Sequence[str]) -> ComposedArticles:
-    """The run's mode: a small model names sources, any other model composes articles."""
+def choose_mode(settings: Settings, categories: Sequence[str] = ()) -> ComposedArticles:
+    """The run's mode: a small model names sources, any other model composes articles.
+    (No categories: a mode to ask its version, as ``kb-ai status`` does, not to run.)"""
     small = settings.writes_from_sources
     return (SourceArticles if small else ComposedArticles)(settings, categories)

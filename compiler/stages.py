@@ -294,7 +294,7 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         mine = notes.setdefault(path, [])
         # a person's lines are material of a composed article (grounded, cited); a small
         # model's article is its source's own text, which the merge keeps them beside
-        person = person_material(look) if not ctx.settings.writes_from_sources else None
+        person = person_material(look) if ctx.mode.composes else None
         if person is not None:
             material = [*material, person]
         article = await ctx.mode.write(ctx.llm, target, material, existing, mine, by_raw)

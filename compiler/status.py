@@ -8,8 +8,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from compiler.mode import choose_mode
 from compiler.origins import file_of
-from compiler.run import extraction_version
 from kb_ai.llm import usage_totals
 from kb_ai.llm.store import SHARED_MIGRATIONS as LLM_MIGRATIONS
 from kb_ai.settings import Settings
@@ -25,7 +25,7 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
     gone, or it was extracted by another model or prompt version (lag: reported, never
     recompiled behind the user's back).
     """
-    version = extraction_version(settings.writes_from_sources)
+    version = choose_mode(settings).version  # the mode a run would choose now
     with closing(open_state(kb)) as conn:
         rows = all_sources(conn)
         run = last_run(conn)

@@ -41,14 +41,15 @@ SHOWN = ("approved", "active")  # the standings the snapshot shows, in this orde
 
 @dataclass(frozen=True)
 class Rules:
-    """The numbers of confidence (settings ``lesson_*``)."""
+    """The numbers of confidence (settings ``lesson_*``, whose defaults are the only ones:
+    :meth:`defaults`)."""
 
-    start: float = 0.5
-    step: float = 0.05
-    top: float = 0.9
-    decay: float = 0.05
-    decay_days: float = 30.0
-    threshold: float = 0.55
+    start: float
+    step: float
+    top: float
+    decay: float
+    decay_days: float
+    threshold: float
 
     @classmethod
     def of(cls, settings: Any) -> Rules:
@@ -60,6 +61,13 @@ class Rules:
             decay_days=settings.lesson_decay_days,
             threshold=settings.lesson_threshold,
         )
+
+    @classmethod
+    def defaults(cls) -> Rules:
+        """The settings' defaults (what a kb-ai.toml that does not load ranks by)."""
+        from kb_ai.settings import Settings  # here: the hooks import this module bare
+
+        return cls.of(Settings())
 
 
 @dataclass(frozen=True)

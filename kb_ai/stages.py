@@ -1,5 +1,5 @@
 """The stages that call the model, and what each may spend: its timeout and its reply's
-token budget, each a setting of its own (kb_ai/settings.py takes its defaults from here).
+token budget, each a setting of its own (kb_ai/settings/fields.py takes its defaults from here).
 
 Every ``llm.complete(..., stage=...)`` names a stage of this table; a stage the table
 does not know is a programming error, not a silent default. Hints that tell a user to

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from compiler.discover import TEXT_EXTENSIONS
 from compiler.documents import DOCUMENT_EXTENSIONS, supported_types
 from compiler.queue import TaskQueue
 from kb_ai.errors import KbAiError, NotFoundError
@@ -28,8 +29,11 @@ from web.services import services
 from web.templating import render
 from web.uploads import page_form, read_submission
 
-# The Submit page's list of the document types kb-ai reads, and its file picker's filter.
-TYPES = {"lines": supported_types(), "accept": ",".join(sorted(DOCUMENT_EXTENSIONS))}
+# The Submit page's list of the document types kb-ai reads, and its file picker's filter:
+# what an upload compiles, text files by the one list of their suffixes (a zip's members,
+# uploaded or on disk, are picked by it too) and documents.
+ACCEPT = [*sorted(TEXT_EXTENSIONS), "text/*", *sorted(DOCUMENT_EXTENSIONS)]
+TYPES = {"lines": supported_types(), "accept": ",".join(ACCEPT)}
 
 
 def see(url: str) -> RedirectResponse:

@@ -45,6 +45,22 @@ KB_AI_IDENTITY = ("-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost")
 _REV = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/~^-]*")
 
 
+#: git must never ask for a password or a host key: a server has no one to answer.
+QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
+_BATCH_SSH = "ssh -o BatchMode=yes -o ConnectTimeout=15"
+
+
+def network_env() -> dict[str, str]:
+    """What a git command that talks to a remote (a push, a fetch, a clone, a mirror's
+    pull) adds to the environment: no prompt for a password, a passphrase or a host key,
+    over https or ssh, and a bounded ssh connect. A ``GIT_SSH_COMMAND`` of the user's
+    own wins (it may name a key)."""
+    env = dict(QUIET_ENV)
+    if "GIT_SSH_COMMAND" not in os.environ:
+        env["GIT_SSH_COMMAND"] = _BATCH_SSH
+    return env
+
+
 class GitTimeoutError(KbAiError):
     """A git command (one that talks to a remote) gave no answer in time."""
 

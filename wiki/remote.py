@@ -32,9 +32,10 @@ from typing import Any
 
 from kb_ai.errors import KbAiError, UsageError
 from wiki.files import atomic_write_text
-from wiki.git import GitTimeoutError, _run, git
+from wiki.git import GitTimeoutError, _run, git, network_env
 from wiki.layout import KnowledgeBase
 from wiki.lock import KbLock
+from wiki.log import merge_logs
 
 #: The name of the followed remote in the work tree's git configuration.
 REMOTE = "kb-ai"
@@ -45,8 +46,6 @@ NETWORK_TIMEOUT = 60.0
 PUSH_ATTEMPTS = 4
 #: Files kb-ai merges itself when both sides changed them.
 MERGED_BY_KB_AI = ("index/master-index.md", "index/topics.md", "log.md")
-#: git must never ask for a password or a host key: a server has no one to answer.
-QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
 
 
 @dataclass
@@ -132,8 +131,7 @@ def clone(url: str, root: Path, branch: str) -> None:
 
 def _outside(args: tuple[str, ...]) -> Any:
     """A git command about a remote, run outside any knowledge base (before it exists)."""
-    env = {**os.environ, **QUIET_ENV}
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=15")
+    env = {**os.environ, **network_env()}
     try:
         return subprocess.run(
             ["git", *args], capture_output=True, text=True, check=False, env=env,
@@ -303,11 +301,8 @@ _REFUSED_HINT = (
 def _network(kb: KnowledgeBase, args: tuple[str, ...]) -> Any:
     """A git command that talks to the remote: never prompting, bounded in time; a
     timeout comes back as a failed process, like any other failure to reach it."""
-    env = {**QUIET_ENV}
-    if "GIT_SSH_COMMAND" not in os.environ:
-        env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes -o ConnectTimeout=15"
     try:
-        return _run(kb, args, check=False, env=env, timeout=NETWORK_TIMEOUT)
+        return _run(kb, args, check=False, env=network_env(), timeout=NETWORK_TIMEOUT)
     except GitTimeoutError as exc:
         return _Failed(exc.message)
 
@@ -411,19 +406,15 @@ def _settle_interrupted_rebase(kb: KnowledgeBase) -> None:
 
 
 def _merge_log(kb: KnowledgeBase) -> None:
-    """log.md is append-only: the remote's version, then what this commit appended."""
+    """log.md is append-only: the remote's version, then what this commit appended
+    (wiki/log.py merge_logs: every line of each side once, by position)."""
 
     def stage(n: int) -> str:
         proc = _run(kb, ("show", f":{n}:log.md"), check=False)
         return proc.stdout if proc.returncode == 0 else ""
 
     base, theirs, mine = stage(1), stage(2), stage(3)  # in a rebase, 2 is the upstream
-    added = mine[len(base) :] if mine.startswith(base) else mine
-    if not mine.startswith(base):  # edited by hand: keep the lines the remote lacks
-        have = set(theirs.splitlines())
-        added = "".join(ln + "\n" for ln in mine.splitlines() if ln not in have)
-    text = theirs if theirs.endswith("\n") or not theirs else theirs + "\n"
-    atomic_write_text(kb.log_path, text + added)
+    atomic_write_text(kb.log_path, merge_logs(base, theirs, mine))
 
 
 def _remake_indexes(kb: KnowledgeBase) -> None:

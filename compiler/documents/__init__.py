@@ -2,7 +2,13 @@
 converted to Markdown with page, slide and sheet markers, and split by their own
 structure for extraction. Converters are imported on first use (they are heavy)."""
 
-from compiler.documents.archive import ArchiveLimits, archive_members, list_members, read_member
+from compiler.documents.archive import (
+    ArchiveLimits,
+    archive_members,
+    compiled_member,
+    list_members,
+    read_member,
+)
 from compiler.documents.convert import ConvertOptions, convert_document, convert_options
 from compiler.documents.document import Document
 from compiler.documents.fetch import Fetched, FetchPolicy, fetch_policy, fetch_url, is_url
@@ -22,6 +28,7 @@ __all__ = [
     "DOCUMENT_EXTENSIONS",
     "ArchiveLimits",
     "archive_members",
+    "compiled_member",
     "ConvertOptions",
     "ConvertProcess",
     "ConverterCrashError",

@@ -94,14 +94,22 @@ def read_member(data: bytes, name: str, member: str, limits: ArchiveLimits) -> b
         return out
 
 
+def compiled_member(member: str, text_suffixes: frozenset[str]) -> bool:
+    """Whether kb-ai compiles the member ``member`` of an archive, on disk or uploaded
+    alike: a document, or a text file with one of ``text_suffixes``; never an archive
+    inside it."""
+    from compiler.documents.formats import DOCUMENT_EXTENSIONS
+
+    suffix = PurePosixPath(member).suffix.lower()
+    return suffix != ".zip" and (suffix in text_suffixes or suffix in DOCUMENT_EXTENSIONS)
+
+
 def archive_members(path: Path, limits: ArchiveLimits, text_suffixes: frozenset[str]) -> list[str]:
     """The members of the zip at ``path`` that kb-ai compiles (documents and text files
     with one of ``text_suffixes``; nested archives are not opened), in archive order."""
-    from compiler.documents.formats import DOCUMENT_EXTENSIONS
 
     def wanted(member: str) -> bool:
-        suffix = PurePosixPath(member).suffix.lower()
-        return suffix != ".zip" and (suffix in text_suffixes or suffix in DOCUMENT_EXTENSIONS)
+        return compiled_member(member, text_suffixes)
 
     try:
         size = path.stat().st_size

@@ -86,7 +86,7 @@ def _rules(root: Path) -> Rules:
     try:
         return Rules.of(load_settings(root))
     except KbAiError:  # a kb-ai.toml with a mistake: the lessons still rank by the defaults
-        return Rules()
+        return Rules.defaults()
 
 
 def _lessons(root: Path, today: date | None) -> tuple[list[str], set[str]]:

@@ -10,7 +10,7 @@ from kb_ai.hooks.snapshot import build_snapshot
 from kb_ai.lessons import Rules, read_lessons, standing
 from wiki import KnowledgeBase
 
-RULES = Rules()
+RULES = Rules.defaults()
 DAY = date(2026, 3, 2)
 
 

@@ -3,7 +3,9 @@ real CLI against the stand-in model server; a git URL is a bare repository on di
 cloned and pulled with the git CLI."""
 
 import json
+import shutil
 import subprocess
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -88,7 +90,11 @@ def test_the_projects_page_wins_a_tie(project, team, fake_model):
     assert "wiki/concept/nightly-backups.md" in offered
 
 
-def test_a_git_url_is_cloned_then_pulled(project, team, tmp_path, monkeypatch):
+def test_a_git_url_is_cloned_then_pulled_off_the_questions_path(
+    project, team, tmp_path, monkeypatch
+):
+    from kb_ai.service import also
+
     bare = tmp_path / "team.git"
     run("clone", "--quiet", "--bare", str(team.root), str(bare), cwd=tmp_path)
     config = project.root / "kb-ai.toml"
@@ -103,16 +109,52 @@ def test_a_git_url_is_cloned_then_pulled(project, team, tmp_path, monkeypatch):
     compile_notes(team, {"deploys.md": "# Deploy freeze\n\nNo deploys happen on Fridays "
                          "after 15:00 during the release freeze.\n"}, tmp_path / "t2")  # fmt: skip
     run("push", "--quiet", "origin", "main", cwd=team.root)
+    release, pulls = threading.Event(), []
+
+    def held_pull(url, root):  # the remote answers only once the question is answered
+        pulls.append(url)
+        assert release.wait(30)
+        real_pull(url, root)
+
+    real_pull = also.pull
+    monkeypatch.setattr(also, "pull", held_pull)
     monkeypatch.setenv("KB_AI_ALSO_PULL_SECONDS", "0")
-    later = cli(
-        project.root, "ask", "--json", "Do deploys happen on Fridays during the release freeze?"
-    )
+    question = "Do deploys happen on Fridays during the release freeze?"
+    during = cli(project.root, "ask", "--json", question)
+    assert during.exit_code == 0, during.output  # answered while the pull waits
+    assert pulls == [str(bare)]
+    assert "deploy-freeze" not in during.stdout  # from the copy as it was
+    release.set()
+    also.wait_for_pulls(30)
+    monkeypatch.setenv("KB_AI_ALSO_PULL_SECONDS", "600")
+    later = cli(project.root, "ask", "--json", question)
     assert later.exit_code == 0, later.output
     assert later.stderr == "", later.stderr
     cited = json.loads(later.stdout)["citations"]
     assert cited == [
         {"title": "Deploy freeze", "path": "also/team/wiki/concept/deploy-freeze.md", "kb": "team"}
     ]
+    assert pulls == [str(bare)]  # pulled at most once every also_pull_seconds
+
+
+def test_a_pull_that_fails_keeps_the_copy_and_the_next_question_says_so(
+    project, team, tmp_path, monkeypatch
+):
+    from kb_ai.service import also
+
+    bare = tmp_path / "team.git"
+    run("clone", "--quiet", "--bare", str(team.root), str(bare), cwd=tmp_path)
+    assert cli(project.root, "--also", str(bare), "ask", "How many approvals?").exit_code == 0
+    shutil.rmtree(bare)  # the remote is gone
+    monkeypatch.setenv("KB_AI_ALSO_PULL_SECONDS", "0")
+    assert cli(project.root, "--also", str(bare), "ask", "How many approvals?").exit_code == 0
+    also.wait_for_pulls(30)
+    monkeypatch.setenv("KB_AI_ALSO_PULL_SECONDS", "600")
+    result = cli(project.root, "--also", str(bare), "ask", "--json",
+                 "How many approvals does a change need?")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "Knowledge base team could not be pulled; its copy here is used." in result.stderr
+    assert json.loads(result.stdout)["citations"][0]["kb"] == "team"
 
 
 def test_a_folder_that_is_no_knowledge_base_and_a_remote_out_of_reach(project, tmp_path):

@@ -200,8 +200,14 @@ def test_a_corpus_that_fits_is_read_whole_and_a_cross_record_question_cites_each
 def test_questions_to_a_corpus_share_one_prompt_head(kb, fake_model):
     assert cli(kb, "corpus", "build", "decisions", "--type", "decision").exit_code == 0
     asked = len(fake_model.requests)
-    for question in ("How long is a worker lease?", "Why did DNS move out of puppet?"):
-        assert cli(kb, "ask", "--corpus", "decisions", question).exit_code == 0
+    lease = cli(kb, "ask", "--corpus", "decisions", "How long is a worker lease?")
+    dns = cli(kb, "ask", "--corpus", "decisions", "Why did DNS move out of puppet?")
+    assert lease.exit_code == 0 and dns.exit_code == 0
+    # each answered from its own record, though both prompts hold the whole corpus
+    assert "task lease of ten minutes" in lease.stdout and "Terraform" not in lease.stdout
+    assert f"[Worker leases]({LEASES}#L" in lease.stdout
+    assert "into Terraform" in dns.stdout and "lease" not in dns.stdout.split("Sources:")[0]
+    assert f"[DNS out of puppet]({DNS}#L" in dns.stdout
     first, second = [r["messages"] for r in fake_model.requests[asked:]]
     assert first[0] == second[0]  # the system message, naming the corpus
     head = first[-1]["content"].rsplit("Question:", 1)[0]
@@ -225,6 +231,9 @@ def test_a_corpus_too_large_to_read_whole_is_selected_inside_and_says_so(
     assert LEASES in offered and BACKUPS not in offered and "stop hook" not in offered.lower()
     assert set(data["read"]) <= {RETRIES, LEASES, DNS}
     assert [c["path"] for c in data["citations"]] == [LEASES]
+    assert (
+        "lease of ten minutes" in data["answer"] and f"[Worker leases]({LEASES}#L" in data["answer"]
+    )
 
 
 def test_a_model_citing_outside_the_corpus_or_inventing_is_not_passed_on(kb, fake_model):
@@ -256,7 +265,9 @@ def test_an_unknown_corpus_lists_the_corpora_and_a_deleted_article_is_said(kb):
     (kb.root / RETRIES).unlink()
     result = cli(kb, "ask", "--json", "--corpus", "decisions", "How long is a worker lease?")
     assert result.exit_code == 0, result.output
-    assert RETRIES not in json.loads(result.stdout)["read"]
+    data = json.loads(result.stdout)
+    assert RETRIES not in data["read"] and LEASES in data["read"]
+    assert "lease of ten minutes" in data["answer"] and RETRIES not in data["answer"]
     assert "no longer in the wiki: kb-ai corpus rebuild decisions" in result.stderr
     shown = cli(kb, "corpus", "show", "decisions")
     assert f"{RETRIES}  (no longer in the wiki)" in shown.stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compiler.queue import TaskQueue
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.conftest import serve_model
 from wiki import git, list_articles, open_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,11 +84,7 @@ def slow_model(monkeypatch):
     killed in the middle of it."""
     from tests.fakes.kb_responder import respond
 
-    with FakeOpenAIServer(lambda request: replace(respond(request), delay=2.0)) as server:
-        monkeypatch.setenv("KB_AI_MODEL", "openai/fake-model")
-        monkeypatch.setenv("KB_AI_API_BASE", server.base_url)
-        monkeypatch.setenv("KB_AI_API_KEY", "sk-test")
-        yield server
+    yield from serve_model(monkeypatch, lambda request: replace(respond(request), delay=2.0))
 
 
 def test_a_worker_killed_mid_compile_leaves_its_task_to_the_other(shared, pg_url, slow_model):

@@ -17,6 +17,10 @@ def test_an_answer_cites_the_team_knowledge_base_by_name(tmp_path, kb, model):
                                 f"# Code review rule\n\n{RULE}\n"))  # fmt: skip
     write_indexes(team, build_catalog(team))
     commit_all(team, "Add the review rule")
+    ours = "wiki/convention/deploys.md"  # a page of the project's own, to edit
+    write_article(kb, Article(ours, "Deploy window", "convention", "Deploys run on Tuesdays.",
+                              ["deploys"], ["raw/none.md"], "2026-01-01", "2026-01-01",
+                              "# Deploy window\n\nDeploys run on Tuesdays.\n"))  # fmt: skip
     kb.config_path.write_text(f'also = ["{team.root}"]\n', encoding="utf-8")
     settings = load_settings(kb.root, {"model": "fake/model"}, environ={})
     with make_client(settings, model) as client:
@@ -36,5 +40,7 @@ def test_an_answer_cites_the_team_knowledge_base_by_name(tmp_path, kb, model):
         shown = client.get(f"/{path}")  # where the citation leads: the page, read only
         assert shown.status_code == 200 and RULE in shown.text
         assert "Knowledge base team (read only" in shown.text and "/edit/" not in shown.text
+        own = client.get(f"/{ours}")  # the project's own page, by contrast, has its Edit
+        assert own.status_code == 200 and 'href="/edit/convention/deploys.md"' in own.text
         assert client.get("/also/nope/wiki/convention/code-review.md").status_code == 404
         assert client.get("/also/team/wiki/convention/nope.md").status_code == 404

@@ -110,6 +110,26 @@ def zip_of(members: dict[str, bytes]) -> bytes:
     return out.getvalue()
 
 
+def test_an_uploaded_zip_reads_the_text_files_a_folder_does(client, kb):
+    text = "# {0}\n\nThe {0} runbook says the on-call engineer restarts the queue at 03:00.\n"
+    names = ["notes/handover.adoc", "notes/rota.org", "notes/queue.text", "notes/deploy.md"]
+    bundle = zip_of({name: text.format(name.split("/")[1]).encode() for name in names})
+    files = [("files", ("notes.zip", bundle, "application/zip"))]
+    task = client.post("/api/submit", files=files).json()["tasks"][0]
+    done = wait_for(client, task["id"], timeout=60.0)
+    assert done["state"] == "done", done["error"]
+    assert not done["result"].get("failed"), done["result"]
+    origins = sorted(
+        line.split("#", 1)[1]
+        for p in (kb.root / "raw").glob("*.md")
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.startswith("origin: ")
+    )
+    assert origins == sorted(names)
+    picker = re.search(r'<input id="files"[^>]*accept="([^"]+)"', client.get("/submit").text)
+    assert {".adoc", ".org", ".text", ".md", ".pdf"} <= set(picker.group(1).split(","))
+
+
 def test_a_zip_lists_each_member_that_failed_and_why_while_the_good_ones_compile(client, kb):
     docx = (DATA / "test.docx").read_bytes()
     bundle = zip_of({

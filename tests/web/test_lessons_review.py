@@ -23,7 +23,7 @@ def test_a_reviewer_approves_a_lesson_on_the_review_page_a_reader_cannot(kb, set
     today = datetime.now(UTC).date()
     rule = Sighting("convention", "Run the linter before every commit")
     learn(kb.root, [SessionLessons(f"raw/s{i}.md", today, (rule,)) for i in range(2)],
-          Rules(), today=today)  # fmt: skip
+          Rules.defaults(), today=today)  # fmt: skip
     (lesson,) = read_lessons(kb.root)
     okb = open_kb(settings=settings)
     reader = people.add(okb, "Rita Reader", "reader", None)[1]

@@ -3,6 +3,7 @@ two knowledge bases on one remote, a push race, a remote gone and back, one that
 
 import subprocess
 from contextlib import closing
+from datetime import UTC, datetime
 
 from tests.remotes import bare, refuse_pushes, remote_file, remote_log
 from wiki import KnowledgeBase, commit_all, git
@@ -165,3 +166,32 @@ def test_a_rebase_a_killed_process_left_half_done_is_undone_first(tmp_path):
     assert won.state.error is None and won.pushed == 1
     assert remote_log(remote)[:2] == ["compile: B", "compile: A"]
     assert "<<<<<<<" not in remote_file(remote, "log.md")
+
+
+def test_log_lines_both_sides_wrote_alike_are_all_kept_when_one_side_edited_it_by_hand(tmp_path):
+    """Two servers each record an event whose lines are the same text (a blank line, the
+    same item): after the rebase the remote's log.md holds each side's section whole, and
+    the hand edit of an old line stays where it was made."""
+    remote = bare(tmp_path / "wiki.git")
+    first = KnowledgeBase.init(tmp_path / "a")
+    set_remote(first, str(remote))
+    publish(first)
+    second = clone_kb(remote, tmp_path / "b")
+    same = ["reindexed wiki/topic/backups.md", "sources: 1"]
+    append_log(first, "upkeep", same, when=datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
+    commit_all(first, "upkeep: A")
+    publish(first)
+    log = second.log_path  # a person fixed the header's wording, then upkeep ran here too
+    log.write_text(log.read_text().replace("oldest first", "the oldest first"))
+    append_log(second, "upkeep", same, when=datetime(2026, 12, 1, 9, 5, tzinfo=UTC))
+    commit_all(second, "upkeep: B")
+
+    won = publish(second)
+
+    assert won.state.error is None and won.rebased and won.pushed == 1
+    merged = remote_file(remote, "log.md")
+    item = "\n- reindexed wiki/topic/backups.md\n- sources: 1\n"
+    assert merged.endswith(
+        f"\n## 2026-12-01T09:00:00+00:00 upkeep\n{item}\n## 2026-12-01T09:05:00+00:00 upkeep\n{item}"
+    )
+    assert merged.count(item) == 2 and "the oldest first" in merged.splitlines()[2]

@@ -1,16 +1,12 @@
-"""Settings: one object, built once at each entry point and passed down.
-
-Precedence, highest first: command-line option, environment (``KB_AI_<NAME>``), the
-knowledge base's ``kb-ai.toml``, the default. Every setting has a help string; an
-unknown key in kb-ai.toml is an error that names the keys that exist.
-"""
+"""The settings' fields: each with its default and help string (``Settings``), the
+defaults a model on this machine's CPU changes (``LOCAL_DEFAULTS``), and the one table of
+what a value must be (``CHECKS``), which kb_ai/settings/loading.py applies."""
 
 from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import os
-import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +16,8 @@ from kb_ai.stages import STAGES, own_stages, stage_of
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
 REVIEW_POLICIES = ("none", "contributors", "hand-edited", "all")
+ROLES = ("reader", "contributor", "reviewer", "admin")
+TRANSPORTS = ("auto", "http", "litellm")
 
 
 def _timeout(stage: str) -> Any:
@@ -312,7 +310,9 @@ class Settings:
         ".kb-ai/also/; e.g. ['../team-kb', 'https://git.example.org/team/kb.git'].",
     )
     also_pull_seconds: float = _setting(
-        600.0, "A git URL of also is pulled when its copy here is older than this."
+        600.0,
+        "A git URL of also is pulled, in the background, once its copy here is older than "
+        "this (seconds); a question never waits for the pull.",
     )
     categories: tuple[str, ...] = _setting(
         (), "Article types of this knowledge base, frozen on first compile.", env=False
@@ -385,161 +385,79 @@ LOCAL_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _coerce(name: str, value: Any) -> Any:
-    f = FIELDS[name]
-    default = f.default
-    try:
-        if isinstance(default, bool):
-            if isinstance(value, str):
-                return value.strip().lower() in ("1", "true", "yes", "on")
-            return bool(value)
-        if isinstance(default, int):
-            return int(value)
-        if isinstance(default, float):
-            return float(value)
-        if isinstance(default, tuple):
-            if isinstance(value, str):
-                value = [v.strip() for v in value.split(",") if v.strip()]
-            return tuple(str(v) for v in value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"Setting {name!r} has an invalid value {value!r}",
-            hint=f"expected a value like {default!r}",
-        ) from exc
-    return None if value is None else str(value)
+#: A check of one setting's value: (its name, the value) -> the error to raise, or None.
+Check = Callable[[str, Any], "ConfigError | None"]
 
 
-def read_kb_file(kb_dir: Path) -> dict[str, Any]:
-    """The settings stored in <kb>/kb-ai.toml, validated (unknown keys are an error)."""
-    path = kb_dir / "kb-ai.toml"
-    if not path.is_file():
-        return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"{path} is not valid TOML: {exc}", hint="fix or remove the line"
-        ) from exc
-    unknown = sorted(set(data) - set(TOML_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"Unknown setting(s) in {path}: {', '.join(unknown)}",
-            hint=f"known settings: {', '.join(TOML_KEYS)}",
+def _one_of(choices: tuple[str, ...], example: str = "") -> Check:
+    def check(name: str, value: Any) -> ConfigError | None:
+        if value in choices:
+            return None
+        return ConfigError(
+            f"{name} must be one of {', '.join(choices)}", hint=f"got {value!r}{example}"
         )
-    return data
+
+    return check
 
 
-def load_settings(
-    kb_dir: Path | str | None = None,
-    overrides: dict[str, Any] | None = None,
-    environ: dict[str, str] | None = None,
-    *,
-    detect: bool = False,
-) -> Settings:
-    """Build the settings: overrides (CLI) > environment > kb-ai.toml > defaults.
+def _at_least(least: int, said: str, hint: str | None = None) -> Check:
+    def check(name: str, value: Any) -> ConfigError | None:
+        return ConfigError(f"{name} must be {said}", hint=hint) if value < least else None
 
-    With ``detect``, a missing model is looked for (see :mod:`kb_ai.models`) unless
-    detect_model is off; ``model_source`` says where the model came from either way.
-    """
-    env = os.environ if environ is None else environ
-    kb = Path(kb_dir or env.get("KB_AI_DIR") or "kb").expanduser()
-    values: dict[str, Any] = {}
-    source: str | None = None
-    for name, value in read_kb_file(kb).items():
-        values[name] = _coerce(name, value)
-    if values.get("model"):
-        source = f"model in {kb / 'kb-ai.toml'}"
-    for name, f in FIELDS.items():
-        if f.metadata.get("env") and f"KB_AI_{name.upper()}" in env:
-            raw = env[f"KB_AI_{name.upper()}"]
-            if raw != "":
-                values[name] = _coerce(name, raw)
-                if name == "model":
-                    source = "KB_AI_MODEL"
-    for name, value in (overrides or {}).items():
-        if value is not None:
-            values[name] = _coerce(name, value)
-            if name == "model":
-                source = "--model" if value != env.get("KB_AI_MODEL") else "KB_AI_MODEL"
-    if not values.get("model") and detect and values.get("detect_model", True):
-        from kb_ai.models import detect_model
+    return check
 
-        found = detect_model(env)
-        if found is not None:
-            values["model"], source = found
-    values["model_source"] = source if values.get("model") else None
-    if str(values.get("model") or "").startswith("local/"):
-        for name, value in LOCAL_DEFAULTS.items():
-            values.setdefault(name, value)
-    api_base = values.get("api_base")
-    if api_base and not str(api_base).lower().startswith(("http://", "https://")):
-        raise ConfigError(
-            f"api_base {api_base!r} is not an http(s) URL",
-            hint="write the whole base URL of the OpenAI-compatible API, e.g. "
-            "http://localhost:8000/v1 (vLLM, llama.cpp) or http://localhost:11434/v1 (Ollama)",
-        )
-    if values.get("transport", "auto") not in ("auto", "http", "litellm"):
-        raise ConfigError(
-            "transport must be one of auto, http, litellm", hint=f"got {values['transport']!r}"
-        )
-    if values.get("structured_output", "auto") not in STRUCTURED_MODES:
-        raise ConfigError(
-            f"structured_output must be one of {', '.join(STRUCTURED_MODES)}",
-            hint=f"got {values['structured_output']!r}",
-        )
-    _review_policy(values, overrides or {})
-    if values.get("default_role", "reader") not in ("reader", "contributor", "reviewer", "admin"):
-        raise ConfigError(
-            "default_role must be one of reader, contributor, reviewer, admin",
-            hint=f"got {values['default_role']!r}",
-        )
-    for entry in filter(None, (p.strip() for p in values.get("trusted_proxies", "").split(","))):
+
+def _http_url(name: str, value: Any) -> ConfigError | None:
+    if not value or str(value).lower().startswith(("http://", "https://")):
+        return None
+    return ConfigError(
+        f"{name} {value!r} is not an http(s) URL",
+        hint="write the whole base URL of the OpenAI-compatible API, e.g. "
+        "http://localhost:8000/v1 (vLLM, llama.cpp) or http://localhost:11434/v1 (Ollama)",
+    )
+
+
+def _networks(name: str, value: Any) -> ConfigError | None:
+    for entry in filter(None, (p.strip() for p in str(value or "").split(","))):
         try:
             ipaddress.ip_network(entry, strict=False)
         except ValueError:
-            raise ConfigError(
-                f"trusted_proxies: {entry!r} is not an address or network",
+            return ConfigError(
+                f"{name}: {entry!r} is not an address or network",
                 hint="e.g. 10.0.0.5, 172.16.0.0/12",
-            ) from None
-    database_url = str(values.get("database_url") or "").strip()
-    if database_url and not database_url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError(
-            "database_url must be a PostgreSQL URL (postgresql://user@host:5432/db)",
-            hint="or leave it unset to keep the state in .kb-ai/state.db",
-        )
-    if values.get("questions_per_minute", 0) < 0:
-        raise ConfigError("questions_per_minute must be 0 (no limit) or more")
-    if values.get("wiki_follow_seconds", 0) < 0:
-        raise ConfigError("wiki_follow_seconds must be 0 (no polling) or more")
-    if values.get("max_concurrency", 1) < 1:
-        raise ConfigError("max_concurrency must be at least 1")
-    if values.get("max_new_articles_per_source", 1) < 1:
-        raise ConfigError(
-            "max_new_articles_per_source must be at least 1",
-            hint="a source about a new subject needs one new article",
-        )
-    return Settings(kb_dir=kb, **values)
-
-
-def _review_policy(values: dict[str, Any], overrides: dict[str, Any]) -> None:
-    """review_policy from itself and the older ``review`` switch: ``--review`` and
-    ``--no-review`` decide for their run; otherwise review = true means "all"."""
-    policy = values.get("review_policy", "none")
-    if policy not in REVIEW_POLICIES:
-        raise ConfigError(
-            f"review_policy must be one of {', '.join(REVIEW_POLICIES)}",
-            hint=f'got {policy!r}; e.g. review_policy = "contributors" in kb-ai.toml',
-        )
-    if overrides.get("review") is not None:  # --review / --no-review, for this run
-        values["review_policy"] = "all" if overrides["review"] else "none"
-    elif values.get("review"):
-        if "review_policy" in values and policy != "all":
-            raise ConfigError(
-                f"review = true holds every run, but review_policy is {policy!r}",
-                hint="keep one of them: review_policy says which runs wait for a reviewer",
             )
-        values["review_policy"] = "all"
-    values["review"] = values.get("review_policy") == "all"
+    return None
+
+
+def _postgres_url(name: str, value: Any) -> ConfigError | None:
+    url = str(value or "").strip()
+    if not url or url.startswith(("postgresql://", "postgres://")):
+        return None
+    return ConfigError(
+        f"{name} must be a PostgreSQL URL (postgresql://user@host:5432/db)",
+        hint="or leave it unset to keep the state in .kb-ai/state.db",
+    )
+
+
+#: What a setting's value must be, for the settings whose type alone does not say it;
+#: each value given (kb-ai.toml, environment, option) is checked when settings load.
+CHECKS: dict[str, Check] = {
+    "api_base": _http_url,
+    "transport": _one_of(TRANSPORTS),
+    "structured_output": _one_of(STRUCTURED_MODES),
+    "review_policy": _one_of(
+        REVIEW_POLICIES, '; e.g. review_policy = "contributors" in kb-ai.toml'
+    ),
+    "default_role": _one_of(ROLES),
+    "trusted_proxies": _networks,
+    "database_url": _postgres_url,
+    "questions_per_minute": _at_least(0, "0 (no limit) or more"),
+    "wiki_follow_seconds": _at_least(0, "0 (no polling) or more"),
+    "max_concurrency": _at_least(1, "at least 1"),
+    "max_new_articles_per_source": _at_least(
+        1, "at least 1", hint="a source about a new subject needs one new article"
+    ),
+}
 
 
 def describe_settings() -> list[tuple[str, str, Any]]:
