@@ -136,6 +136,14 @@ class Compiler:
 
     async def _compile(self, state: RunState, started: float, force: bool) -> CompileResult:
         """Intake's state through the stages, under the compile lock, recorded as a run."""
+        # state.db held open for the run (and not used): each open and close of it in the
+        # run was otherwise the last connection's, and SQLite checkpoints and deletes the
+        # WAL on such a close and makes it again on the next open, ~15 ms each time, six
+        # times after the last model reply (the run's record, the sources, the tracker).
+        with closing(open_state(self.kb)):
+            return await self._compile_held(state, started, force)
+
+    async def _compile_held(self, state: RunState, started: float, force: bool) -> CompileResult:
         run_started = datetime.now(UTC)
         tracker = RunTracker(self.kb, self.started_by, self.progress)
         if state.pending or unfinished_run(self.kb):
