@@ -113,11 +113,30 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# Files whose sha256 this process has checked, by (path, size, mtime, inode, hash): the
+# hash of the 469 MB default took about 1 s before every call (two a question).
+_VERIFIED: set[tuple[str, int, int, int, str]] = set()
+
+
+def _identity(path: Path, sha256: str) -> tuple[str, int, int, int, str] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ino, sha256)
+
+
 def assemble(model: EmbeddedModel = DEFAULT_MODEL, directory: Path | None = None) -> Path:
     """The verified GGUF file of an embedded model: assembled from its parts into the
-    cache once, its sha256 checked every time before it is used."""
+    cache once, its sha256 checked before this process first uses it (and again if the
+    file is replaced or changed since)."""
     target = (directory or cache_dir()) / model.file_name
+    seen = _identity(target, model.sha256)
+    if seen in _VERIFIED:
+        return target
     if target.is_file() and target.stat().st_size == model.size and _sha256(target) == model.sha256:
+        if seen is not None:
+            _VERIFIED.add(seen)
         return target
     parts = _part_paths(model)
     if parts is None:
@@ -142,6 +161,8 @@ def assemble(model: EmbeddedModel = DEFAULT_MODEL, directory: Path | None = None
                 hint="reinstall the pinned versions: pip install --force-reinstall 'kb-ai[local]'",
             )
         partial.replace(target)
+        if (written := _identity(target, model.sha256)) is not None:
+            _VERIFIED.add(written)  # hashed as it was written
     finally:
         partial.unlink(missing_ok=True)
     return target
