@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--questions", type=int, default=5, help="the first N golden questions")
     ap.add_argument("--tokens-only", action="store_true", help="skip the timed processes")
+    ap.add_argument("--times-only", action="store_true", help="skip the token counts")
     args = ap.parse_args(argv)
     questions = load_golden(GOLDEN)[: args.questions]
     home = OUT / "answer_time"
@@ -186,14 +187,15 @@ def main(argv: list[str] | None = None) -> None:
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpus": os.cpu_count(),
     }
-    results["tokens"] = asyncio.run(tokens_read(home, questions))
-    results["tokens_summary"] = {
-        name: {"read_p50": statistics.median(r["read"] for r in rows),
-               "prompt_p50": statistics.median(r["prompt_tokens"] for r in rows),
-               "right": sum(r["outcome"] == "right" for r in rows), "of": len(rows)}
-        for name, rows in results["tokens"].items()
-    }  # fmt: skip
-    print(json.dumps(results["tokens_summary"], indent=1))
+    if not args.times_only:
+        results["tokens"] = asyncio.run(tokens_read(home, questions))
+        results["tokens_summary"] = {
+            name: {"read_p50": statistics.median(r["read"] for r in rows),
+                   "prompt_p50": statistics.median(r["prompt_tokens"] for r in rows),
+                   "right": sum(r["outcome"] == "right" for r in rows), "of": len(rows)}
+            for name, rows in results["tokens"].items()
+        }  # fmt: skip
+        print(json.dumps(results["tokens_summary"], indent=1))
     if args.tokens_only:
         (OUT / "answer_time_tokens.json").write_text(json.dumps(results, indent=1) + "\n")
         return
