@@ -4,6 +4,7 @@ the first question), p50 of each.
 
     python -m bench.local.answer_time                  # 5 questions of the golden set
     python -m bench.local.answer_time --questions 10
+    python -m bench.local.answer_time --tokens-only    # only the prompt tokens read
 
 The wiki is the example notes verbatim, one article each (bench.local.answers), in two
 copies, one per mode, so neither answers from the other's response cache. The questions
@@ -13,11 +14,19 @@ API the chat page uses (/api/ask, streamed to its end); the first serve question
 loads the model, is reported apart and left out of its p50. Results go to
 bench/out/local/answer_time.json; the machine's load average is sampled around each
 question.
+
+Wall time on a shared machine moves with its load, so the same questions are also asked
+in this process, counting the prompt tokens the model reads for each (llama.cpp decodes,
+less the tokens it writes): a figure the load does not change. Four arrangements: with
+no prompt state kept (as before kb_ai/llm/_prefix.py), the model's context emptied
+before each question as in a new process, or not as in serve; and with states kept, in
+one process (serve) or from the files on disk only (each question as a new process).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -110,23 +119,90 @@ def serve_times(kb: Path, questions: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
+ARRANGEMENTS = {  # name: (prompt states kept, each question as a new process)
+    "nothing kept, one process": (False, False),
+    "nothing kept, a process per question": (False, True),
+    "states kept, one process (serve)": (True, False),
+    "states kept, a process per question (ask)": (True, True),
+}
+
+
+async def tokens_read(home: Path, questions: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Prompt tokens the model reads per question, in each arrangement (see above)."""
+    from kb_ai.llm import open_llm
+    from kb_ai.llm._local import LocalTransport, _Loaded, model_path
+    from kb_ai.settings import load_settings
+    from retrieval import ask
+    from retrieval.scores import score_answer
+    from wiki import KnowledgeBase
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for n, (name, (kept, new_process)) in enumerate(ARRANGEMENTS.items()):
+        kb_dir = home / f"tokens-{n}"
+        notes_as_pages(kb_dir)  # its own copy: no reply of kb-ai's response cache reused
+        kb = KnowledgeBase.open(kb_dir)
+        settings = load_settings(kb_dir, {"model": "local/default"}, detect=False)
+        local = LocalTransport(settings.local_context_tokens, settings.local_threads or None)
+        llama = _Loaded.get(model_path("local/default"), local.context_tokens, local.threads)
+        assert _Loaded.states is not None
+        llama.set_cache(_Loaded.states if kept else None)
+        llama.forget()
+        _Loaded.states.clear()
+        rows = out[name] = []
+        for q in questions:
+            if new_process:
+                llama.forget()
+                _Loaded.states.clear()
+            llm = open_llm(settings, db_path=kb.state_db)
+            read = type(llama).read_tokens
+            began = time.monotonic()
+            try:
+                answer = await ask(kb, settings, llm, q.question)
+            finally:
+                await llm.aclose()
+            usage = answer.usage
+            rows.append({"question": q.question, "prompt_tokens": usage.prompt_tokens,
+                         "read": type(llama).read_tokens - read - usage.completion_tokens,
+                         "seconds": round(time.monotonic() - began, 1),
+                         "load": os.getloadavg()[0],
+                         "outcome": score_answer(q, answer).outcome})  # fmt: skip
+            print(f"{name:44} read {rows[-1]['read']:5} of {usage.prompt_tokens:5}  "
+                  f"{rows[-1]['outcome']:16} {q.question}", flush=True)  # fmt: skip
+        llama.set_cache(_Loaded.states)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     from retrieval.golden import load_golden
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--questions", type=int, default=5, help="the first N golden questions")
+    ap.add_argument("--tokens-only", action="store_true", help="skip the timed processes")
+    ap.add_argument("--times-only", action="store_true", help="skip the token counts")
     args = ap.parse_args(argv)
     questions = load_golden(GOLDEN)[: args.questions]
     home = OUT / "answer_time"
     shutil.rmtree(home, ignore_errors=True)
-    for mode in ("cli", "serve"):
-        notes_as_pages(home / mode)
-    results = {
+    results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cpus": os.cpu_count(),
-        "cli": cli_times(home / "cli", questions),
-        "serve": serve_times(home / "serve", questions),
     }
+    if not args.times_only:
+        results["tokens"] = asyncio.run(tokens_read(home, questions))
+        results["tokens_summary"] = {
+            name: {"read_p50": statistics.median(r["read"] for r in rows),
+                   "prompt_p50": statistics.median(r["prompt_tokens"] for r in rows),
+                   "right": sum(r["outcome"] == "right" for r in rows), "of": len(rows)}
+            for name, rows in results["tokens"].items()
+        }  # fmt: skip
+        print(json.dumps(results["tokens_summary"], indent=1))
+    if args.tokens_only:
+        (OUT / "answer_time_tokens.json").write_text(json.dumps(results, indent=1) + "\n")
+        return
+    for mode in ("cli", "serve"):
+        notes_as_pages(home / mode)
+    results["cli"] = cli_times(home / "cli", questions)
+    results["serve"] = serve_times(home / "serve", questions)
     cli = [r["seconds"] for r in results["cli"]]
     warm = [r["seconds"] for r in results["serve"][1:]]
     results["summary"] = {

@@ -10,6 +10,8 @@ timeout or Ctrl-C stops it at the next token and frees the model for the next ca
 Replies are greedy (temperature 0, repeat_penalty 1.0) so a repeat is byte-identical
 even when llama.cpp reuses the previous prompt's prefix;
 a JSON schema in ``response_format`` becomes a llama.cpp grammar, so the reply is valid.
+The state of each kind of prompt's shared head (the page pick's system text and catalog)
+is kept between calls and, in a knowledge base, on disk between processes (``_prefix.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kb_ai.errors import ConfigError, LLMError
+from kb_ai.llm._prefix import PromptStates, llama_class, model_identity
 from kb_ai.llm._transport import RawReply, Request
 from kb_ai.llm._turns import Turns, priority_of
 
@@ -110,11 +113,30 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# Files whose sha256 this process has checked, by (path, size, mtime, inode, hash): the
+# hash of the 469 MB default took about 1 s before every call (two a question).
+_VERIFIED: set[tuple[str, int, int, int, str]] = set()
+
+
+def _identity(path: Path, sha256: str) -> tuple[str, int, int, int, str] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ino, sha256)
+
+
 def assemble(model: EmbeddedModel = DEFAULT_MODEL, directory: Path | None = None) -> Path:
     """The verified GGUF file of an embedded model: assembled from its parts into the
-    cache once, its sha256 checked every time before it is used."""
+    cache once, its sha256 checked before this process first uses it (and again if the
+    file is replaced or changed since)."""
     target = (directory or cache_dir()) / model.file_name
+    seen = _identity(target, model.sha256)
+    if seen in _VERIFIED:
+        return target
     if target.is_file() and target.stat().st_size == model.size and _sha256(target) == model.sha256:
+        if seen is not None:
+            _VERIFIED.add(seen)
         return target
     parts = _part_paths(model)
     if parts is None:
@@ -139,6 +161,8 @@ def assemble(model: EmbeddedModel = DEFAULT_MODEL, directory: Path | None = None
                 hint="reinstall the pinned versions: pip install --force-reinstall 'kb-ai[local]'",
             )
         partial.replace(target)
+        if (written := _identity(target, model.sha256)) is not None:
+            _VERIFIED.add(written)  # hashed as it was written
     finally:
         partial.unlink(missing_ok=True)
     return target
@@ -188,6 +212,7 @@ class _Loaded:
     turns = Turns()
     key: tuple[str, int, int] | None = None
     llama: Any = None
+    states: PromptStates | None = None  # kept prompt heads (_prefix.py)
     grammars: dict[str, Any] = {}  # noqa: RUF012 - deliberately shared, used in a turn
 
     @classmethod
@@ -197,12 +222,11 @@ class _Loaded:
         ``n_threads`` generate; reading the prompt (a batch) uses every CPU."""
         key = (str(path), n_ctx, n_threads)
         if cls.key != key:
-            from llama_cpp import Llama
-
             cls.llama = None
+            cls.states = None
             cls.grammars = {}
             try:
-                cls.llama = Llama(
+                cls.llama = llama_class()(
                     model_path=str(path),
                     n_ctx=n_ctx,
                     n_threads=n_threads,
@@ -215,6 +239,8 @@ class _Loaded:
                     f"llama.cpp could not load {path}: {exc}",
                     hint="is it a GGUF file of a chat model?",
                 ) from exc
+            cls.states = PromptStates(cls.llama, model_identity(path), n_ctx)
+            cls.llama.set_cache(cls.states)
             cls.key = key
         return cls.llama
 
@@ -248,7 +274,12 @@ def cpu_threads() -> int:
 class LocalTransport:
     """Implements the transport protocol in process; see the module docstring."""
 
-    def __init__(self, context_tokens: int = 8192, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        context_tokens: int = 8192,
+        threads: int | None = None,
+        states_dir: Path | None = None,
+    ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigError(
                 "Local models need llama-cpp-python, which is not installed",
@@ -256,6 +287,7 @@ class LocalTransport:
             )
         self.context_tokens = context_tokens
         self.threads = threads or generation_threads()
+        self.states_dir = states_dir  # prompt states kept on disk (None: in memory only)
 
     def _generate(self, request: Request, cancel: threading.Event) -> Iterator[str | RawReply]:
         """Runs in a worker thread: text pieces, then one RawReply."""
@@ -264,6 +296,10 @@ class LocalTransport:
             if not got:
                 return  # cancelled while waiting: nobody reads the reply
             llama = _Loaded.get(path, self.context_tokens, self.threads)
+            states = _Loaded.states
+            if states is not None:
+                states.directory = self.states_dir
+                states.replied = None
             kwargs: dict[str, Any] = {
                 "messages": request.messages,
                 "temperature": 0.0,
@@ -305,7 +341,8 @@ class LocalTransport:
                     status=413,
                     hint="raise local_context_tokens, or lower chunk_chars / read_chars",
                 ) from exc
-            prompt_tokens = max(0, llama.n_tokens - generated)
+            length = states.replied if states is not None and states.replied else llama.n_tokens
+            prompt_tokens = max(0, length - generated)
         yield RawReply("".join(parts), finish, prompt_tokens, generated, 0.0)
 
     async def stream(self, request: Request) -> AsyncIterator[str | RawReply]:

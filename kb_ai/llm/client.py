@@ -508,7 +508,11 @@ def open_llm(
     if settings.is_local:
         from kb_ai.llm._local import LocalTransport
 
-        transport = LocalTransport(settings.local_context_tokens, settings.local_threads or None)
+        # prompt states kept for the next process, in an initialised knowledge base only
+        states = settings.state_dir / "llm-states" if settings.state_dir.is_dir() else None
+        transport = LocalTransport(
+            settings.local_context_tokens, settings.local_threads or None, states
+        )
     elif _speaks_http(settings, model):
         from kb_ai.llm._http import HttpTransport
 

@@ -212,6 +212,32 @@ def test_the_embedded_model_refuses_parts_that_do_not_hash_right(tmp_path, monke
     assert path.read_bytes() == b"GGUF not really a model"
 
 
+def test_the_embedded_model_file_is_hashed_once_unless_it_changes(tmp_path, monkeypatch):
+    import hashlib
+    import os
+
+    parts = [tmp_path / "p1.bin"]
+    parts[0].write_bytes(b"GGUF not really a model")
+    good = hashlib.sha256(b"GGUF not really a model").hexdigest()
+    model = _local.EmbeddedModel("t", "t.gguf", (("a", "p1"),), good, 23, "t")
+    monkeypatch.setattr(_local, "_part_paths", lambda m: parts)
+    hashed = []
+    real = _local._sha256
+    monkeypatch.setattr(_local, "_sha256", lambda path: hashed.append(path) or real(path))
+    path = _local.assemble(model, tmp_path / "cache")
+    _local.assemble(model, tmp_path / "cache")
+    _local.assemble(model, tmp_path / "cache")
+    assert not hashed  # hashed as it was assembled, not again before each call
+
+    # changed in place, same size: hashed again, refused, and assembled anew from the parts
+    path.write_bytes(b"GGUF not really a mode!")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    before = len(hashed)
+    assert _local.assemble(model, tmp_path / "cache").read_bytes() == b"GGUF not really a model"
+    assert len(hashed) > before
+
+
 def test_the_grammar_keeps_small_models_short_and_in_schema_order():
     schema = {
         "type": "object",
