@@ -136,17 +136,19 @@ async def compile_article(
     kind = existing.type if existing else target.type
     previous = existing.body if existing else ""
     texts = [m.text for m in material]
-    # a source's date is material too: the writer dates facts and history lines by it
-    evidence = evidence_for(
-        [*texts, *(m.source for m in material), *(m.date for m in material if m.date)],
-        previous,
-        title,
-    )
     shown = _fitted(prompts, title, kind, existing, material, patch_threshold,
                     material_chars, prompt_chars, notes)  # fmt: skip
     findings: list[str] = []
+    evidence = None
     for attempt in (1, 2):
         draft = await _draft(llm, prompts, title, kind, existing, shown, patch_threshold, findings)
+        if evidence is None:  # indexed once the call is out: the model does not wait for it
+            # a source's date is material too: the writer dates facts and history lines by it
+            evidence = evidence_for(
+                [*texts, *(m.source for m in material), *(m.date for m in material if m.date)],
+                previous,
+                title,
+            )
         review = review_body(
             draft.body,
             evidence=evidence,
