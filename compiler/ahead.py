@@ -73,6 +73,7 @@ async def extract_ahead(
     sources: list[Source] = []
     spawned: list[asyncio.Future] = []
     stopped = 0  # items not read: the run was interrupted before them
+    texts: set[str] = set()  # the checksums of the sources sent to the model
     for item in state.pending:
         if tasks.interrupted:
             pending.append(item)
@@ -84,9 +85,14 @@ async def extract_ahead(
         else:
             read = item
             pending.append(item)
-        if not isinstance(read, Source) or _stored(kb, state.known, read, model, mode.version):
+        if (
+            not isinstance(read, Source)
+            or _copy(read, state.known, texts)  # one document twice: compiled once
+            or _stored(kb, state.known, read, model, mode.version)
+        ):
             progress("advance", name="extract", item=item.origin)
             continue
+        texts.add(read.checksum)
         sources.append(read)
         spawned.append(tasks.spawn(_extract(mode, llm, read, progress)))
     outcomes = await tasks.collect(spawned)
@@ -138,6 +144,12 @@ def _session_key(read: Read) -> str | None:
     if isinstance(read, Source):
         return key_of_origin(read.origin)
     return None  # an error: reading it again would fail the same way
+
+
+def _copy(source: Source, known: Mapping[str, Any], texts: set[str]) -> bool:
+    """Whether the run compiles ``source`` as a copy of another (compiler/allocate.py)."""
+    row = known.get(source.origin)
+    return not (row is not None and row["raw_path"]) and source.checksum in texts
 
 
 def _stored(

@@ -1,5 +1,6 @@
 """One compile run: intake -> extract -> classify -> plan -> write -> index -> commit,
-under the knowledge base's compile lock, recorded for Status, ending in one git commit.
+recorded for Status, ending in one git commit. Its sources are read and extracted
+first (compiler/ahead.py); the rest runs under the knowledge base's compile lock.
 
 The stages live in compiler/stages.py and pass one RunState (compiler/state.py) from
 one to the next; this module holds the run around them. Ctrl-C cancels what is in
