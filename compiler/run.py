@@ -148,7 +148,10 @@ class Compiler:
 
     async def _compile_held(self, state: RunState, started: float, force: bool) -> CompileResult:
         run_started = datetime.now(UTC)
-        tracker = RunTracker(self.kb, self.started_by, self.progress)
+        # Sources to compile are extracted ahead of the lock, which says so: the stages'
+        # own extract (answered by then) is on Status, not said to the caller again.
+        said = _after_extraction(self.progress) if state.pending else self.progress
+        tracker = RunTracker(self.kb, self.started_by, said)
         if state.pending or unfinished_run(self.kb):
             llm = (
                 self.llm_factory(self.settings, db_path=self.kb.state_db) if state.pending else None
@@ -310,6 +313,17 @@ class Compiler:
         except StorageError:
             reconcile(self.kb)
             raise
+
+
+def _after_extraction(progress: ProgressFn) -> ProgressFn:
+    """``progress`` without the extract stage's events."""
+
+    def said(event: str, **data: object) -> None:
+        if event in ("stage", "advance") and data.get("name") == "extract":
+            return
+        progress(event, **data)
+
+    return said
 
 
 def _interrupted(state: RunState, ahead: Ahead) -> RunState:
