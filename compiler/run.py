@@ -1,5 +1,6 @@
 """One compile run: intake -> extract -> classify -> plan -> write -> index -> commit,
-under the knowledge base's compile lock, recorded for Status, ending in one git commit.
+recorded for Status, ending in one git commit. Its sources are read and extracted
+first (compiler/ahead.py); the rest runs under the knowledge base's compile lock.
 
 The stages live in compiler/stages.py and pass one RunState (compiler/state.py) from
 one to the next; this module holds the run around them. Ctrl-C cancels what is in
@@ -17,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from compiler._tasks import Interruptible, run_io
-from compiler.categories import ensure_categories
+from compiler.ahead import Ahead, extract_ahead
+from compiler.categories import current_categories, ensure_categories
 from compiler.classify import CatalogRanker
 from compiler.documents import convert_process
 from compiler.identity_index import Arrival
@@ -25,7 +27,7 @@ from compiler.intake import intake_paths, intake_sources, still_pending
 from compiler.mode import PROMPTS, choose_mode, extraction_version
 from compiler.record import INDEX_FINGERPRINT
 from compiler.recovery import reconcile, unfinished_run
-from compiler.result import CompileResult
+from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review, hold_hand_edits
 from compiler.review_policy import hold_reason
 from compiler.revisions import retire_superseded
@@ -135,7 +137,8 @@ class Compiler:
     # -- the run ---------------------------------------------------------------------
 
     async def _compile(self, state: RunState, started: float, force: bool) -> CompileResult:
-        """Intake's state through the stages, under the compile lock, recorded as a run."""
+        """Intake's state through the stages, recorded as a run: its sources extracted
+        first, then the rest under the compile lock."""
         # state.db held open for the run (and not used): each open and close of it in the
         # run was otherwise the last connection's, and SQLite checkpoints and deletes the
         # WAL on such a close and makes it again on the next open, ~15 ms each time, six
@@ -145,35 +148,29 @@ class Compiler:
 
     async def _compile_held(self, state: RunState, started: float, force: bool) -> CompileResult:
         run_started = datetime.now(UTC)
-        tracker = RunTracker(self.kb, self.started_by, self.progress)
+        # Sources to compile are extracted ahead of the lock, which says so: the stages'
+        # own extract (answered by then) is on Status, not said to the caller again.
+        said = _after_extraction(self.progress) if state.pending else self.progress
+        tracker = RunTracker(self.kb, self.started_by, said)
         if state.pending or unfinished_run(self.kb):
-            lock = compile_lock(self.kb)
-            if not lock.acquire(blocking=False):
-                self.progress("waiting", reason="another compile of this knowledge base is running")
-                await asyncio.to_thread(lock.acquire)
-                # The run we waited for changed the state: its raw slugs are taken now,
-                # and what it compiled needs no second pass.
-                with closing(open_state(self.kb)) as conn:
-                    state = still_pending(state, all_sources(conn), force=force)
-            self._lock = lock
+            llm = (
+                self.llm_factory(self.settings, db_path=self.kb.state_db) if state.pending else None
+            )
             self._tasks.install_handler()
-            tracker.start(len(state.pending))
             try:
-                # The wiki remote's commits first (a fast-forward), so the run writes
-                # on top of what other servers wrote; what waited here is pushed.
-                await run_io(sync_remote, self.kb)
-                # A run killed before its commit left articles: settled before anything.
-                commit = await run_io(reconcile, self.kb)
-                state = replace(state, result=replace(state.result, commit=commit))
-                if state.pending:
-                    state = await self._run_stages(state, tracker)
-            except BaseException as exc:
-                tracker.finish("failed", {"error": str(exc) or type(exc).__name__}, None)
-                raise
+                ahead = Ahead()
+                if llm is not None:
+                    state, ahead = await self._extract_ahead(llm, state)
+                if self.interrupted:  # nothing of it reached the wiki: nothing to write
+                    state = _interrupted(state, ahead)
+                else:
+                    state = await self._locked(llm, state, ahead, tracker, force)
             finally:
                 self._tasks.remove_handler()
-                self._lock = None
-                lock.release()
+                if llm is not None:
+                    await _close(llm)  # closing twice is harmless
+            if llm is not None:  # what was extracted ahead of the lock included
+                state = replace(state, result=replace(state.result, usage=llm.usage))
         # held for a reviewer (review_policy): main stays as it was until approved
         hold = await run_io(hold_reason, self.kb, self.settings, state.hand_merged)
         commit = await retire_superseded(
@@ -213,19 +210,65 @@ class Compiler:
             await run_io(publish, self.kb)
         return result
 
-    async def _run_stages(self, state: RunState, progress: ProgressFn) -> RunState:
-        """The stages with the model client open for them (closed however they end); the
-        result carries the client's usage."""
-        llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
-        actor = self.kb.actor
-        try:  # the local model serves the run's submitter in turn with others
-            with calling_as(actor.name if actor is not None else ""):
-                state = await self._stages(llm, state, progress)
-        finally:
-            await _close(llm)  # closing twice is harmless
-        return replace(state, result=replace(state.result, usage=llm.usage))
+    async def _extract_ahead(self, llm: LLM, state: RunState) -> tuple[RunState, Ahead]:
+        """The sources read and extracted, before the run takes the lock (compiler/ahead.py)."""
+        mode = choose_mode(self.settings, current_categories(self.kb, self.settings))
+        with calling_as(self._caller):
+            return await extract_ahead(
+                self.kb, self.settings.model or "", mode, llm, state, self._tasks, self.progress
+            )
 
-    async def _stages(self, llm: LLM, state: RunState, progress: ProgressFn) -> RunState:
+    async def _locked(
+        self, llm: LLM | None, state: RunState, ahead: Ahead, tracker: RunTracker, force: bool
+    ) -> RunState:
+        """The run's writing part, holding the compile lock: the wiki as it is now (the
+        remote's commits, a killed run settled), then the stages."""
+        lock = compile_lock(self.kb)
+        if not lock.acquire(blocking=False):
+            self.progress("waiting", reason="another compile of this knowledge base is running")
+            await asyncio.to_thread(lock.acquire)
+        self._lock = lock
+        try:
+            # Another run may have committed since intake (while this one extracted or
+            # waited): its raw slugs are taken now, and what it compiled needs no
+            # second pass.
+            if state.pending:
+                with closing(open_state(self.kb)) as conn:
+                    state = still_pending(state, all_sources(conn), force=force)
+            tracker.start(len(state.pending))
+            try:
+                # The wiki remote's commits first (a fast-forward), so the run writes
+                # on top of what other servers wrote; what waited here is pushed.
+                await run_io(sync_remote, self.kb)
+                # A run killed before its commit left articles: settled before anything.
+                commit = await run_io(reconcile, self.kb)
+                state = replace(state, result=replace(state.result, commit=commit))
+                if state.pending and llm is not None:
+                    state = await self._run_stages(llm, state, ahead, tracker)
+            except BaseException as exc:
+                tracker.finish("failed", {"error": str(exc) or type(exc).__name__}, None)
+                raise
+        finally:
+            self._lock = None
+            lock.release()
+        return state
+
+    @property
+    def _caller(self) -> str:
+        """Whom the model serves (the local model serves each submitter in turn)."""
+        actor = self.kb.actor
+        return actor.name if actor is not None else ""
+
+    async def _run_stages(
+        self, llm: LLM, state: RunState, ahead: Ahead, progress: ProgressFn
+    ) -> RunState:
+        """The stages, the model serving the run's submitter (in turn with others)."""
+        with calling_as(self._caller):
+            return await self._stages(llm, state, ahead, progress)
+
+    async def _stages(
+        self, llm: LLM, state: RunState, ahead: Ahead, progress: ProgressFn
+    ) -> RunState:
         """extract (and classify) -> plan -> write -> index -> commit."""
         categories = ensure_categories(self.kb, self.settings)
         mode = choose_mode(self.settings, categories)  # once: small models name sources
@@ -238,7 +281,7 @@ class Compiler:
         # (a wiki of 10,000 articles took ~0.5 s to load and rank before the first call).
         ranker = asyncio.ensure_future(run_io(_load_ranker, self.kb, fingerprint))
         ctx = RunContext(self.kb, self.settings, llm, mode, self._tasks, progress, ranker,
-                         self._still_the_writer)  # fmt: skip
+                         self._still_the_writer, ahead)  # fmt: skip
         try:
             state = await extract_stage(ctx, state)
             if not state.work:  # nothing could be read: nothing to write, log or commit
@@ -270,6 +313,28 @@ class Compiler:
         except StorageError:
             reconcile(self.kb)
             raise
+
+
+def _after_extraction(progress: ProgressFn) -> ProgressFn:
+    """``progress`` without the extract stage's events."""
+
+    def said(event: str, **data: object) -> None:
+        if event in ("stage", "advance") and data.get("name") == "extract":
+            return
+        progress(event, **data)
+
+    return said
+
+
+def _interrupted(state: RunState, ahead: Ahead) -> RunState:
+    """Stopped before the lock: every pending source is reported, and compiles next time."""
+    failed = []
+    for item in state.pending:
+        read = item.origin in ahead.read
+        reason = "interrupted before it finished" if read else "interrupted before it was read"
+        failed.append(Failure(item.origin, reason))
+    result = replace(state.result, failed=[*state.result.failed, *failed])
+    return replace(state, result=result, pending=())
 
 
 def _load_ranker(kb: KnowledgeBase, fingerprint: str | None) -> CatalogRanker:

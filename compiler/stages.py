@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
+from compiler.ahead import Ahead
 from compiler.allocate import Identities, allocate_source, copy_in_run, taken_slugs
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
@@ -76,6 +77,7 @@ class RunContext:
     # Called before the run records anything (blocking: off the loop); it raises to stop
     # the run there (the compile lock was lost: compiler/run.py puts the articles back).
     guard: Callable[[], None] = lambda: None
+    ahead: Ahead = field(default_factory=Ahead)  # extracted before the lock (compiler/ahead.py)
 
     @property
     def interrupted(self) -> bool:
@@ -154,8 +156,9 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
 
 async def extract(ctx: RunContext, w: Work) -> Work:
     """``w`` with its extraction: the stored one when it is of this source, model and
-    prompt version (an interrupted or failed run already paid for it), else the model's.
-    Its raw copy is written meanwhile, and kept even when the model fails."""
+    prompt version (an interrupted or failed run already paid for it), else the model's
+    (asked before the run took the lock, compiler/ahead.py, or now). Its raw copy is
+    written meanwhile, and kept even when the model fails."""
     src = w.source
     model = ctx.settings.model or ""
     # A source seen for the first time has no earlier extraction: no thread to look.
@@ -170,7 +173,10 @@ async def extract(ctx: RunContext, w: Work) -> Work:
             and old.prompt_version == ctx.mode.version
         ):
             return replace(w, extraction=Extraction.from_data(old.data))
-        extraction = await ctx.mode.extract(ctx.llm, src)
+        ahead = ctx.ahead.of(src, model, ctx.mode)
+        if isinstance(ahead, KbAiError):  # the model failed it then: one try, as ever
+            raise ahead
+        extraction = ahead if ahead is not None else await ctx.mode.extract(ctx.llm, src)
         await run_io(
             write_extraction,
             ctx.kb,

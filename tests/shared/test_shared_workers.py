@@ -111,3 +111,46 @@ def test_a_worker_killed_mid_compile_leaves_its_task_to_the_other(shared, pg_url
     assert done["attempts"] == 2 and done["state"] == "done"
     assert "wiki/concept/release-train.md" in list_articles(shared)
     assert git(shared, "status", "--porcelain").strip() == ""
+
+
+def test_a_worker_killed_after_extracting_while_it_waits_for_the_lock_loses_nothing(
+    shared, second, pg_url, fake_model
+):
+    """Another server writes (it holds the database's lock): a worker here extracts its
+    task, waits for the lock, and is killed; nothing of it is in the wiki, and the next
+    worker compiles the task once the lock is free."""
+    from tests.fakes.kb_responder import stage_of
+    from wiki.lock import compile_lock
+
+    with closing(open_state(shared)) as conn:
+        task, _ = TaskQueue(shared, conn).submit(
+            "Release train", b"# Release train\n\nReleases leave every Tuesday at 10:00.\n"
+        )
+    other_server = compile_lock(second)  # the advisory lock, from the other work tree
+    assert other_server.acquire(blocking=False)
+    try:
+        first = _start_worker(shared, pg_url)
+        try:
+            assert _wait_until(lambda: [stage_of(r) for r in fake_model.requests] == ["extract"])
+            time.sleep(0.5)  # it would write now, if it did not wait for the lock
+            assert [stage_of(r) for r in fake_model.requests] == ["extract"]
+            assert _states(shared) == ["running"]
+            first.send_signal(signal.SIGKILL)
+            first.wait(10)
+        finally:
+            _stop(first)
+        assert list_articles(shared) == [] and not list((shared.root / "raw").glob("*.md"))
+        assert git(shared, "status", "--porcelain").strip() == ""
+    finally:
+        other_server.release()
+    nxt = _start_worker(shared, pg_url)
+    try:
+        assert _wait_until(lambda: _states(shared) == ["done"]), _states(shared)
+    finally:
+        _stop(nxt)
+    with closing(open_state(shared)) as conn:
+        done = TaskQueue(shared, conn).get(task["id"])
+    assert done["attempts"] == 2
+    assert "wiki/concept/release-train.md" in list_articles(shared)
+    assert len(git(shared, "log", "--format=%s").splitlines()) == 2
+    assert git(shared, "status", "--porcelain").strip() == ""
