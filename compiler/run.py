@@ -148,29 +148,59 @@ class Compiler:
 
     async def _compile_held(self, state: RunState, started: float, force: bool) -> CompileResult:
         run_started = datetime.now(UTC)
-        # Sources to compile are extracted ahead of the lock, which says so: the stages'
-        # own extract (answered by then) is on Status, not said to the caller again.
-        said = _after_extraction(self.progress) if state.pending else self.progress
-        tracker = RunTracker(self.kb, self.started_by, said)
-        if state.pending or unfinished_run(self.kb):
-            llm = (
-                self.llm_factory(self.settings, db_path=self.kb.state_db) if state.pending else None
-            )
-            self._tasks.install_handler()
-            try:
-                ahead = Ahead()
-                if llm is not None:
-                    state, ahead = await self._extract_ahead(llm, state)
-                if self.interrupted:  # nothing of it reached the wiki: nothing to write
-                    state = _interrupted(state, ahead)
-                else:
-                    state = await self._locked(llm, state, ahead, tracker, force)
-            finally:
-                self._tasks.remove_handler()
-                if llm is not None:
-                    await _close(llm)  # closing twice is harmless
-            if llm is not None:  # what was extracted ahead of the lock included
-                state = replace(state, result=replace(state.result, usage=llm.usage))
+        busy = bool(state.pending) or unfinished_run(self.kb)
+        # A free lock is taken at once, and the run extracts under it, each source
+        # classified as soon as it is extracted: the calls in flight stay full (extracting
+        # everything first put a stage barrier in every run, 0.84 -> 0.75 of the ideal
+        # time at 16 in flight). Held by another writer, the run extracts while it waits
+        # (compiler/ahead.py) and takes turns only for the rest: several workers extract
+        # at once.
+        lock = compile_lock(self.kb)
+        held = busy and lock.acquire(blocking=False)
+        try:
+            # Sources extracted ahead of the lock say so: the stages' own extract
+            # (answered by then) is on Status, not said to the caller again.
+            ahead_of_lock = bool(state.pending) and not held
+            said = _after_extraction(self.progress) if ahead_of_lock else self.progress
+            tracker = RunTracker(self.kb, self.started_by, said)
+            if busy:
+                taken, held = held, False  # from here _run releases it
+                state = await self._run(state, tracker, force, lock, taken)
+        finally:
+            if held:
+                lock.release()
+        return await self._after_run(state, tracker, run_started, started)
+
+    async def _run(
+        self, state: RunState, tracker: RunTracker, force: bool, lock: CompileLock, held: bool
+    ) -> RunState:
+        """Extraction (ahead of the lock unless ``held``), then the rest under it; the
+        lock is released when this returns."""
+        llm = self.llm_factory(self.settings, db_path=self.kb.state_db) if state.pending else None
+        self._tasks.install_handler()
+        try:
+            ahead = Ahead()
+            if llm is not None and not held:
+                state, ahead = await self._extract_ahead(llm, state)
+            if self.interrupted:  # nothing of it reached the wiki: nothing to write
+                state = _interrupted(state, ahead)
+            else:
+                taken, held = held, False  # from here _locked releases it
+                state = await self._locked(llm, state, ahead, tracker, force, lock, taken)
+        finally:
+            if held:
+                lock.release()
+            self._tasks.remove_handler()
+            if llm is not None:
+                await _close(llm)  # closing twice is harmless
+        if llm is not None:  # what was extracted ahead of the lock included
+            state = replace(state, result=replace(state.result, usage=llm.usage))
+        return state
+
+    async def _after_run(
+        self, state: RunState, tracker: RunTracker, run_started: datetime, started: float
+    ) -> CompileResult:
+        """Review holds, retired copies, the run's record, the push."""
         # held for a reviewer (review_policy): main stays as it was until approved
         hold = await run_io(hold_reason, self.kb, self.settings, state.hand_merged)
         commit = await retire_superseded(
@@ -219,12 +249,19 @@ class Compiler:
             )
 
     async def _locked(
-        self, llm: LLM | None, state: RunState, ahead: Ahead, tracker: RunTracker, force: bool
+        self,
+        llm: LLM | None,
+        state: RunState,
+        ahead: Ahead,
+        tracker: RunTracker,
+        force: bool,
+        lock: CompileLock,
+        held: bool,
     ) -> RunState:
-        """The run's writing part, holding the compile lock: the wiki as it is now (the
-        remote's commits, a killed run settled), then the stages."""
-        lock = compile_lock(self.kb)
-        if not lock.acquire(blocking=False):
+        """The run's writing part, holding the compile lock (taken here unless ``held``;
+        released when this returns): the wiki as it is now (the remote's commits, a
+        killed run settled), then the stages."""
+        if not held and not lock.acquire(blocking=False):
             self.progress("waiting", reason="another compile of this knowledge base is running")
             await asyncio.to_thread(lock.acquire)
         self._lock = lock

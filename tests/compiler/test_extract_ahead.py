@@ -135,3 +135,33 @@ def test_an_extraction_that_failed_before_the_lock_fails_its_source_once(kb, set
     assert llm.stages().count("extract") == 2  # the failed one was not asked again
     # its raw copy is kept, as before, for the next run
     assert any("slow note" in p.read_text() for p in (kb.root / "raw").glob("*.md"))
+
+
+def test_a_free_lock_is_taken_at_once_and_each_source_is_classified_as_it_is_extracted(
+    kb, settings, tmp_path
+):
+    """No other writer: the run takes the lock before its first model call and extracts
+    under it, classifying a source while the next ones are being extracted. (Extracting
+    everything ahead of the lock put a barrier between the two stages of every run: at
+    16 calls in flight a whole round of calls was lost.)"""
+    notes = [
+        _note(tmp_path / "notes", f"n{i}.md", f"# Subject {i}\n\nA fact about subject {i}.\n")
+        for i in range(4)
+    ]
+    lock_free_at_extract = []
+
+    def handler(stage, messages, schema):
+        if stage == "extract":
+            probe = compile_lock(kb)  # a lock of its own: it conflicts with the run's
+            lock_free_at_extract.append(probe.acquire(blocking=False))
+            if lock_free_at_extract[-1]:
+                probe.release()
+        return responder_handler(stage, messages, schema)
+
+    llm = FakeLLM(handler)
+    result = _compile(kb, settings, llm, notes)
+    assert len(result.compiled) == 4 and not result.failed
+    assert lock_free_at_extract == [False] * 4, "a source was extracted without the lock"
+    stages = llm.stages()
+    last_extract = max(i for i, s in enumerate(stages) if s == "extract")
+    assert stages.index("classify") < last_extract, stages
