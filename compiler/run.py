@@ -43,7 +43,6 @@ from compiler.stages import (
     write_stage,
 )
 from compiler.state import RunState
-from kb_ai.errors import StorageError
 from kb_ai.llm import LLM, calling_as, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
@@ -73,6 +72,10 @@ async def compile_run(
     if items and all(isinstance(i, Source) for i in items):
         return await compiler.compile_sources(items, force=force)  # type: ignore[arg-type]
     return await compiler.compile_paths(items, force=force)  # type: ignore[arg-type]
+
+
+#: How often a run waiting for another writer asks for the compile lock again.
+LOCK_POLL_S = 0.05
 
 
 class Compiler:
@@ -176,9 +179,11 @@ class Compiler:
     ) -> RunState:
         """Extraction (ahead of the lock unless ``held``), then the rest under it; the
         lock is released when this returns."""
-        llm = self.llm_factory(self.settings, db_path=self.kb.state_db) if state.pending else None
-        self._tasks.install_handler()
-        try:
+        llm = None
+        try:  # the lock is released however this ends (a model client that cannot open)
+            if state.pending:
+                llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
+            self._tasks.install_handler()
             ahead = Ahead()
             if llm is not None and not held:
                 state, ahead = await self._extract_ahead(llm, state)
@@ -261,9 +266,8 @@ class Compiler:
         """The run's writing part, holding the compile lock (taken here unless ``held``;
         released when this returns): the wiki as it is now (the remote's commits, a
         killed run settled), then the stages."""
-        if not held and not lock.acquire(blocking=False):
-            self.progress("waiting", reason="another compile of this knowledge base is running")
-            await asyncio.to_thread(lock.acquire)
+        if not held and not await self._wait_for(lock):
+            return _interrupted(state, ahead)  # stopped while it waited: nothing written
         self._lock = lock
         try:
             # Another run may have committed since intake (while this one extracted or
@@ -289,6 +293,20 @@ class Compiler:
             self._lock = None
             lock.release()
         return state
+
+    async def _wait_for(self, lock: CompileLock) -> bool:
+        """Take ``lock`` once the writer holding it lets go; False when the run is
+        stopped first (Ctrl-C, SIGTERM, a worker stopping). Asked again every
+        LOCK_POLL_S rather than waited for in a thread: a thread blocked on the lock
+        cannot be stopped, and it took the lock for no one after its run was cancelled."""
+        if lock.acquire(blocking=False):
+            return True
+        self.progress("waiting", reason="another compile of this knowledge base is running")
+        while not self.interrupted:
+            await asyncio.sleep(LOCK_POLL_S)
+            if lock.acquire(blocking=False):  # at once: nothing to cancel half-way
+                return True
+        return False
 
     @property
     def _caller(self) -> str:
@@ -347,7 +365,7 @@ class Compiler:
                 self._lock.check()
             if self.guard is not None:
                 self.guard()
-        except StorageError:
+        except Exception:  # a StorageError, or the database's own on a dropped connection
             reconcile(self.kb)
             raise
 

@@ -196,14 +196,17 @@ class Asker(PagePicker):
                 crossing=bool(self.crossing),
                 corpus=scope if whole else None,
             )
-            async for item in self.llm.stream(messages, stage="answer"):
-                if isinstance(item, Completion):
-                    final = self._paid(item)
-                    continue
-                said.append(item)
-                for sentence in cutter.feed(item):
-                    if shown := check.check(sentence):
-                        yield Delta(placer.feed(shown))
+            # closed here, in this task, when the asker goes away mid-answer (else the
+            # loop's finaliser closes it later, in a task of its own)
+            async with aclosing(self.llm.stream(messages, stage="answer")) as stream:
+                async for item in stream:
+                    if isinstance(item, Completion):
+                        final = self._paid(item)
+                        continue
+                    said.append(item)
+                    for sentence in cutter.feed(item):
+                        if shown := check.check(sentence):
+                            yield Delta(placer.feed(shown))
             if not said and final is not None and final.text:
                 said.append(final.text)
                 cutter.feed(final.text)

@@ -227,7 +227,9 @@ BEGIN {
 {
     event = (NR == 1) ? $0 : event "\n" $0
     size += length($0) + 1
-    if (size > 1000000) { while ((getline) > 0) event = event "\n" $0; fallback() }
+    # past 1 MB: Python's hook answers (it reads at most 1 MB of an event); the rest is
+    # read and dropped, never held
+    if (size > 1000000) { while ((getline) > 0) ; fallback() }
 }
 
 END {

@@ -57,9 +57,12 @@ class Slots:
         try:
             yield sent
         finally:
-            on_sent.reset(token)
             sent()
-            self._semaphore.release()
+            self._semaphore.release()  # first: what follows may raise
+            # A stream closed by the loop's finaliser runs this in another task's
+            # context, where the token is not valid: the slot is given back all the same.
+            with suppress(ValueError):
+                on_sent.reset(token)
 
     async def sent_first(self) -> None:
         """Return once every call holding a slot has sent its request (or after

@@ -165,3 +165,59 @@ def test_a_free_lock_is_taken_at_once_and_each_source_is_classified_as_it_is_ext
     stages = llm.stages()
     last_extract = max(i for i, s in enumerate(stages) if s == "extract")
     assert stages.index("classify") < last_extract, stages
+
+
+def test_a_model_client_that_cannot_open_leaves_the_lock_free(kb, settings, tmp_path):
+    """No model set (the client refuses to open) after the run took the free lock: the
+    error is the user's to read, and the next compile, in any process, is not left
+    waiting for a lock no one holds."""
+    from kb_ai.errors import ConfigError
+
+    note = _note(tmp_path / "notes", "n.md", "# Subject\n\nA fact.\n")
+
+    def no_model(settings, **kwargs):
+        raise ConfigError("No model is configured", hint="set model in kb-ai.toml")
+
+    compiler = Compiler(kb, settings, llm_factory=no_model)
+    with pytest.raises(ConfigError):
+        asyncio.run(compiler.compile_paths([str(note)]))
+    probe = compile_lock(kb)
+    assert probe.acquire(blocking=False), "the compile lock was left held"
+    probe.release()
+
+
+def test_a_run_stopped_while_it_waits_for_the_lock_never_takes_it(kb, settings, tmp_path):
+    """Ctrl-C (or a worker stopping) while another writer holds the lock: the run ends
+    with its sources reported as interrupted, and takes the lock for no one once the
+    other writer lets go."""
+    note = _note(tmp_path / "notes", "n.md", "# Subject\n\nA fact.\n")
+    held = compile_lock(kb)
+    assert held.acquire(blocking=False)
+    waiting = threading.Event()
+
+    def progress(event, **info):
+        if event == "waiting":
+            waiting.set()
+
+    llm = FakeLLM(responder_handler)
+    compiler = Compiler(kb, settings, llm_factory=lambda s, **k: llm, progress=progress)
+    results = {}
+    runner = threading.Thread(
+        target=lambda: results.setdefault("run", asyncio.run(compiler.compile_paths([str(note)])))
+    )
+    runner.start()
+    try:
+        assert waiting.wait(20), "the run never came to wait for the lock"
+        compiler.interrupt()
+        runner.join(10)
+        assert not runner.is_alive(), "the run went on waiting after it was stopped"
+    finally:
+        held.release()
+        runner.join(10)
+    result = results["run"]
+    assert result.interrupted and not result.compiled
+    assert [f.source for f in result.failed] and "interrupted" in result.failed[0].error
+    probe = compile_lock(kb)
+    assert probe.acquire(blocking=False), "the stopped run took the lock after all"
+    probe.release()
+    assert git(kb, "status", "--porcelain").strip() == ""

@@ -530,7 +530,7 @@ def test_streaming_a_cached_answer_costs_nothing(server, settings):
 
 
 def test_a_freed_slot_sends_its_next_call_before_the_reply_is_checked(server, settings):
-    """One slot, two calls: the first reply's reader checks it for 0.4 s of CPU on the
+    """One slot, two calls: the first reply's reader checks it for 1 s of CPU on the
     event loop (as a compile checks what the model wrote). The second call takes the
     freed slot and its request reaches the model before that check, not after it: the
     model works while replies are read (16 in flight lost ~20 ms a call to this)."""
@@ -541,7 +541,7 @@ def test_a_freed_slot_sends_its_next_call_before_the_reply_is_checked(server, se
     async def first(llm):
         done = await llm.complete(ASK, stage="select")
         checked["from"] = time.monotonic()
-        time.sleep(0.4)  # the reader's checks: the loop does nothing else meanwhile
+        time.sleep(1.0)  # the reader's checks: the loop does nothing else meanwhile
         checked["to"] = time.monotonic()
         return done
 
@@ -552,10 +552,8 @@ def test_a_freed_slot_sends_its_next_call_before_the_reply_is_checked(server, se
     a, b = asyncio.run(main())
     assert (a.text, b.text) == ("first", "second")
     second_arrived = server.arrivals[1]
-    # before the check ended (it began as the first call returned); at its end otherwise
-    assert second_arrived < checked["from"] + 0.2 < checked["to"], (
-        "the second request waited for the first reply's check"
-    )
+    # before the check ended (it began as the first call returned); after it otherwise
+    assert second_arrived < checked["to"], "the second request waited for the first reply's check"
 
 
 def test_a_slot_whose_request_is_never_reported_sent_delays_readers_by_patience_only():
@@ -585,3 +583,28 @@ def test_a_slot_whose_request_is_never_reported_sent_delays_readers_by_patience_
 
     waited = asyncio.run(main())
     assert 0.04 <= waited < 0.5
+
+
+def test_a_stream_closed_from_another_task_gives_its_slot_back():
+    """A web client gone mid-answer: the answer's stream is closed by the event loop's
+    finaliser, in another task. Its slot comes back (it did not: after max_concurrency
+    abandoned answers every call of the server waited for ever)."""
+    from kb_ai.llm._slots import Slots
+
+    async def main():
+        slots = Slots(1)
+
+        async def stream():
+            async with slots.slot():
+                yield "a token"
+                await asyncio.sleep(10)
+
+        answer = stream()
+        await anext(answer)  # the slot is held, in this task's context
+        await asyncio.get_running_loop().create_task(answer.aclose())
+        async with asyncio.timeout(2):
+            async with slots.slot() as sent:
+                sent()
+        return True
+
+    assert asyncio.run(main())
