@@ -267,6 +267,7 @@ class Compiler:
         released when this returns): the wiki as it is now (the remote's commits, a
         killed run settled), then the stages."""
         if not held and not await self._wait_for(lock):
+            lock.release()  # not taken: only what its tries kept open (a connection)
             return _interrupted(state, ahead)  # stopped while it waited: nothing written
         self._lock = lock
         try:
@@ -299,12 +300,12 @@ class Compiler:
         stopped first (Ctrl-C, SIGTERM, a worker stopping). Asked again every
         LOCK_POLL_S rather than waited for in a thread: a thread blocked on the lock
         cannot be stopped, and it took the lock for no one after its run was cancelled."""
-        if lock.acquire(blocking=False):
+        if lock.acquire(blocking=False, retry=True):
             return True
         self.progress("waiting", reason="another compile of this knowledge base is running")
         while not self.interrupted:
             await asyncio.sleep(LOCK_POLL_S)
-            if lock.acquire(blocking=False):  # at once: nothing to cancel half-way
+            if lock.acquire(blocking=False, retry=True):  # at once: nothing to cancel
                 return True
         return False
 

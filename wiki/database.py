@@ -446,14 +446,22 @@ class Hold(Held):
         self.namespace = namespace
         self.key = key_of(name)
         self._conn: Any = None
+        # The connection of a try that found the lock taken, kept when the caller said it
+        # will try again (``retry``): a run waiting for another writer asks every 50 ms
+        # (compiler/run.py), one query each rather than a session started and ended.
+        self._trying: Any = None
 
-    def acquire(self, blocking: bool = True, *, shared: bool = False) -> bool:
+    def acquire(self, blocking: bool = True, *, shared: bool = False, retry: bool = False) -> bool:
+        """Take the lock; ``retry``: a failed try keeps its connection for the next one
+        (:meth:`release` closes it)."""
         import psycopg
 
-        try:
-            conn = psycopg.connect(self.db.url, autocommit=True, connect_timeout=5)
-        except psycopg.OperationalError as exc:
-            raise unreachable(self.db.url, exc, "take a lock in") from exc
+        conn, self._trying = self._trying, None
+        if conn is None or conn.closed:
+            try:
+                conn = psycopg.connect(self.db.url, autocommit=True, connect_timeout=5)
+            except psycopg.OperationalError as exc:
+                raise unreachable(self.db.url, exc, "take a lock in") from exc
         fn = "pg_advisory_lock" if blocking else "pg_try_advisory_lock"
         fn += "_shared" if shared else ""
         try:
@@ -464,7 +472,10 @@ class Hold(Held):
         if blocking or (row and row[0] is not False):
             self._conn = conn
             return True
-        conn.close()
+        if retry:
+            self._trying = conn  # it holds nothing: kept for the next try
+        else:
+            conn.close()
         return False
 
     def held(self) -> bool:
@@ -496,9 +507,11 @@ class Hold(Held):
         return self.acquire(blocking=False)
 
     def release(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()  # the session ends: its advisory locks are freed
+        """Let go of the lock (if held) and of a kept trying connection."""
+        for conn in (self._conn, self._trying):
+            if conn is not None:
+                conn.close()  # the session ends: its advisory locks are freed
+        self._conn = self._trying = None
 
 
 _databases: dict[str, SharedDatabase] = {}

@@ -58,8 +58,10 @@ class CompileLock(Held):
         db = shared_database(kb)
         self.shared = None if db is None else Hold(db, LOCK_COMPILE, "compile")
 
-    def acquire(self, blocking: bool = True) -> bool:
-        if self.shared is not None and not self.shared.acquire(blocking):
+    def acquire(self, blocking: bool = True, *, retry: bool = False) -> bool:
+        """Take both locks; ``retry``: the caller will try again soon (a failed try keeps
+        its database connection for it; :meth:`release` closes it)."""
+        if self.shared is not None and not self.shared.acquire(blocking, retry=retry):
             return False
         try:
             if self.file.acquire(blocking):

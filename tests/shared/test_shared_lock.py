@@ -97,3 +97,32 @@ def test_a_url_that_is_not_postgresql_is_refused(kb):
 def test_a_password_is_never_printed(kb):
     result = _status(kb, "postgresql://root:s3cret@127.0.0.1:1/kb")
     assert result.exit_code != 0 and "s3cret" not in result.output
+
+
+def test_a_writer_asking_again_and_again_for_a_taken_lock_keeps_one_connection(
+    shared, second, monkeypatch
+):
+    """A run waiting for another server's writer asks for the lock every 50 ms: each try
+    is a query on one kept connection, not a new session the database must start and end
+    (twenty a second per waiting worker); letting go closes it."""
+    import psycopg
+
+    first = compile_lock(shared)
+    assert first.acquire()
+    made = []
+    real_connect = psycopg.connect
+
+    def counted(*args, **kwargs):
+        conn = real_connect(*args, **kwargs)
+        made.append(conn)
+        return conn
+
+    monkeypatch.setattr(psycopg, "connect", counted)
+    other = compile_lock(second)
+    assert not any(other.acquire(blocking=False, retry=True) for _ in range(10))
+    assert len(made) == 1
+    first.release()
+    assert other.acquire(blocking=False, retry=True)  # on the same connection, now free
+    assert len(made) == 1
+    other.release()
+    assert all(conn.closed for conn in made)
