@@ -43,6 +43,7 @@ from compiler.stages import (
     write_stage,
 )
 from compiler.state import RunState
+from kb_ai.errors import StorageError
 from kb_ai.llm import LLM, calling_as, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
@@ -366,7 +367,7 @@ class Compiler:
                 self._lock.check()
             if self.guard is not None:
                 self.guard()
-        except Exception:  # a StorageError, or the database's own on a dropped connection
+        except StorageError:  # the database's own errors arrive as one (wiki/database.py)
             reconcile(self.kb)
             raise
 

@@ -49,6 +49,10 @@ from kb_ai.lexicon import (
     WEIGHTS,
 )
 
+#: What reading the indexes and writing the hint file can meet: a file or folder that
+#: cannot be read or written, a damaged or locked database, undecodable text or JSON.
+_FAULTS = (OSError, sqlite3.Error, ValueError)
+
 HINT_DIR = Path(".kb-ai") / "hint"
 CURRENT = "current"
 SHELF_LIMIT = hint.MAX_PAGES  # an also knowledge base's best pages taken, as hint.py does
@@ -158,7 +162,7 @@ def write_hint(root: Path) -> Path | None:
         pointer = base / f".{CURRENT}.{gen_name}"
         pointer.write_text(gen_name + "\n", encoding="ascii")
         os.replace(pointer, base / CURRENT)
-    except (OSError, sqlite3.Error, UnicodeDecodeError):
+    except _FAULTS:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
@@ -176,7 +180,7 @@ def refresh(root: Path, *, only_if_used: bool = False) -> None:
             return
         if not is_fresh(root):
             write_hint(root)
-    except Exception:  # noqa: BLE001 - the prompt hook fails open; the hint waits
+    except _FAULTS:  # the prompt hook fails open; the hint waits for the next write
         return
 
 
@@ -188,6 +192,8 @@ def start_writing(root: Path) -> None:
     """Unless the hint is fresh, or a writer started in the last minute is still at it,
     start ``python -m kb_ai.hooks.hintfile ROOT`` detached (its own session, no output)
     to write it. Never raises."""
+    if not hasattr(os, "posix_spawn"):  # not POSIX: the Python hook answers alone
+        return
     try:
         if is_fresh(root):
             return
@@ -212,7 +218,7 @@ def start_writing(root: Path) -> None:
             ],
             setsid=True,
         )
-    except Exception:  # noqa: BLE001 - no hint file: the Python hook answers meanwhile
+    except _FAULTS:  # no hint file: the Python hook answers meanwhile
         return
 
 

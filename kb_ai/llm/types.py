@@ -79,7 +79,7 @@ class Completion:
         an error (a cancelled task decides nothing: the reply is simply not cached)."""
         try:
             yield self
-        except Exception:
+        except Exception:  # noqa: BLE001 - not caught: whatever failed, the reply was not used
             self.reject()
             raise
         self.accept()
