@@ -83,6 +83,18 @@ def wait_fresh(root: Path, seconds: float = 60.0) -> bool:
     return True
 
 
+def _deploy_kb(tmp_path: Path) -> KnowledgeBase:
+    """A knowledge base of one article, "Deploy from main", indexed for search."""
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    body = "Deploys go out from main."
+    write_article(kb, Article("wiki/howto/d.md", "Deploy from main", "howto", body, [], [],
+                              "2026-01-01", "2026-01-01", body))  # fmt: skip
+    write_indexes(kb, build_catalog(kb))
+    with closing(open_state(kb)) as conn:
+        refresh_search_index(kb, conn)
+    return kb
+
+
 def fresh_hint(kb: KnowledgeBase) -> Path:
     """A hint file made after every source was written (their times a little older)."""
     time.sleep(0.1)
@@ -211,13 +223,7 @@ def test_a_stale_or_missing_hint_file_goes_to_python_which_writes_it_again(tmp_p
 
 
 def test_every_fault_gives_no_hint_and_exit_0(tmp_path):
-    kb = KnowledgeBase.init(tmp_path / "kb")
-    body = "Deploys go out from main."
-    write_article(kb, Article("wiki/howto/d.md", "Deploy from main", "howto", body, [], [],
-                              "2026-01-01", "2026-01-01", body))  # fmt: skip
-    write_indexes(kb, build_catalog(kb))
-    with closing(open_state(kb)) as conn:
-        refresh_search_index(kb, conn)
+    kb = _deploy_kb(tmp_path)
     gen = fresh_hint(kb)
     event = {"cwd": str(kb.root), "prompt": "deploy from main"}
     assert "wiki/howto/d.md" in shell(event, kb.root, python=NO_PYTHON).stdout
@@ -292,13 +298,7 @@ def test_awk_stems_every_word_as_sqlite_does():
 def test_install_writes_the_shell_prompt_hook_and_it_answers_as_the_agent_runs_it(tmp_path):
     from kb_ai.cli.agent_hooks.install import install, settings_path
 
-    kb = KnowledgeBase.init(tmp_path / "kb")
-    body = "Deploys go out from main."
-    write_article(kb, Article("wiki/howto/d.md", "Deploy from main", "howto", body, [], [],
-                              "2026-01-01", "2026-01-01", body))  # fmt: skip
-    write_indexes(kb, build_catalog(kb))
-    with closing(open_state(kb)) as conn:
-        refresh_search_index(kb, conn)
+    kb = _deploy_kb(tmp_path)
     for agent in ("claude-code", "codex"):
         path = settings_path(agent, kb.root)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -47,6 +47,17 @@ def _states(kb):
         return [t["state"] for t in TaskQueue(kb, conn).list()]
 
 
+def _taken_over(kb, pg_url, task_id):
+    """The task as it is once a new worker, started now, has finished it (stopped then)."""
+    worker = _start_worker(kb, pg_url)
+    try:
+        assert _wait_until(lambda: _states(kb) == ["done"]), _states(kb)
+    finally:
+        _stop(worker)
+    with closing(open_state(kb)) as conn:
+        return TaskQueue(kb, conn).get(task_id)
+
+
 def _wait_until(check, seconds=90.0):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -101,13 +112,7 @@ def test_a_worker_killed_mid_compile_leaves_its_task_to_the_other(shared, pg_url
         if first.poll() is None:
             first.kill()
         _stop(first)
-    second = _start_worker(shared, pg_url)
-    try:
-        assert _wait_until(lambda: _states(shared) == ["done"]), _states(shared)
-    finally:
-        _stop(second)
-    with closing(open_state(shared)) as conn:
-        done = TaskQueue(shared, conn).get(task["id"])
+    done = _taken_over(shared, pg_url, task["id"])
     assert done["attempts"] == 2 and done["state"] == "done"
     assert "wiki/concept/release-train.md" in list_articles(shared)
     assert git(shared, "status", "--porcelain").strip() == ""
@@ -143,13 +148,7 @@ def test_a_worker_killed_after_extracting_while_it_waits_for_the_lock_loses_noth
         assert git(shared, "status", "--porcelain").strip() == ""
     finally:
         other_server.release()
-    nxt = _start_worker(shared, pg_url)
-    try:
-        assert _wait_until(lambda: _states(shared) == ["done"]), _states(shared)
-    finally:
-        _stop(nxt)
-    with closing(open_state(shared)) as conn:
-        done = TaskQueue(shared, conn).get(task["id"])
+    done = _taken_over(shared, pg_url, task["id"])
     assert done["attempts"] == 2
     assert "wiki/concept/release-train.md" in list_articles(shared)
     assert len(git(shared, "log", "--format=%s").splitlines()) == 2
