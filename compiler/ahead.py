@@ -20,6 +20,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from compiler._tasks import Interruptible, run_io
+from compiler.allocate import is_new
 from compiler.extract import Extraction
 from compiler.mode import ComposedArticles
 from compiler.sessions import compiled_turns, key_of_origin
@@ -27,7 +28,7 @@ from compiler.sources import Source
 from compiler.state import Pending, RunState, Skipped, Unread
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
-from wiki import KnowledgeBase, read_extraction
+from wiki import ExtractionRecord, KnowledgeBase, read_extraction
 
 #: What reading a pending datum gave: a source, a session with nothing new, or why not.
 Read = Source | Skipped | KbAiError
@@ -148,26 +149,31 @@ def _session_key(read: Read) -> str | None:
 
 def _copy(source: Source, known: Mapping[str, Any], texts: set[str]) -> bool:
     """Whether the run compiles ``source`` as a copy of another (compiler/allocate.py)."""
-    row = known.get(source.origin)
-    return not (row is not None and row["raw_path"]) and source.checksum in texts
+    return is_new(source, known) and source.checksum in texts
+
+
+def previous_extraction(kb: KnowledgeBase, slug: str) -> ExtractionRecord | None:
+    """The stored extraction of a source, or None when it is missing or unreadable."""
+    try:
+        return read_extraction(kb, f"extraction/{slug}.md")
+    except (KbAiError, OSError, UnicodeDecodeError):  # gone or damaged: extract again
+        return None
+
+
+def is_current(old: ExtractionRecord | None, source: Source, model: str, version: str) -> bool:
+    """Whether ``old`` is the extraction of this text by this model and prompt version
+    (a run that failed after extracting paid for it): reused, not asked again."""
+    return old is not None and (old.source_checksum, old.model, old.prompt_version) == (
+        source.checksum, model, version
+    )  # fmt: skip
 
 
 def _stored(
     kb: KnowledgeBase, known: Mapping[str, Any], source: Source, model: str, version: str
 ) -> bool:
-    """Whether the source's extraction on disk is of this text, model and prompt version
-    (a run that failed after extracting paid for it): the run reuses it, not the model."""
+    """Whether the source's extraction on disk is current (:func:`is_current`)."""
     row = known.get(source.origin)
     raw = row["raw_path"] if row is not None else None
-    if not raw:
+    if not raw or not (kb.root / f"extraction/{PurePosixPath(raw).stem}.md").is_file():
         return False
-    rel = f"extraction/{PurePosixPath(raw).stem}.md"
-    if not (kb.root / rel).is_file():
-        return False
-    try:
-        old = read_extraction(kb, rel)
-    except (KbAiError, OSError, UnicodeDecodeError):
-        return False
-    return (old.source_checksum, old.model, old.prompt_version) == (
-        source.checksum, model, version
-    )  # fmt: skip
+    return is_current(previous_extraction(kb, PurePosixPath(raw).stem), source, model, version)

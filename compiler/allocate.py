@@ -39,10 +39,15 @@ def copy_in_run(src: Source, known: Mapping[str, Any], found_so_far: Identities)
     """The raw path of the source this run compiles already with ``src``'s very text (a
     second copy of one document: it is recorded as that source, not compiled again), or
     None. A document compiled before keeps its own source."""
-    row = known.get(src.origin)
-    if row is not None and row["raw_path"]:
+    if not is_new(src, known):
         return None
     return found_so_far.texts.get(src.checksum)
+
+
+def is_new(src: Source, known: Mapping[str, Any]) -> bool:
+    """Whether ``src`` came by a way (origin) no compiled source came by before."""
+    row = known.get(src.origin)
+    return not (row is not None and row["raw_path"])
 
 
 def allocate_source(

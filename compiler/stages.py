@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from functools import partial
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
-from compiler.ahead import Ahead
+from compiler.ahead import Ahead, is_current, previous_extraction
 from compiler.allocate import Identities, allocate_source, copy_in_run, taken_slugs
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
@@ -53,7 +53,6 @@ from wiki import (
     RawSource,
     commit_all,
     open_state,
-    read_extraction,
     write_extraction,
     write_raw,
 )
@@ -163,15 +162,10 @@ async def extract(ctx: RunContext, w: Work) -> Work:
     model = ctx.settings.model or ""
     # A source seen for the first time has no earlier extraction: no thread to look.
     has_old = (ctx.kb.extraction_dir / f"{w.slug}.md").is_file()
-    old = await run_io(_previous_extraction, ctx.kb, w.slug) if has_old else None
+    old = await run_io(previous_extraction, ctx.kb, w.slug) if has_old else None
     raw = asyncio.ensure_future(run_io(write_raw, ctx.kb, _raw_source(w)))
     try:
-        if (
-            old is not None
-            and old.source_checksum == src.checksum
-            and old.model == model
-            and old.prompt_version == ctx.mode.version
-        ):
+        if is_current(old, src, model, ctx.mode.version):
             return replace(w, extraction=Extraction.from_data(old.data))
         ahead = ctx.ahead.of(src, model, ctx.mode)
         if isinstance(ahead, KbAiError):  # the model failed it then: one try, as ever
@@ -222,14 +216,6 @@ def _raw_source(w: Work) -> RawSource:
         original=src.original,
         original_suffix=src.original_suffix,
     )
-
-
-def _previous_extraction(kb: KnowledgeBase, slug: str) -> ExtractionRecord | None:
-    """The stored extraction of a source, or None when it is unreadable."""
-    try:
-        return read_extraction(kb, f"extraction/{slug}.md")
-    except (KbAiError, OSError, UnicodeDecodeError):  # gone or damaged: extract again
-        return None
 
 
 # -- plan ---------------------------------------------------------------------------------
