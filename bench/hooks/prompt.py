@@ -37,7 +37,7 @@ from contextlib import closing
 from pathlib import Path
 
 from bench._common import REPO, load_average, machine
-from bench.hooks.run import BARE, burn, p50_p99_ms
+from bench.hooks.run import BARE, burn, hook_commands, p50_p99_ms
 from kb_ai.hooks.hintfile import is_fresh, write_hint
 from kb_ai.hooks.run import POSIX_SH, SHELL_HOOK
 from wiki import Article, KnowledgeBase, build_catalog, open_state, write_article, write_indexes
@@ -46,18 +46,7 @@ from wiki.slugs import slugify
 
 ADR = REPO.parent / "shared" / "data" / "adr_govuk"
 MUSIQUE = REPO.parent / "shared" / "data" / "musique50"
-HOOKS = {
-    "python": [sys.executable, "-P", "-m", "kb_ai.hooks", "prompt", "--agent", "claude-code"],
-    "sh": [
-        POSIX_SH,
-        str(SHELL_HOOK),
-        "--python",
-        sys.executable,
-        "prompt",
-        "--agent",
-        "claude-code",
-    ],
-}
+HOOKS = hook_commands("prompt", "claude-code")
 # the shell hook with no Python behind it: a reply is then awk's own
 AWK_ONLY = [POSIX_SH, str(SHELL_HOOK), "--python", "/nonexistent/python", "prompt"]
 

@@ -32,18 +32,18 @@ from tests.fakes.kb_responder import respond, stage_of
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from wiki import KnowledgeBase, all_sources, open_state
 
-HOOKS = {
-    "python": [sys.executable, "-P", "-m", "kb_ai.hooks", "session-end", "--agent", "codex"],
-    "sh": [
-        POSIX_SH,
-        str(SHELL_HOOK),
-        "--python",
-        sys.executable,
-        "session-end",
-        "--agent",
-        "codex",
-    ],
-}
+
+def hook_commands(event: str, agent: str) -> dict[str, list[str]]:
+    """The two commands `hooks install` writes for ``event``: the Python hook (the team
+    file's and the fallback) and the shell hook (the per-user install's)."""
+    args = [event, "--agent", agent]
+    return {
+        "python": [sys.executable, "-P", "-m", "kb_ai.hooks", *args],
+        "sh": [POSIX_SH, str(SHELL_HOOK), "--python", sys.executable, *args],
+    }
+
+
+HOOKS = hook_commands("session-end", "codex")
 BARE = {"python": [sys.executable, "-P", "-c", "pass"], "sh": [POSIX_SH, "-c", ":"]}
 
 

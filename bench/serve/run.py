@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -123,6 +125,24 @@ async def bench(url: str, streams: int, submissions: int, delay: float) -> dict:
     }
 
 
+@contextmanager
+def fake_model(delay: float) -> Iterator[str]:
+    """The stand-in model server in a process of its own, answering every stage after
+    ``delay`` seconds; yields its base URL, stops it after."""
+    port = free_port()
+    fake = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port), "--delay",
+         str(delay), "--responder", "tests.fakes.kb_responder:respond"],
+        cwd=ROOT, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(0.5)  # listening
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        fake.terminate()
+        fake.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=50)
@@ -132,26 +152,15 @@ def main() -> None:
     )
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
-    port = free_port()
-    fake = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port), "--delay",
-         str(args.delay), "--responder", "tests.fakes.kb_responder:respond"],
-        cwd=ROOT, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            kb = KnowledgeBase.init(Path(tmp) / "kb")
-            env = {
-                "KB_AI_DIR": str(kb.root), "KB_AI_MODEL": "openai/fake", "KB_AI_API_KEY": "x",
-                "KB_AI_API_BASE": f"http://127.0.0.1:{port}/v1", "KB_AI_MAX_CONCURRENCY": "100",
-            }  # fmt: skip
-            time.sleep(0.5)
-            command = [sys.executable, "-m", "kb_ai", "serve", "--host", "127.0.0.1"]
-            with LiveServer(env, command=command) as server:
-                result = asyncio.run(bench(server.url, args.streams, args.submissions, args.delay))
-    finally:
-        fake.terminate()
-        fake.wait(10)
+    with fake_model(args.delay) as model_url, tempfile.TemporaryDirectory() as tmp:
+        kb = KnowledgeBase.init(Path(tmp) / "kb")
+        env = {
+            "KB_AI_DIR": str(kb.root), "KB_AI_MODEL": "openai/fake", "KB_AI_API_KEY": "x",
+            "KB_AI_API_BASE": model_url, "KB_AI_MAX_CONCURRENCY": "100",
+        }  # fmt: skip
+        command = [sys.executable, "-m", "kb_ai", "serve", "--host", "127.0.0.1"]
+        with LiveServer(env, command=command) as server:
+            result = asyncio.run(bench(server.url, args.streams, args.submissions, args.delay))
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     text = json.dumps(result, indent=2)
     print(text)

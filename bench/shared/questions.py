@@ -28,8 +28,8 @@ from pathlib import Path
 import httpx
 
 from bench._common import REPO, load_average, machine
-from bench.serve.run import TOPICS, one_stream, pct
-from tests.web.live import LiveServer, free_port
+from bench.serve.run import TOPICS, fake_model, one_stream, pct
+from tests.web.live import LiveServer
 
 
 def _kb_ai(env: dict[str, str], *args: str) -> None:
@@ -135,21 +135,11 @@ def main() -> None:
     parser.add_argument("--server", default="postgresql://root@127.0.0.1:5432")
     args = parser.parse_args()
     print(json.dumps({"machine": machine(), "load_before": load_average()}), flush=True)
-    port = free_port()
-    fake = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port), "--delay",
-         str(args.delay), "--responder", "tests.fakes.kb_responder:respond"],
-        cwd=REPO, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        time.sleep(0.5)
+    with fake_model(args.delay) as model_url:
         for run in args.runs.split(","):
             backend, count = run.split(":")
-            row = one_run(backend, int(count), args, f"http://127.0.0.1:{port}/v1")
+            row = one_run(backend, int(count), args, model_url)
             print(json.dumps(row), flush=True)
-    finally:
-        fake.terminate()
-        fake.wait(10)
 
 
 if __name__ == "__main__":
