@@ -8,7 +8,7 @@ from contextlib import closing
 
 from compiler.result import CompileResult, Failure, Revision
 from compiler.state import Plan, Work
-from kb_ai.hooks.hintfile import refresh as refresh_hint
+from kb_ai.hooks.hintfile import HINT_DIR, start_writing
 from wiki import (
     Article,
     CatalogEntry,
@@ -106,11 +106,15 @@ def update_search(
     kb: KnowledgeBase, written: Mapping[str, Article], deleted: Sequence[str] = ()
 ) -> None:
     """The search index (and catalog lines) with the articles the run wrote, and
-    without those it deleted; then the prompt hook's hint file, where one is used."""
+    without those it deleted; then the prompt hook's hint file, where one is used (started)."""
     with closing(open_state(kb)) as conn:
         remove_from_tables(conn, deleted)
         refresh_search_index(kb, conn, sorted(written), dict(written))
-    refresh_hint(kb.root, only_if_used=True)  # the agents' prompt hint, after the master index
+    # The agents' prompt hint, where one is used: written again in a process of its own
+    # (seconds for a large wiki; the run does not wait for it, and until it is there the
+    # prompt hook answers from the search index through Python).
+    if (kb.root / HINT_DIR).is_dir():
+        start_writing(kb.root)
 
 
 def log_run(kb: KnowledgeBase, result: CompileResult, *, interrupted: bool) -> None:

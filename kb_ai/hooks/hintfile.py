@@ -171,13 +171,10 @@ def write_hint(root: Path) -> Path | None:
     return gen
 
 
-def refresh(root: Path, *, only_if_used: bool = False) -> None:
-    """Write the hint again unless it is fresh; with ``only_if_used``, only where one
-    was written before (a shell prompt hook runs here). Never raises: what calls it (a
-    compile's index stage, the process start_writing starts) must not fail for it."""
+def refresh(root: Path) -> None:
+    """Write the hint again unless it is fresh. Never raises: the process start_writing
+    starts (after a compile, or a prompt that found it stale) must not fail for it."""
     try:
-        if only_if_used and not (root / HINT_DIR).is_dir():
-            return
         if not is_fresh(root):
             write_hint(root)
     except _FAULTS:  # the prompt hook fails open; the hint waits for the next write

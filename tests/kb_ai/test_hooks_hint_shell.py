@@ -324,3 +324,33 @@ def test_install_writes_the_shell_prompt_hook_and_it_answers_as_the_agent_runs_i
         assert runs[0].stdout == runs[1].stdout == python(event, kb.root, agent=agent).stdout
         assert '"Deploy from main" (wiki/howto/d.md)' in runs[1].stdout
         assert is_fresh(kb.root)
+
+
+def test_a_compile_brings_a_used_hint_file_up_to_date(tmp_path):
+    """The index stage of a compile starts the hint file's writer (a process of its own)
+    where a hint file is used: the new article is in the shell hook's answer soon after,
+    and a knowledge base without a hint file gets none."""
+    from compiler.record import update_search
+
+    kb = _deploy_kb(tmp_path)
+    before = fresh_hint(kb)
+    article = Article("wiki/howto/rollback.md", "Roll back a release", "howto",
+                      "Rollbacks redeploy the tag before.", [], [], "2026-01-02",
+                      "2026-01-02", "Rollbacks redeploy the tag before.")  # fmt: skip
+    write_article(kb, article)
+    write_indexes(kb, build_catalog(kb))
+    update_search(kb, {article.path: article})
+    deadline = time.monotonic() + 60
+    while current(kb.root) in (None, before) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the writer the compile started, in a process of its own
+    assert current(kb.root) not in (None, before), "the compile wrote no new hint"
+    event = {"cwd": str(kb.root), "prompt": "how do we roll back a release"}
+    # (a writer that started within 50 ms of the change leaves it stale by design: the
+    # first prompt then goes to Python, which writes it once more)
+    assert "wiki/howto/rollback.md" in shell(event, kb.root).stdout
+    assert wait_fresh(kb.root)
+    assert "wiki/howto/rollback.md" in shell(event, kb.root, python=NO_PYTHON).stdout
+    bare = _deploy_kb(tmp_path / "bare")
+    update_search(bare, {})
+    time.sleep(0.5)
+    assert not (bare.root / ".kb-ai" / "hint").exists()
