@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kb_ai.errors import StorageError
 from web import csrf
+from web.forwarded import peer
 from web.people import ANONYMOUS, LOCAL, Directory, Visitor
 from web.sessions import COOKIE as SESSION_COOKIE
 from web.sessions import FREE_TOKEN_FAILURES, Sessions, SignInThrottle
@@ -115,7 +116,7 @@ class GuardMiddleware:
         offered = _offered(scope, headers, self.sessions)
         address = (scope.get("client") or ("",))[0]
         proxy = self.directory.proxy if self.directory is not None else None
-        proxied = proxy.person(address, headers) if proxy is not None else None
+        proxied = proxy.person(peer(scope), headers) if proxy is not None else None
         if proxied is not None:
             offered.insert(0, ("proxy", proxied))
         in_query = any(where == "query" for where, _ in offered)
