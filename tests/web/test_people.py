@@ -83,7 +83,10 @@ def test_a_contributors_submission_is_compiled_as_them_and_audited(settings, mod
         task = client.post("/api/submit", json=NOTE, headers=bearer(tokens["contributor"]))
         done = wait_for_with(client, task.json()["tasks"][0]["id"], tokens["contributor"])
         status = client.get("/status", headers=bearer(tokens["reader"])).text
+        runs = client.get("/api/tasks", headers=bearer(tokens["reader"])).json()["runs"]
     assert done["state"] == "done", done
+    assert [r["started_by"] for r in runs] == ["Cora Contributor (web)"]  # the run says who
+    assert "<td>Cora Contributor (web)</td>" in status
     kb = KnowledgeBase.open(settings.kb_dir)
     sha = done["result"]["commit"]
     assert git(kb, "show", "-s", "--format=%an|%ae|%cn", sha).strip() == (
