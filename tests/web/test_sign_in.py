@@ -71,3 +71,30 @@ def test_the_login_form_needs_its_csrf_field(settings, model, ada):
     with make_client(settings, model, start_worker=False) as client:
         refused = client.post("/login", data={"token": ada}, follow_redirects=False)
         assert refused.status_code == 403 and COOKIE not in refused.headers.get("set-cookie", "")
+
+
+def test_the_401_page_signs_in_by_post_and_comes_back_to_the_page(settings, model, ada):
+    """A browser sent to a page without a session gets a sign-in form that posts the token
+    (an address with the token in it stays in proxies' logs and the history), then the
+    page it asked for; never another site."""
+    html = {"accept": "text/html"}
+    with make_client(settings, model, start_worker=False) as client:
+        page = client.get("/status?view=runs", headers=html)
+        assert page.status_code == 401
+        form = page.text.split("<form")[1].split("</form>")[0]
+        assert 'method="post" action="/login"' in form and 'name="next"' in form
+        assert 'value="/status?view=runs"' in form
+        csrf = form.split('name="csrf" value="')[1].split('"')[0]
+        signed = client.post(
+            "/login",
+            data={"csrf": csrf, "token": ada, "next": "/status?view=runs"},
+            follow_redirects=False,
+        )
+        assert signed.status_code == 303 and signed.headers["location"] == "/status?view=runs"
+        for elsewhere in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+            client.cookies.clear()
+            away = client.post(
+                "/login", data={"csrf": csrf, "token": ada, "next": elsewhere},
+                follow_redirects=False,
+            )  # fmt: skip
+            assert away.headers["location"] == "/wiki"
