@@ -51,6 +51,8 @@ def test_a_forged_or_expired_session_is_refused(settings, model, ada):
         for value in (expired, forged, f"{holder}.9999999999.00"):
             client.cookies.set(COOKIE, value)
             assert client.get("/api/tasks").status_code == 401
+            page = client.get("/wiki", headers={"accept": "text/html"})
+            assert page.status_code == 401 and value not in page.text  # nor in error pages
             client.cookies.clear()
 
 
@@ -98,3 +100,27 @@ def test_the_401_page_signs_in_by_post_and_comes_back_to_the_page(settings, mode
                 follow_redirects=False,
             )  # fmt: skip
             assert away.headers["location"] == "/wiki"
+
+
+def test_the_csrf_rules_hold_for_a_signed_in_person(settings, model, ada):
+    """Signed in with a session cookie, a browser's write needs the page's CSRF token
+    and our own origin, on the API and the page forms alike; a bearer token does not."""
+    from tests.web.conftest import NOTE
+    from web import csrf
+
+    page = {"origin": "http://127.0.0.1", "sec-fetch-site": "same-origin"}
+    with make_client(settings, model, start_worker=False) as client:
+        assert sign_in(client, ada).status_code == 303
+        token = csrf_token_of_login(client)
+        for headers in (page, {"content-type": "text/plain"}):  # from a page, or a form
+            bare = client.post("/api/submit", json=NOTE, headers=headers)
+            assert bare.status_code == 403 and bare.json()["error"] == csrf.REFUSED
+        foreign = {"origin": "http://evil.example", csrf.HEADER: token}
+        assert client.post("/api/submit", json=NOTE, headers=foreign).status_code == 403
+        form = client.post("/submit", data={"title": "x", "content": "y"}, headers=page)
+        assert form.status_code == 403
+        ok = client.post("/api/submit", json=NOTE, headers={**page, csrf.HEADER: token})
+        assert ok.status_code == 202 and ok.json()["tasks"][0]["submitted_by"] == "Ada"
+        client.cookies.clear()
+        script = client.post("/api/submit", json=NOTE, headers={"authorization": f"Bearer {ada}"})
+        assert script.status_code == 202
