@@ -82,3 +82,16 @@ def test_a_user_header_without_proxies_to_believe_it_from_is_an_error(kb):
     with pytest.raises(ConfigError) as caught:
         load_settings(kb.root, environ={})
     assert "trusted_proxies" in str(caught.value) and "127.0.0.1" in caught.value.hint
+
+
+def test_someone_the_proxy_names_who_is_not_a_person_here_is_a_reader(kb, model):
+    kb.config_path.write_text(
+        kb.config_path.read_text()
+        + 'trusted_user_header = "X-User"\ntrusted_proxies = "10.0.0.1"\n'
+    )
+    settings = load_settings(kb.root, {"model": "fake/model"}, environ={})
+    app = create_app(settings, llm_factory=model.factory, start_worker=False)
+    with TestClient(app, base_url=LOOPBACK, client=("10.0.0.1", 4000)) as proxy:
+        nia = {"x-user": "Nia New"}
+        assert "Nia New (reader)" in proxy.get("/status", headers=nia).text
+        assert proxy.post("/api/submit", json=NOTE, headers=nia).status_code == 403
