@@ -39,8 +39,11 @@ class RunTracker:
 
     def start(self, total: int) -> None:
         self.total = total
+        by, actor = self.started_by, self.kb.actor
+        if actor is not None and actor.kind == "person":  # Status names who submitted it
+            by = f"{actor.name} ({by})"
         with closing(open_state(self.kb)) as conn:
-            self.run_id = start_run(conn, self.started_by, total, os.getpid())
+            self.run_id = start_run(conn, by, total, os.getpid())
 
     def __call__(self, event: str, **data: Any) -> None:
         self.forward(event, **data)

@@ -29,6 +29,7 @@ from kb_ai.settings import Settings
 from web import also, api, csrf, editor, health, login, pages, upkeep
 from web.auth import GuardMiddleware
 from web.errors import on_http_error, on_kb_error
+from web.forwarded import ForwardedMiddleware, networks
 from web.people import Directory, ProxyRule
 from web.pool import WorkerPool
 from web.services import Limits, Services
@@ -137,6 +138,8 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=[
+            # the client's address and scheme, from a trusted proxy's headers
+            Middleware(ForwardedMiddleware, proxies=networks(settings.trusted_proxies)),
             Middleware(
                 GuardMiddleware,
                 token=token,
@@ -144,7 +147,7 @@ def create_app(
                 directory=directory,
                 sessions=sessions,
                 throttle=throttle,
-            )
+            ),
         ],
         exception_handlers={KbAiError: on_kb_error, HTTPException: on_http_error},
         lifespan=lifespan,

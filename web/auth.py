@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kb_ai.errors import StorageError
 from web import csrf
+from web.forwarded import peer
 from web.people import ANONYMOUS, LOCAL, Directory, Visitor
 from web.sessions import COOKIE as SESSION_COOKIE
 from web.sessions import FREE_TOKEN_FAILURES, Sessions, SignInThrottle
@@ -115,7 +116,7 @@ class GuardMiddleware:
         offered = _offered(scope, headers, self.sessions)
         address = (scope.get("client") or ("",))[0]
         proxy = self.directory.proxy if self.directory is not None else None
-        proxied = proxy.person(address, headers) if proxy is not None else None
+        proxied = proxy.person(peer(scope), headers) if proxy is not None else None
         if proxied is not None:
             offered.insert(0, ("proxy", proxied))
         in_query = any(where == "query" for where, _ in offered)
@@ -151,7 +152,8 @@ class GuardMiddleware:
                     await run_in_threadpool(
                         self.directory.record, "unknown", "sign-in-failed", "", address
                     )
-            await _send_error(send, path, headers, *refusal)
+            sign_in = _sign_in_form(scope, self.csrf_token) if refusal[0] == 401 else ""
+            await _send_error(send, path, headers, *refusal, sign_in=sign_in)
             return
         scope.setdefault("state", {})["visitor"] = who or (ANONYMOUS if required else LOCAL)
         signing_in = who is not None and who.via == "query"
@@ -260,6 +262,21 @@ def _offered(
     return [(where, token) for where, token in offered if token]
 
 
+def _sign_in_form(scope: Scope, csrf_token: str) -> str:
+    """The sign-in form of a 401 page: it posts the token to /login (never in an address,
+    which proxies and browser history keep), and comes back to the page asked for."""
+    pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    rest = urlencode([(k, v) for k, v in pairs if k != "token"])
+    back = scope["path"] + (f"?{rest}" if rest else "")
+    return (
+        f'<form method="post" action="{LOGIN}">'
+        f'<input type="hidden" name="csrf" value="{html.escape(csrf_token)}">'
+        f'<input type="hidden" name="next" value="{html.escape(back)}">'
+        '<label>Your token <input name="token" type="password" autofocus required></label> '
+        "<button>Sign in</button></form>"
+    )
+
+
 async def _send_error(
     send: Send,
     path: str,
@@ -267,6 +284,7 @@ async def _send_error(
     status: int,
     message: str,
     retry_after: float = 0.0,
+    sign_in: str = "",
 ) -> None:
     as_json = (
         path.startswith("/api")
@@ -283,16 +301,10 @@ async def _send_error(
         body = json.dumps({**fields, **({"hint": hint} if hint else {})}).encode()
         ctype = "application/json"
     else:
-        login = (
-            '<form method="get"><label>Token <input name="token" type="password" autofocus></label> '
-            "<button>Open</button></form>"
-            if status == 401
-            else ""
-        )
         body = (
             "<!doctype html><meta charset=utf-8><meta name=viewport content='width=device-width'>"
             f"<title>kb-ai: {status}</title><body style='font:1rem system-ui;margin:2rem'>"
-            f"<h1>{status}</h1><p>{html.escape(message)}</p>{login}"
+            f"<h1>{status}</h1><p>{html.escape(message)}</p>{sign_in}"
         ).encode()
         ctype = "text/html; charset=utf-8"
     out = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode())]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import closing
@@ -22,6 +21,7 @@ from typing import Any
 from starlette.requests import Request
 
 from kb_ai.errors import KbAiError, UsageError
+from web.forwarded import Network, networks, within
 from wiki import KnowledgeBase, open_state
 from wiki.actors import Actor
 from wiki.audit import AuditLog
@@ -96,28 +96,22 @@ class ProxyRule:
     ``default_role``."""
 
     header: str
-    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    networks: tuple[Network, ...]
     default_role: str = "reader"
 
     @classmethod
     def of(cls, header: str | None, proxies: str, default_role: str) -> ProxyRule | None:
         if not header:
             return None
-        networks = tuple(
-            ipaddress.ip_network(p.strip(), strict=False) for p in proxies.split(",") if p.strip()
-        )
-        return cls(header.lower(), networks, default_role)
+        return cls(header.lower(), networks(proxies), default_role)
 
     def person(self, address: str, headers: dict[str, str]) -> str | None:
-        """The name the proxy sent, if ``address`` is one of the proxies."""
+        """The name the proxy sent, if ``address`` (the sender's own, not the one it
+        forwards for: web/forwarded.py) is one of the proxies."""
         name = headers.get(self.header, "").strip()
         if not name:
             return None
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            return None
-        return name if any(ip in net for net in self.networks) else None
+        return name if within(address, self.networks) else None
 
 
 class Directory:

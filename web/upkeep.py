@@ -34,9 +34,11 @@ async def remove(request: Request) -> Response:
     rel = request.path_params["path"].strip().lstrip("/")
     if not rel.startswith("raw/") or not rel.endswith(".md"):
         raise NotFoundError(f"no source {rel}")
-    result = await compiling.remove(svc.acting(request), [rel], reason="deleted in the web UI")
+    address = request.client.host if request.client else ""
+    result = await compiling.remove(
+        svc.acting(request), [rel], reason="deleted in the web UI", address=address
+    )
     gone = len(result.deleted)
-    await svc.audit(request, "remove", rel, f"{gone} article(s) deleted")
     return RedirectResponse(
         f"/health?removed={quote(rel)}&deleted={gone}&rewritten={len(result.rewritten)}",
         status_code=303,

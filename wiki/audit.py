@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kb_ai.errors import UsageError
 from wiki.database import store_connection
 
 AUDIT_MIGRATIONS = (
@@ -88,10 +89,26 @@ class AuditLog:
         """Every entry, oldest first; ``since``: those at or after an ISO time or date."""
         rows = self.conn.execute(
             "SELECT at, who, action, target, detail, address FROM audit WHERE at >= ? ORDER BY id",
-            (since or "",),
+            (_utc(since) if since else "",),
         )
         return [AuditEntry(*row) for row in rows]
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _utc(since: str) -> str:
+    """``since`` (an ISO date, or a time, UTC unless it says otherwise) as the entries'
+    times are written, so that the two compare as text."""
+    try:
+        when = datetime.fromisoformat(since.strip())
+    except ValueError:
+        raise UsageError(
+            f"{since!r} is not a date or time",
+            hint="an ISO date or time, e.g. 2026-12-01 or 2026-12-01T09:30 (UTC unless it "
+            "says otherwise, as in 2026-12-01T09:30+02:00)",
+        ) from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat(timespec="seconds")

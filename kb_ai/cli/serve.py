@@ -64,7 +64,12 @@ def serve(ctx: Context, host: str, port: int, workers: int, model: str | None) -
     )  # fmt: skip
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kb-ai serving {settings.kb_dir} at http://{shown}:{port}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3)
+    # proxy_headers off: which proxies' X-Forwarded-* to believe is trusted_proxies's rule
+    # (web/forwarded.py), and the guard must see the proxy's own address
+    uvicorn.run(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3,
+        proxy_headers=False,
+    )  # fmt: skip
 
 
 def _has_people(settings: Settings) -> bool:

@@ -86,7 +86,11 @@ def role(okb: OpenKb, name: str, role: str) -> None:
 
 
 @kb_command(main, json_help="Print the entries as JSON.")
-@click.option("--since", metavar="WHEN", help="Only entries at or after this ISO date or time.")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    help="Only entries at or after this ISO date or time (UTC unless it names its zone).",
+)
 def audit(okb: OpenKb, since: str | None, as_json: bool) -> None:
     """The audit log: who signed in, submitted, removed, approved, rejected, changed a
     role or a token, when, and from which address (oldest first)."""

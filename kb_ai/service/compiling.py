@@ -13,6 +13,7 @@ from compiler.removal import RemoveResult, find_sources, prune_folders, remove_s
 from compiler.result import CompileResult
 from compiler.worker import Worker
 from kb_ai.service.opened import OpenKb
+from kb_ai.service.people import audit
 from kb_ai.service.remote import publish
 
 ProgressFn = Callable[..., None]
@@ -54,8 +55,11 @@ def worker(okb: OpenKb, **options: Any) -> Worker:
     return Worker(okb.kb, okb.settings, llm_factory=okb.llm_factory, **options)
 
 
-async def remove(okb: OpenKb, specs: Sequence[str], *, reason: str) -> RemoveResult:
-    """Take the sources ``specs`` name out of the wiki, in one commit by the actor."""
+async def remove(
+    okb: OpenKb, specs: Sequence[str], *, reason: str, address: str = "cli"
+) -> RemoveResult:
+    """Take the sources ``specs`` name out of the wiki, in one commit by the actor, and
+    say so in the audit log (``address``: where the request came from)."""
     okb.note("remove", ", ".join(specs)[:200])
     found = await asyncio.to_thread(find_sources, okb.kb, specs)
     result = await remove_sources(
@@ -66,6 +70,10 @@ async def remove(okb: OpenKb, specs: Sequence[str], *, reason: str) -> RemoveRes
         llm_factory=okb.llm_factory,
         started_by=STARTED_BY.get(okb.actor.kind, okb.actor.kind),
     )
+    if result.removed:
+        gone = ", ".join(r.raw_path for r in result.removed)
+        detail = f"{len(result.deleted)} article(s) deleted"
+        await asyncio.to_thread(audit, okb, "remove", gone[:500], detail, address)
     await asyncio.to_thread(publish, okb)
     return result
 

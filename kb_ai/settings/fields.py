@@ -91,8 +91,9 @@ class Settings:
     )
     trusted_proxies: str = _setting(
         "",
-        "Addresses or networks (comma-separated, e.g. 10.0.0.5, 172.16.0.0/12) whose "
-        "trusted_user_header is believed.",
+        "The reverse proxies (addresses or networks, comma-separated, e.g. 10.0.0.5, "
+        "172.16.0.0/12) whose trusted_user_header, X-Forwarded-For and X-Forwarded-Proto "
+        "are believed; unset: X-Forwarded-* from loopback only, the user header from none.",
     )
     default_role: str = _setting(
         "reader",

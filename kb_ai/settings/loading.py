@@ -104,6 +104,13 @@ def load_settings(
         if problem is not None:
             raise problem
     _review_policy(values, overrides or {})
+    if values.get("trusted_user_header") and not str(values.get("trusted_proxies", "")).strip():
+        raise ConfigError(
+            "trusted_user_header is set but trusted_proxies is not: the header would be "
+            "believed from no one, and everyone refused",
+            hint='name the sign-on proxy\'s addresses, e.g. trusted_proxies = "127.0.0.1" '
+            "when it runs on this host",
+        )
     return Settings(kb_dir=kb, **values)
 
 

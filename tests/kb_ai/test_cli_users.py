@@ -82,3 +82,26 @@ def test_the_audit_log_cannot_be_rewritten(kb):
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         log.conn.execute("DELETE FROM audit")
     assert [e.who for e in log.entries()] == ["Ada"]
+
+
+def test_audit_since_takes_a_date_or_a_time_in_any_zone_and_refuses_anything_else(kb):
+    from wiki import open_state
+    from wiki.audit import AuditLog
+
+    log = AuditLog(open_state(kb))
+    for at, who in [("2026-11-30T23:59:59+00:00", "Ada"), ("2026-12-01T08:30:00+00:00", "Bo")]:
+        with log.conn:
+            log.conn.execute(
+                "INSERT INTO audit (at, who, action) VALUES (?, ?, 'submit')", (at, who)
+            )
+
+    def since(when):
+        return [e["who"] for e in json.loads(kb_ai(kb, "audit", "--json", "--since", when).output)]
+
+    assert since("2026-12-01") == ["Bo"]
+    assert since("2026-12-01T08:30") == ["Bo"]  # UTC, as the entries are written
+    assert since("2026-12-01T10:00+02:00") == ["Bo"]  # 08:00 UTC
+    assert since("2026-12-01T09:00+00:00") == []
+    bad = kb_ai(kb, "audit", "--since", "yesterday")
+    assert bad.exit_code == 2 and "'yesterday' is not a date or time" in bad.output
+    assert "2026-12-01T09:30" in bad.output  # the hint shows the form

@@ -136,13 +136,15 @@ def html_site(body: bytes, path: str):
 
 
 @contextmanager
-def serving(kb_dir, responder, **env):
+def serving(kb_dir, responder, ready_headers=None, **env):
     """`kb-ai serve` over ``kb_dir`` on a free loopback port, in a subprocess, its model
-    the fake OpenAI-wire server answering with ``responder``; ``env`` adds settings."""
+    the fake OpenAI-wire server answering with ``responder``; ``env`` adds settings,
+    ``ready_headers`` what its readiness check sends."""
     with FakeOpenAIServer(responder) as model:
         command = [sys.executable, "-m", "kb_ai", "--kb", str(kb_dir), "serve"]
         settings = {**model_env(model.base_url, kb_dir), **env}
-        with LiveServer(settings, command=[*command, "--host", "127.0.0.1"]) as live:
+        command = [*command, "--host", "127.0.0.1"]
+        with LiveServer(settings, command=command, ready_headers=ready_headers) as live:
             yield live
 
 

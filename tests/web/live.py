@@ -38,7 +38,16 @@ def free_port() -> int:
 class LiveServer:
     """A server process on a free loopback port; ``kill()`` is a crash, ``stop()`` a Ctrl-C."""
 
-    def __init__(self, env: dict[str, str], *, command: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        command: list[str] | None = None,
+        ready_headers: dict[str, str] | None = None,
+    ) -> None:
+        """``ready_headers``: what the readiness check of /healthz sends (a token, when
+        the server requires one from the start)."""
+        self.ready_headers = ready_headers or {}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in kill/stop)
@@ -61,7 +70,8 @@ class LiveServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.output()}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                ready = httpx.get(f"{self.url}/healthz", headers=self.ready_headers, timeout=1)
+                if ready.status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -83,7 +83,10 @@ def test_a_contributors_submission_is_compiled_as_them_and_audited(settings, mod
         task = client.post("/api/submit", json=NOTE, headers=bearer(tokens["contributor"]))
         done = wait_for_with(client, task.json()["tasks"][0]["id"], tokens["contributor"])
         status = client.get("/status", headers=bearer(tokens["reader"])).text
+        runs = client.get("/api/tasks", headers=bearer(tokens["reader"])).json()["runs"]
     assert done["state"] == "done", done
+    assert [r["started_by"] for r in runs] == ["Cora Contributor (web)"]  # the run says who
+    assert "<td>Cora Contributor (web)</td>" in status
     kb = KnowledgeBase.open(settings.kb_dir)
     sha = done["result"]["commit"]
     assert git(kb, "show", "-s", "--format=%an|%ae|%cn", sha).strip() == (
@@ -209,3 +212,29 @@ def test_wrong_tokens_from_one_address_wait_and_cost_no_hash(
     entries = AuditLog(open_state(KnowledgeBase.open(settings.kb_dir))).entries()
     assert all("guess" not in e.line for e in entries)
     assert "guess" not in caplog.text and good not in caplog.text
+
+
+def test_each_persons_question_reaches_the_model_as_theirs(settings, model, tokens):
+    """The local model serves the people waiting in turn (kb_ai/llm/_turns.py): for that,
+    each model call of a question asked on the server is named for who asked it."""
+    from kb_ai.llm._turns import caller
+    from tests.web.conftest import respond
+
+    callers = []
+
+    def recording(stage, messages, schema):
+        callers.append(caller.get())
+        return respond(stage, messages, schema)
+
+    model.handler = recording
+    question = {"question": "How long are backups kept?", "save": False}
+    with make_client(settings, model) as client:
+        task = client.post("/api/submit", json=NOTE, headers=bearer(tokens["contributor"]))
+        wait_for_with(client, task.json()["tasks"][0]["id"], tokens["contributor"])
+        compiled, callers[:] = list(callers), []
+        for role in ("reader", "reviewer"):
+            asked = client.post("/api/ask", json=question, headers=bearer(tokens[role]))
+            assert asked.status_code == 200
+    assert set(compiled) == {"Cora Contributor"}  # the compile of her submission
+    assert callers and set(callers) == {"Rita Reader", "Rex Reviewer"}
+    assert callers.index("Rex Reviewer") > callers.index("Rita Reader")

@@ -51,6 +51,8 @@ def test_a_forged_or_expired_session_is_refused(settings, model, ada):
         for value in (expired, forged, f"{holder}.9999999999.00"):
             client.cookies.set(COOKIE, value)
             assert client.get("/api/tasks").status_code == 401
+            page = client.get("/wiki", headers={"accept": "text/html"})
+            assert page.status_code == 401 and value not in page.text  # nor in error pages
             client.cookies.clear()
 
 
@@ -71,3 +73,54 @@ def test_the_login_form_needs_its_csrf_field(settings, model, ada):
     with make_client(settings, model, start_worker=False) as client:
         refused = client.post("/login", data={"token": ada}, follow_redirects=False)
         assert refused.status_code == 403 and COOKIE not in refused.headers.get("set-cookie", "")
+
+
+def test_the_401_page_signs_in_by_post_and_comes_back_to_the_page(settings, model, ada):
+    """A browser sent to a page without a session gets a sign-in form that posts the token
+    (an address with the token in it stays in proxies' logs and the history), then the
+    page it asked for; never another site."""
+    html = {"accept": "text/html"}
+    with make_client(settings, model, start_worker=False) as client:
+        page = client.get("/status?view=runs", headers=html)
+        assert page.status_code == 401
+        form = page.text.split("<form")[1].split("</form>")[0]
+        assert 'method="post" action="/login"' in form and 'name="next"' in form
+        assert 'value="/status?view=runs"' in form
+        csrf = form.split('name="csrf" value="')[1].split('"')[0]
+        signed = client.post(
+            "/login",
+            data={"csrf": csrf, "token": ada, "next": "/status?view=runs"},
+            follow_redirects=False,
+        )
+        assert signed.status_code == 303 and signed.headers["location"] == "/status?view=runs"
+        for elsewhere in ("//evil.example/x", "https://evil.example/", "/\\evil.example"):
+            client.cookies.clear()
+            away = client.post(
+                "/login", data={"csrf": csrf, "token": ada, "next": elsewhere},
+                follow_redirects=False,
+            )  # fmt: skip
+            assert away.headers["location"] == "/wiki"
+
+
+def test_the_csrf_rules_hold_for_a_signed_in_person(settings, model, ada):
+    """Signed in with a session cookie, a browser's write needs the page's CSRF token
+    and our own origin, on the API and the page forms alike; a bearer token does not."""
+    from tests.web.conftest import NOTE
+    from web import csrf
+
+    page = {"origin": "http://127.0.0.1", "sec-fetch-site": "same-origin"}
+    with make_client(settings, model, start_worker=False) as client:
+        assert sign_in(client, ada).status_code == 303
+        token = csrf_token_of_login(client)
+        for headers in (page, {"content-type": "text/plain"}):  # from a page, or a form
+            bare = client.post("/api/submit", json=NOTE, headers=headers)
+            assert bare.status_code == 403 and bare.json()["error"] == csrf.REFUSED
+        foreign = {"origin": "http://evil.example", csrf.HEADER: token}
+        assert client.post("/api/submit", json=NOTE, headers=foreign).status_code == 403
+        form = client.post("/submit", data={"title": "x", "content": "y"}, headers=page)
+        assert form.status_code == 403
+        ok = client.post("/api/submit", json=NOTE, headers={**page, csrf.HEADER: token})
+        assert ok.status_code == 202 and ok.json()["tasks"][0]["submitted_by"] == "Ada"
+        client.cookies.clear()
+        script = client.post("/api/submit", json=NOTE, headers={"authorization": f"Bearer {ada}"})
+        assert script.status_code == 202

@@ -137,3 +137,39 @@ def test_rejecting_a_run_from_the_cli_says_which_submissions_wait_for_a_retry(kb
         assert out.exit_code == 0, out.output
         assert f"Nightly backups ({task['id']})" in out.output and "Retry" in out.output
         assert client.get(f"/api/tasks/{task['id']}").json()["task"]["state"] == "failed"
+
+
+def test_a_source_is_deleted_as_the_admin_who_did_it_and_audited(
+    kb, fake_model, tmp_path, settings, model
+):
+    """Only an admin may delete a source; the commit has them as author, the audit log
+    says who, what and from where. `kb-ai rm` at the terminal is in the log too."""
+    from click.testing import CliRunner
+
+    from kb_ai.cli import main
+    from kb_ai.service import open_kb, people
+    from wiki import git
+
+    compile_notes(kb, NOTES, tmp_path)
+    okb = open_kb(settings=settings)
+    _, admin = people.add(okb, "Ada Admin", "admin", "ada@example.org")
+    _, contributor = people.add(okb, "Cora Contributor", "contributor")
+    with make_client(settings, model) as client:
+        token = form_token(client.get(f"/sources/raw/billing.md?token={admin}").text)
+        client.cookies.clear()
+        as_cora = {**SAME_ORIGIN, "authorization": f"Bearer {contributor}"}
+        refused = client.post("/remove/raw/billing.md", data=token, headers=as_cora)
+        assert refused.status_code == 403 and BILLING in list_articles(kb)
+        as_ada = {**SAME_ORIGIN, "authorization": f"Bearer {admin}"}
+        done = client.post(
+            "/remove/raw/billing.md", data=token, headers=as_ada, follow_redirects=False
+        )
+        assert done.status_code == 303 and BILLING not in list_articles(kb)
+    assert git(kb, "log", "-1", "--format=%an|%ae|%cn").strip() == (
+        "Ada Admin|ada@example.org|kb-ai"
+    )
+    cli = CliRunner().invoke(main, ["--kb", str(kb.root), "rm", "raw/cache.md"])
+    assert cli.exit_code == 0, cli.output
+    removals = [(e.who, e.target, e.address) for e in people.entries(okb) if e.action == "remove"]
+    assert removals[0] == ("Ada Admin", "raw/billing.md", "testclient")
+    assert len(removals) == 2 and removals[1][1:] == ("raw/cache.md", "cli")
