@@ -98,8 +98,13 @@ class Stager:
     time (two at once would fight over git's index), so that the commit at its end
     finds most objects written. Staging is best effort: the commit stages everything."""
 
-    def __init__(self, stage: Callable[[list[str]], None]) -> None:
+    def __init__(
+        self, stage: Callable[[list[str]], None], after: asyncio.Future | None = None
+    ) -> None:
+        """``after``: git work of the run's own that must be done before any staging
+        (what it raises is its owner's to report; the stager only waits for it)."""
         self._stage = stage
+        self._after = after
         self._pending: list[str] = []
         self._wake = asyncio.Event()
         self._closing = False
@@ -112,6 +117,8 @@ class Stager:
             self._task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
+        if self._after is not None:
+            await asyncio.wait([self._after])
         while not self._closing:
             await self._wake.wait()
             self._wake.clear()

@@ -263,10 +263,13 @@ def shingle_hashes(text: str) -> frozenset[int]:
     return frozenset(out)
 
 
-def sketch(shingles: frozenset[int]) -> list[int]:
+@functools.lru_cache(maxsize=8)
+def sketch(shingles: frozenset[int]) -> tuple[int, ...]:
     """The SKETCH_SIZE smallest hashes: two texts that share most shingles share most
-    of these too, so they find each other in an index of sketches."""
-    return heapq.nsmallest(SKETCH_SIZE, shingles)
+    of these too, so they find each other in an index of sketches. (Remembered for the
+    last few texts: a source's sketch is asked for when it is identified, stored and
+    compared again.)"""
+    return tuple(heapq.nsmallest(SKETCH_SIZE, shingles))
 
 
 def jaccard(a: frozenset[int], b: frozenset[int]) -> float:

@@ -93,6 +93,9 @@ class SourceIndex:
         self._shingles: dict[str, frozenset[int]] = {}
         self._fresh: set[str] = set()  # raw paths of this run, perhaps not written yet
         self._synced = False  # with raw/: at the first question (a run of known files asks none)
+        # The last text's candidates, until the index changes: a source is compared when
+        # it is identified and again when it is stored (for lint's list of alike sources).
+        self._last_similar: tuple[frozenset[int], list[tuple[Known, float]]] | None = None
 
     # -- KnownSources ----------------------------------------------------------------
 
@@ -117,6 +120,9 @@ class SourceIndex:
         return [Known(r[0], r[1], r[2]) for r in rows if self._on_disk(r[0])]
 
     def similar(self, shingles: frozenset[int]) -> list[tuple[Known, float]]:
+        last = self._last_similar
+        if last is not None and last[0] is shingles:
+            return last[1]
         mine = sketch(shingles)
         if not mine:
             return []
@@ -134,7 +140,9 @@ class SourceIndex:
             for r in rows
             if self._on_disk(r[0])
         ]
-        return sorted(scored, key=lambda item: (-item[1], item[0].raw_path))
+        found = sorted(scored, key=lambda item: (-item[1], item[0].raw_path))
+        self._last_similar = (shingles, found)
+        return found
 
     def similarity(self, known: Known, shingles: frozenset[int]) -> float:
         theirs = self._shingles_of(known.raw_path)
@@ -202,6 +210,8 @@ class SourceIndex:
                 self._store(raw, stored.title, name_of_origin(stored.origin), shingles)
 
     def _store(self, raw: str, title: str, name: str, shingles: frozenset[int]) -> None:
+        # (candidates found before this store are still those of the other sources)
+        before = self._last_similar
         self._forget(raw)
         self.conn.execute(
             "INSERT INTO source_identity (raw_path, title, title_key, name, shingles)"
@@ -212,7 +222,10 @@ class SourceIndex:
             "INSERT INTO source_sketch (hash, raw_path) VALUES (?, ?)",
             [(h, raw) for h in sketch(shingles)],
         )
+        if before is not None and before[0] is shingles:
+            self._last_similar = before
         self._note_alike(raw, title, normal_name(name), shingles)
+        self._last_similar = None
 
     def _note_alike(self, raw: str, title: str, name: str, shingles: frozenset[int]) -> None:
         """The sources ``raw`` looks like a revision of (text in between or closer, or
@@ -245,6 +258,7 @@ class SourceIndex:
         ]
 
     def _forget(self, raw: str) -> None:
+        self._last_similar = None
         self.conn.execute("DELETE FROM source_identity WHERE raw_path = ?", (raw,))
         self.conn.execute("DELETE FROM source_sketch WHERE raw_path = ?", (raw,))
         self.conn.execute("DELETE FROM source_alike WHERE a = ? OR b = ?", (raw, raw))

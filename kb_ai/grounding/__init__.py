@@ -15,7 +15,7 @@ answer reaches the user). Pure functions over text; no model calls, no files.
   in place of Markdown.
 """
 
-from kb_ai.grounding.claims import Claim, extract_claims, normalise, number_value
+from kb_ai.grounding.claims import Claim, extract_claims, forget_claims, normalise, number_value
 from kb_ai.grounding.markup import MarkupError, html_tags, is_html, strip_wrapper, to_markdown
 from kb_ai.grounding.shape import (
     Repeat,
@@ -46,6 +46,7 @@ __all__ = [
     "ends_on_sentence",
     "extract_claims",
     "find_repetition",
+    "forget_claims",
     "fit_sentences",
     "html_tags",
     "is_html",
