@@ -140,6 +140,8 @@ class GuardMiddleware:
                 return
             who, required = self._admin_only(offered)  # /healthz reports the fault itself
         refusal = self._refuse(scope, headers, who, required)
+        if refusal is not None and refusal[0] == 401 and _health_probe(scope, offered):
+            refusal = None  # a load balancer's or container's probe: the answer says less
         if scripted and not in_query and not cheap:
             if refusal is not None and refusal[0] == 401:
                 self.tokens.failed(address)
@@ -235,6 +237,13 @@ class GuardMiddleware:
         ):
             return 403, csrf.REFUSED
         return None
+
+
+def _health_probe(scope: Scope, offered: list[tuple[str, str]]) -> bool:
+    """A GET of /healthz offering no token: answered without one (web/health.py says only
+    whether the server is healthy and which parts are not), so that a load balancer or
+    a container's health check needs no secret. A wrong token is refused as anywhere."""
+    return scope["path"] == "/healthz" and scope["method"] in ("GET", "HEAD") and not offered
 
 
 def _offered(

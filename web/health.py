@@ -25,6 +25,7 @@ from compiler.queue import TaskQueue
 from kb_ai.errors import StorageError
 from kb_ai.service.remote import remote_state
 from web.errors import error_body
+from web.people import ANONYMOUS, visitor
 from web.services import Services, services
 from wiki import set_meta
 
@@ -49,6 +50,12 @@ async def healthz(request: Request) -> JSONResponse:
         # reported, never failing the server: commits wait here until it answers
         "remote": await svc.run(_remote, svc),
     }
+    if visitor(request) is ANONYMOUS:  # a probe with no token: the verdict, no details
+        failing = [name for name, c in checks.items() if not c["ok"]]
+        if failing:
+            body = error_body("unhealthy: " + ", ".join(failing), 503, failing=failing)
+            return JSONResponse(body, status_code=503)
+        return JSONResponse({"ok": True})
     if failed:
         body = error_body("unhealthy: " + "; ".join(failed), 503, **extra)
         return JSONResponse(body, status_code=503)

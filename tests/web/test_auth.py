@@ -1,8 +1,11 @@
 """The token, host and origin rules, and the headers that keep pages from running script."""
 
+import shutil
+
 import pytest
 
 from tests.web.conftest import NOTE, csrf_token, make_client, wait_for
+from web.health import HealthLimits
 
 TOKEN = "s3cret-token-0123456789"
 
@@ -14,7 +17,7 @@ def guarded(settings, model):
 
 
 def test_with_a_token_everything_needs_it(guarded):
-    for path in ("/healthz", "/api/tasks", "/wiki", "/static/kb.css", "/mcp"):
+    for path in ("/api/tasks", "/wiki", "/static/kb.css", "/mcp"):
         r = guarded.get(path)
         assert r.status_code == 401, path
     body = guarded.get("/api/tasks").json()
@@ -31,6 +34,30 @@ def test_with_a_token_everything_needs_it(guarded):
     assert (
         guarded.get("/api/tasks", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
     )
+
+
+def test_a_health_probe_needs_no_token_and_learns_only_the_verdict(settings, model):
+    """A load balancer or a container's HEALTHCHECK has no secret: /healthz answers it
+    whether the server is healthy and which parts are not, nothing more; the token
+    still gets the details, and a wrong token is refused as anywhere."""
+    with make_client(settings, model, token=TOKEN, start_worker=False) as guarded:
+        probe = guarded.get("/healthz")
+        assert probe.status_code == 200 and probe.json() == {"ok": True}
+        full = guarded.get("/healthz", headers={"authorization": f"Bearer {TOKEN}"}).json()
+        assert full["ok"] is True and set(full["checks"]) >= {"database", "disk"}
+        wrong = guarded.get("/healthz", headers={"authorization": "Bearer wrong"})
+        assert wrong.status_code == 401
+        assert guarded.post("/healthz").status_code in (401, 405)
+    free = shutil.disk_usage(settings.kb_dir).free
+    limits = HealthLimits(min_free_bytes=free * 2)  # more than this disk has free
+    with make_client(settings, model, token=TOKEN, health_limits=limits) as guarded:
+        probe = guarded.get("/healthz")
+        full = guarded.get("/healthz", headers={"authorization": f"Bearer {TOKEN}"})
+    assert probe.status_code == 503
+    assert probe.json()["failing"] == ["disk"] and probe.json()["error"] == "unhealthy: disk"
+    assert str(settings.kb_dir) not in probe.text  # no path, no counts, no errors
+    assert "checks" not in probe.json() and "queue" not in probe.json()
+    assert full.status_code == 503 and full.json()["checks"]["disk"]["ok"] is False
 
 
 def test_a_token_in_the_address_becomes_an_httponly_cookie(guarded):
