@@ -208,8 +208,14 @@ def test_an_update_meeting_an_edit_waits_on_the_review_page_with_both_versions(a
 
     revised = {**NOTE, "content": NOTE["content"].replace("thirty days", "ninety days")}
     task = client.post("/api/submit", json=revised).json()["tasks"][0]
-    assert wait_for(client, task["id"])["state"] == "done"
+    done = wait_for(client, task["id"])
+    assert done["state"] == "done"
     assert kb.resolve(path).read_text(encoding="utf-8") == edited  # main: the person's
+    # Status says the update waits, not only that the document compiled
+    assert done["result"]["held"] == [path] and done["result"]["updated"] == []
+    status = _unescape(client.get("/status").text)
+    assert status.count(f'class="held">held for review: <a href="/{path}">') == 2  # task, run
+    assert "a hand edit, which stays on main" in status and 'href="/review"' in status
 
     health = client.get("/health").text
     assert 'data-check="hand-edit"' in health
