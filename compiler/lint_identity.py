@@ -4,7 +4,9 @@ which is current, and sources that look like revisions of each other (compiler/i
 
 ``kb-ai lint --fix`` merges the duplicates that came from revisions of one source: the
 article of the newest revision stays, the older articles and raw copies go, the state of
-every origin compiled into them points to the one left, all in one commit.
+every origin compiled into them points to the one left, all in one commit. An older
+article that holds a person's lines stays (named, for a person to merge): --fix never
+deletes what a person wrote.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from itertools import combinations
 
+from compiler.hand_edits import person_lines
 from compiler.identity import title_key
 from compiler.identity_index import pairs_alike
 from compiler.record import INDEX_FINGERPRINT
@@ -35,6 +38,7 @@ from wiki import (
     read_raw,
     source_articles,
 )
+from wiki.hand_edits import find_hand_edit
 from wiki.lint import WARNING, Finding, LintReport
 from wiki.lock import compile_lock
 from wiki.repair import lint_and_fix
@@ -74,22 +78,27 @@ def identity_findings(kb: KnowledgeBase) -> list[Finding]:
     with closing(open_state(kb)) as conn:
         known = all_sources(conn)
         alike = pairs_alike(kb, conn, known)
-    merges = {p for m in plan_merges(kb, alike) for p in m.gone}
+    groups = duplicate_titles(kb)
+    edited = edited_articles(kb, groups)
+    merges = {p for m in plan_merges(kb, alike, groups, edited) for p in m.gone}
     findings: list[Finding] = []
-    for group in duplicate_titles(kb):
+    for group in groups:
         first = group[0]
         for other in group[1:]:
+            note = ""
+            if other.path in merges:
+                note = "; the two came from revisions of one source"
+            elif hand := next((p for p in (other.path, first.path) if p in edited), ""):
+                note = (
+                    f"; {hand} holds a person's lines ({edited[hand]}), which --fix never "
+                    "deletes: move them into the other article and delete it, or keep both"
+                )
             findings.append(
                 Finding(
                     "duplicate-title",
                     WARNING,
                     other.path,
-                    f"has the title of {first.path} ({first.title!r})"
-                    + (
-                        "; the two came from revisions of one source"
-                        if other.path in merges
-                        else ""
-                    ),
+                    f"has the title of {first.path} ({first.title!r}){note}",
                     fixable=other.path in merges or first.path in merges,
                 )
             )
@@ -123,12 +132,30 @@ def duplicate_titles(kb: KnowledgeBase) -> list[list[Article]]:
     return groups
 
 
-def plan_merges(kb: KnowledgeBase, alike: Iterable[tuple]) -> list[Merge]:
+def edited_articles(kb: KnowledgeBase, groups: Iterable[list[Article]]) -> dict[str, str]:
+    """The articles of ``groups`` that hold a person's lines: path -> who wrote them."""
+    out = {}
+    for article in (a for group in groups for a in group):
+        hand = find_hand_edit(kb, article.path)
+        if hand is not None and person_lines(hand):
+            out[article.path] = hand.by()
+    return out
+
+
+def plan_merges(
+    kb: KnowledgeBase,
+    alike: Iterable[tuple],
+    groups: list[list[Article]] | None = None,
+    edited: dict[str, str] | None = None,
+) -> list[Merge]:
     """The duplicate groups whose articles each come from one source, all revisions of
-    one another: kept, the article of the newest revision (by when it was ingested)."""
+    one another: kept, the article of the newest revision (by when it was ingested);
+    gone, the others, but for those that hold a person's lines (``edited``)."""
     linked = {frozenset((a.raw_path, b.raw_path)) for a, b, _, _ in alike}
+    groups = duplicate_titles(kb) if groups is None else groups
+    edited = edited_articles(kb, groups) if edited is None else edited
     merges = []
-    for group in duplicate_titles(kb):
+    for group in groups:
         single = [a for a in group if len(a.sources) == 1]
         if len(single) < 2:
             continue
@@ -137,12 +164,15 @@ def plan_merges(kb: KnowledgeBase, alike: Iterable[tuple]) -> list[Merge]:
             continue
         when = {r: (_ingested(kb, r), _commits_to(kb, r)) for r in raws}
         newest = max(single, key=lambda a: (when[a.sources[0]], a.updated, a.path))
-        gone = [a for a in single if a.path != newest.path]
+        gone = [a for a in single if a.path != newest.path and a.path not in edited]
+        if not gone:
+            continue
+        staying = {a.sources[0] for a in single if a not in gone}  # the kept, the edited
         merges.append(
             Merge(
                 kept=newest.path,
                 gone=tuple(a.path for a in gone),
-                raw_gone=tuple(sorted({a.sources[0] for a in gone} - {newest.sources[0]})),
+                raw_gone=tuple(sorted({a.sources[0] for a in gone} - {*staying})),
                 raw_kept=newest.sources[0],
             )
         )

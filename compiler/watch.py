@@ -57,8 +57,8 @@ def watch_filter(kb_root: Path) -> Callable[[Any, str], bool]:
         p = Path(path)
         if not base(change, path) or p.suffix.lower() not in WATCHED_SUFFIXES:
             return False
-        if any(part.startswith(".") for part in p.parts):
-            return False
+        if any(part.startswith(".") and part not in (".", "..") for part in p.parts):
+            return False  # a hidden folder or file (a "../notes" watched is not one)
         return kb != p.resolve() and kb not in p.resolve().parents
 
     return wanted

@@ -280,6 +280,8 @@ class Worker:
         summary = {"created": result.created, "updated": result.updated, "commit": result.commit}
         if result.review:  # held: its tasks keep their copies until the run is approved
             summary["review"] = result.review
+        if result.held:  # articles whose update meets a hand edit: Status says they wait
+            summary |= {"held": result.held, "held_review": result.held_review}
         origins: dict[str, list[str]] = {}  # task id -> its sources (an archive: several)
         archives = {t["id"] for t in tasks if format_of(t["filename"]) == "zip"}
         for origin, task_ids in by_origin.items():

@@ -94,6 +94,8 @@ def public_run(row: Any) -> dict[str, Any]:
         "updated": summary.get("updated") or [],
         # articles the run deleted (no source left): named, no longer linkable
         "deleted": [d["path"] for d in summary.get("deleted") or [] if isinstance(d, dict)],
+        # articles whose update meets a hand edit: it waits on the Review page
+        "held": summary.get("held") or [],
         "error": summary.get("error"),
     }
 

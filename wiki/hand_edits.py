@@ -173,17 +173,43 @@ def save_versions(conn: sqlite3.Connection, written: dict[str, str | None]) -> N
 
 def merge_texts(kb: Repository, base: str, ours: str, theirs: str) -> Merge:
     """The three-way merge of the person's file (``ours``) and kb-ai's new version
-    (``theirs``) against kb-ai's last version (``base``), by ``git merge-file``."""
+    (``theirs``) against kb-ai's last version (``base``), by ``git merge-file``.
+
+    git counts two changes that touch adjacent lines as one place: a sentence added
+    right after a line the other side rewrote is a conflict to it. Such a place is
+    merged here (:func:`_beside`): one side only added lines before or after the base's
+    lines, which the other rewrote, so both are kept, the rewrite where the base was.
+    Where both sides change the same lines it stays a conflict."""
     with tempfile.TemporaryDirectory(prefix="kb-ai-merge-") as tmp:
         files = []
         for name, text in (("hand", ours), ("base", base), ("kb-ai", theirs)):
             path = Path(tmp) / name
             path.write_text(text, encoding="utf-8")
             files.append(str(path))
-        labels = ("-L", "hand edit", "-L", "kb-ai's last version", "-L", "kb-ai's new version")
-        marked = _merge_file(kb, ("merge-file", "-p", *labels, *files))
-        proposal = _merge_file(kb, ("merge-file", "-p", "--theirs", *labels, *files))
-    return Merge(marked[0], marked[1], proposal[0])
+        marked, _ = _merge_file(
+            kb, ("merge-file", "-p", "--diff3", f"--marker-size={_MARKER}", *files)
+        )
+    text: list[str] = []
+    proposal: list[str] = []
+    conflicts = 0
+    for part in _parts(marked):
+        if isinstance(part, str):
+            text.append(part)
+            proposal.append(part)
+            continue
+        mine, was, new = part
+        merged = _beside(mine, was, new)
+        if merged is not None:
+            text += merged
+            proposal += merged
+            continue
+        conflicts += 1
+        text += [
+            "<<<<<<< hand edit\n", *mine, "||||||| kb-ai's last version\n", *was,
+            "=======\n", *new, ">>>>>>> kb-ai's new version\n",
+        ]  # fmt: skip
+        proposal += new
+    return Merge("".join(text), conflicts, "".join(proposal))
 
 
 def _merge_file(kb: Repository, args: tuple[str, ...]) -> tuple[str, int]:
@@ -191,6 +217,51 @@ def _merge_file(kb: Repository, args: tuple[str, ...]) -> tuple[str, int]:
     if proc.returncode < 0 or proc.returncode > 127:
         git(kb, *args)  # raises with git's message
     return proc.stdout, proc.returncode
+
+
+#: Conflict markers longer than a line of an article would be, so a line is never one.
+_MARKER = 61
+_OPEN, _BASE, _SPLIT, _CLOSE = ("<" * _MARKER, "|" * _MARKER, "=" * _MARKER, ">" * _MARKER)
+
+
+def _parts(marked: str) -> list[str | tuple[list[str], list[str], list[str]]]:
+    """``git merge-file --diff3`` output as lines merged, and (hand edit, kb-ai's last
+    version, kb-ai's new version) lines for each place the two sides conflict."""
+    out: list[str | tuple[list[str], list[str], list[str]]] = []
+    sides: list[list[str]] | None = None
+    for line in marked.splitlines(keepends=True):
+        mark = line[:_MARKER] if line[_MARKER : _MARKER + 1] in (" ", "\n", "") else ""
+        if sides is None:
+            if mark == _OPEN:
+                sides = [[]]
+            else:
+                out.append(line)
+        elif mark in (_BASE, _SPLIT) and len(sides) < 3:
+            sides.append([])
+        elif mark == _CLOSE and len(sides) == 3:
+            out.append((sides[0], sides[1], sides[2]))
+            sides = None
+        else:
+            sides[-1].append(line)
+    return out
+
+
+def _beside(mine: list[str], was: list[str], new: list[str]) -> list[str] | None:
+    """The lines of a conflict where one side only added lines before or after the base
+    lines the other side rewrote: the rewrite, with the added lines where they were;
+    None when the two change the same lines, or the lines added are next to lines the
+    other side deleted (what they were about may be gone: a person decides)."""
+    if not was:
+        return None  # both added lines at one place: which first is for a person to say
+    n = len(was)
+    for added, rewrote in ((mine, new), (new, mine)):
+        if len(added) <= n or not rewrote or rewrote == was:
+            continue
+        if added[:n] == was:  # lines added after the base's
+            return rewrote + added[n:]
+        if added[-n:] == was:  # lines added before them
+            return added[:-n] + rewrote
+    return None
 
 
 def keep_base(kb: Repository, rel: str, text: str) -> None:

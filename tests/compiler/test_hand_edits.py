@@ -91,6 +91,24 @@ def test_a_sentence_added_by_hand_survives_revisions_of_the_source(kb, cache_art
     assert lint["errors"] == 0 and not [f for f in lint["findings"] if f["path"] == CACHE]
 
 
+def test_a_sentence_added_after_the_line_a_revision_changes_is_merged_not_held(kb, cache_article):
+    """The issue's deploy article: a person's sentence at the end, right after the line
+    the revised source changes. git's merge counts the two as one place; they touch
+    different lines, so the update lands with the sentence kept word for word."""
+    notes = cache_article
+    before = text_of(kb, CACHE)
+    assert before.rstrip("\n").endswith("30 minutes.")  # the last line is the one revised
+    commit_by_ann(kb, CACHE, before.rstrip("\n") + f"\n\n{MINE}\n")
+
+    write(notes, "a.md", A.replace("30 minutes", "45 minutes"))
+    report = compile_json(kb, notes)
+    assert report["updated"] == [CACHE] and report["held"] == []
+    text = text_of(kb, CACHE)
+    assert text.rstrip("\n").splitlines()[-1] == MINE  # word for word, where Ann put it
+    assert "45 minutes" in text and "30 minutes" not in text
+    assert any("kept the hand edit" in c for c in report["checks"])
+
+
 def test_an_edit_overlapping_the_update_is_held_for_review_with_both_versions(kb, cache_article):
     notes = cache_article
     before = text_of(kb, CACHE)

@@ -91,3 +91,27 @@ def test_the_health_page_lists_them_too(three_copies, settings):
     with make_client(settings, Model(), start_worker=False) as client:
         page = client.get("/health").text
     assert 'data-check="duplicate-title"' in page and 'data-check="revision-alike"' in page
+
+
+def test_lint_fix_keeps_a_duplicate_that_holds_a_persons_lines(three_copies):
+    """A person's sentence in an older copy is never deleted by --fix: that copy stays,
+    named, and the others are merged as before."""
+    kb = three_copies
+    titled = sorted(
+        (p for p in list_articles(kb) if read_article(kb, p).title == TITLE),
+        key=lambda p: "15 minutes" not in read_article(kb, p).body,
+    )
+    oldest = titled[0]
+    assert "15 minutes" in read_article(kb, oldest).body
+    mine = "Ask in #deploys before a production run on a Thursday."
+    file = kb.resolve(oldest)
+    file.write_text(file.read_text(encoding="utf-8").rstrip("\n") + f"\n\n{mine}\n")
+    git(kb, "-c", "user.name=Bob Ops", "-c", "user.email=bob@example.com",
+        "commit", "-qam", "The Thursday rule")  # fmt: skip
+    report = lint_json(kb, "--fix")
+    assert mine in read_article(kb, oldest).body.splitlines()  # still in the wiki
+    left = sorted(p for p in list_articles(kb) if read_article(kb, p).title == TITLE)
+    assert len(left) == 2 and oldest in left  # the 20-minute copy merged, Bob's kept
+    (named,) = [f for f in report["findings"] if f["check"] == "duplicate-title"]
+    assert oldest == named["path"] or oldest in named["message"]
+    assert "by Bob Ops" in named["message"] and not named["fixable"]

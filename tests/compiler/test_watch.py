@@ -55,3 +55,43 @@ def test_watch_compiles_once_then_changes_and_reports_deletes(kb, settings, fake
     assert gone.deleted == [str(folder / "old.md")] and gone.result is None
     # nothing was removed: the old note's article is still there
     assert all((kb.root / p).is_file() for p in first.result.created)
+
+
+def test_a_revision_dropped_into_a_folder_watched_as_dot_dot_revises_its_source(
+    kb, settings, fake_llm, tmp_path, monkeypatch
+):
+    """`kb-ai watch ../notes` sees the files under it (".." is no hidden folder), and a
+    revised copy of a source compiled from elsewhere is that source: no second article."""
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "deploys.md").write_text(NOTE, encoding="utf-8")
+    compiler = Compiler(kb, settings, llm_factory=lambda s, **k: fake_llm)
+    (article,) = asyncio.run(compiler.compile_paths([str(first)])).created
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    copy = tmp_path / "notes" / "deploys.md"
+
+    async def scenario():
+        rounds: asyncio.Queue = asyncio.Queue()
+        stop = asyncio.Event()
+        task = asyncio.create_task(
+            watch_and_compile(
+                kb, settings, ["../notes"], rounds.put_nowait, debounce_ms=100, stop_event=stop,
+                compiler_factory=lambda: Compiler(kb, settings, llm_factory=lambda s, **k: fake_llm),
+            )
+        )  # fmt: skip
+        await next_round(rounds)
+        revised = NOTE.replace("Thursdays", "Fridays")
+        poke = lambda: copy.write_text(revised, encoding="utf-8")  # noqa: E731
+        try:  # (the watch missed every change under "..": no round came)
+            changed = await asyncio.wait_for(next_round(rounds, poke), 60)
+        finally:
+            stop.set()
+        await asyncio.wait_for(task, 30)
+        return changed
+
+    changed = asyncio.run(scenario())
+    assert changed.result is not None and changed.result.updated == [article]
+    assert not changed.result.created and len(changed.result.revisions) == 1
+    assert "Fridays" in read_article(kb, article).body

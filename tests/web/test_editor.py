@@ -6,11 +6,14 @@ changes nothing."""
 from __future__ import annotations
 
 import re
+from contextlib import closing
 
 import pytest
 
 from tests.web.conftest import csrf_token, make_client
-from wiki import KnowledgeBase, git, list_articles, read_article
+from wiki import KnowledgeBase, git, list_articles, open_state, read_article
+from wiki.lock import compile_lock
+from wiki.search import SearchIndex
 
 
 def edit_form(client, path):
@@ -61,6 +64,49 @@ def test_an_edit_is_saved_as_one_commit_by_the_editor_and_shown_in_history(artic
     shown = client.get(r.headers["location"])
     assert "hand edit" in shown.text and "Note the restore drill" in shown.text
     assert f"+{mine}" in shown.text
+
+
+def test_an_edit_of_title_and_summary_is_what_the_wiki_lists_and_health_is_clean(article):
+    """The index lines and the search tables follow the save: the Wiki page lists the new
+    title, Health has nothing to repair, and the article is found by its new words."""
+    client, kb, path = article
+    base, text = edit_form(client, path)
+    assert "title: Nightly backups" in text
+    edited = re.sub(r"summary: .*", "summary: Copies of the invoices database.", text, count=1)
+    edited = edited.replace("title: Nightly backups", "title: Invoice database backups", 1)
+    edited = edited.rstrip("\n") + "\n\nThe zebrafish drill restores last night's copy.\n"
+    r = save(client, path, edited, base, csrf_token(client), message="Retitle the backups")
+    assert r.status_code == 303, r.text
+    listed = client.get("/wiki").text
+    assert "Invoice database backups" in listed and ">Nightly backups<" not in listed
+    health = client.get("/health").text
+    assert 'data-check="tables"' not in health and 'data-check="index-stale"' not in health
+    assert git(kb, "log", "-1", "--format=%an %s").strip() == "web user Retitle the backups"
+    changed = git(kb, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(changed) == ["index/master-index.md", "index/topics.md", path]  # one commit
+    with closing(open_state(kb)) as conn:
+        assert [h.path for h in SearchIndex(conn).search("zebrafish drill")] == [path]
+
+
+def test_a_save_during_a_compile_leaves_the_indexes_to_that_compile(article):
+    client, kb, path = article
+    base, text = edit_form(client, path)
+    edited = text.replace("title: Nightly backups", "title: Invoice database backups", 1)
+    lock = compile_lock(kb)
+    assert lock.acquire(blocking=False)  # a compile is writing
+    try:
+        assert save(client, path, edited, base, csrf_token(client)).status_code == 303
+    finally:
+        lock.release()
+    assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == [path]
+    assert 'data-check="tables"' not in client.get("/health").text  # searched as saved
+    from tests.web.conftest import wait_for
+
+    other = {"title": "Queue workers", "content": "# Queue workers\n\nThe queue has 4 workers.\n"}
+    task = client.post("/api/submit", json=other).json()["tasks"][0]
+    assert wait_for(client, task["id"])["state"] == "done"
+    assert "Invoice database backups" in client.get("/wiki").text
+    assert 'data-check="index-stale"' not in client.get("/health").text
 
 
 def test_a_preview_renders_without_saving(article):
@@ -162,8 +208,14 @@ def test_an_update_meeting_an_edit_waits_on_the_review_page_with_both_versions(a
 
     revised = {**NOTE, "content": NOTE["content"].replace("thirty days", "ninety days")}
     task = client.post("/api/submit", json=revised).json()["tasks"][0]
-    assert wait_for(client, task["id"])["state"] == "done"
+    done = wait_for(client, task["id"])
+    assert done["state"] == "done"
     assert kb.resolve(path).read_text(encoding="utf-8") == edited  # main: the person's
+    # Status says the update waits, not only that the document compiled
+    assert done["result"]["held"] == [path] and done["result"]["updated"] == []
+    status = _unescape(client.get("/status").text)
+    assert status.count(f'class="held">held for review: <a href="/{path}">') == 2  # task, run
+    assert "a hand edit, which stays on main" in status and 'href="/review"' in status
 
     health = client.get("/health").text
     assert 'data-check="hand-edit"' in health

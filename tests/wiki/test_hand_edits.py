@@ -63,3 +63,21 @@ def test_the_merge_keeps_lines_apart_and_marks_overlaps(kb):
     clash = merge_texts(kb, base, base.replace("two", "mine"), base.replace("two", "TWO"))
     assert clash.conflicts == 1 and "<<<<<<< hand edit" in clash.text
     assert clash.proposal == base.replace("two", "TWO")
+
+
+def test_lines_added_next_to_lines_rewritten_are_merged_not_marked(kb):
+    base = "one\n\ntwo\n"
+    after = merge_texts(kb, base, base + "\nmine\n", base.replace("two", "TWO"))
+    assert after.conflicts == 0 and after.text == "one\n\nTWO\n\nmine\n"
+    before = merge_texts(kb, base, "one\n\nmine\ntwo\n", base.replace("two", "TWO"))
+    assert before.conflicts == 0 and before.text == "one\n\nmine\nTWO\n"
+    kb_ai_adds = merge_texts(kb, base, base.replace("two", "mine"), base + "three\n")
+    assert kb_ai_adds.conflicts == 0 and kb_ai_adds.text == "one\n\nmine\nthree\n"
+    # next to lines kb-ai deleted, what the person added may be about them: a conflict
+    gone = merge_texts(kb, base, base + "about two\n", "one\n")
+    assert gone.conflicts == 1 and gone.proposal == "one\n"
+    # a line of '=' (a Markdown heading's underline) is text, not a marker
+    heading = "Title\n" + "=" * 70 + "\n\ntwo\n"
+    both = merge_texts(kb, heading, heading.replace("two", "mine"), heading.replace("two", "TWO"))
+    assert both.conflicts == 1 and both.proposal == heading.replace("two", "TWO")
+    assert both.text.count("=" * 70 + "\n") == 1 and "<<<<<<< hand edit\nmine\n" in both.text

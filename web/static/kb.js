@@ -140,6 +140,7 @@ function taskRow(t) {
       doc.append(el("a", { class: "made", href: "/" + p, text: p }), " ");
     }
     for (const note of t.result.identity || []) doc.append(el("p", { class: "muted identity", text: note }));
+    if ((t.result.held || []).length) doc.append(heldNote(t.result.held));
     const left = t.result.failed || [];  // members of an archive that did not compile, and why
     if (left.length) {
       doc.append(el("p", { class: "error", text: `Not compiled: ${left.length} of its files` }),
@@ -160,6 +161,16 @@ function taskRow(t) {
   return el("tr", { "data-id": t.id, "data-state": t.state }, doc, state, when, actions);
 }
 
+// Articles a run did not write because their update meets a person's edit: they wait
+// for a reviewer (the server's page says the same, web/templates/_held.html).
+function heldNote(paths) {
+  const note = el("p", { class: "held" }, "held for review: ");
+  for (const p of paths) note.append(el("a", { href: "/" + p, text: p }), " ");
+  note.append("(kb-ai's update meets a hand edit, which stays on main; ",
+    el("a", { href: "/review", text: "Review" }), " shows both versions)");
+  return note;
+}
+
 function runRow(r) {
   const state = el("td", {}, el("span", { class: `pill ${r.state}`, text: r.state }));
   if (r.stage) state.append(" ", el("span", { class: "muted stage", text: r.stage + (r.total ? ` ${r.done}/${r.total}` : "") }));
@@ -168,6 +179,7 @@ function runRow(r) {
   if (r.error) result.append(el("p", { class: "error", text: r.error }));
   for (const p of [...r.created, ...r.updated]) result.append(" ", el("a", { class: "made", href: "/" + p, text: p }));
   for (const p of r.deleted || []) result.append(" ", el("del", { class: "gone", title: "deleted: no source left", text: p }));
+  if ((r.held || []).length) result.append(heldNote(r.held));
   if (r.commit) result.append(" ", el("code", { text: r.commit.slice(0, 8) }));
   const when = el("td", {}, el("time", { datetime: r.started_at, text: r.started_at.slice(0, 16).replace("T", " ") }));
   return el("tr", { "data-run": String(r.id), "data-state": r.state }, when, el("td", { text: r.started_by || "—" }), state, result);
