@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from wiki import KnowledgeBase, open_state
-from wiki.indexing import index_is_current, refresh_search_index
+from wiki.indexing import follow_commits, index_is_current, refresh_search_index
 from wiki.search import SearchIndex
 
 __all__ = ["SharedConnection"]
@@ -55,11 +55,13 @@ class SharedConnection:
     def search_index(self, articles: int) -> SearchIndex:
         """The search index (inside ``use``), brought up to date once per connection
         when it does not hold the catalog's ``articles`` (an index built before it
-        existed, or articles edited by hand)."""
+        existed, or articles added or deleted by hand), and following the commits made
+        since it last looked (an edit committed with git, wiki.indexing.follow_commits)."""
         with self.use() as conn:
             if self._index is None:
                 if not index_is_current(conn, articles):
                     refresh_search_index(self.kb, conn)
+                follow_commits(self.kb, conn)  # an edit committed outside kb-ai
                 self._index = SearchIndex(conn)
             return self._index
 

@@ -143,6 +143,26 @@ def head_sha(kb: Repository) -> str | None:
     return proc.stdout.strip() or None
 
 
+def head_commit(kb: Repository) -> str | None:
+    """The full sha of HEAD, or None in a repository without commits (or no git)."""
+    try:
+        proc = _run(kb, ("rev-parse", "--verify", "--quiet", "HEAD^{commit}"), check=False)
+    except KbAiError:
+        return None
+    return (proc.stdout.strip() or None) if proc.returncode == 0 else None
+
+
+def changed_since(kb: Repository, commit: str, under: str) -> list[str] | None:
+    """The KB-relative paths under ``under`` that differ between ``commit`` and HEAD
+    (added, changed or deleted), or None when git cannot tell (``commit`` unknown: a
+    history rewritten, a repository made again)."""
+    args = ("diff", "--name-only", "-z", "--no-renames", commit, "HEAD", "--", under)
+    proc = _run(kb, args, check=False)
+    if proc.returncode != 0:
+        return None
+    return [p for p in proc.stdout.split("\0") if p]
+
+
 def commit_all(kb: Repository, message: str) -> str | None:
     """Stage every change to the versioned parts and commit it.
 

@@ -11,9 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from wiki.articles import Article, list_articles, read_article, read_articles
 from wiki.catalog import entry_for, format_entry
+from wiki.git import changed_since, head_commit
 from wiki.layout import KnowledgeBase
 from wiki.schema import apply_migrations
 from wiki.search import SearchDoc, SearchIndex
+from wiki.state import get_meta, set_meta
 
 CATALOG_MIGRATIONS = (
     "CREATE TABLE catalog_lines (path TEXT PRIMARY KEY, slug TEXT NOT NULL, line TEXT NOT NULL)",
@@ -74,6 +76,35 @@ def refresh_search_index(
         index.upsert(search_doc(a) for a in docs)
         _store_lines(conn, docs, replace_all=False)
     return index
+
+
+def follow_commits(kb: KnowledgeBase, conn: sqlite3.Connection) -> None:
+    """Articles committed since the search index last looked, brought into it: an edit
+    committed with git rather than through kb-ai, a pull. The index keeps the commit it
+    last looked at (meta ``search_commit``); a question asks git for HEAD (one process)
+    and, when it moved, reads only the articles changed since (those kb-ai indexed
+    itself are found unchanged by their content hash and not indexed again)."""
+    head = head_commit(kb)
+    if head is None:
+        return
+    seen = get_meta(conn, SEARCH_COMMIT)
+    if seen == head:
+        return
+    changed = changed_since(kb, seen, "wiki") if seen is not None else None
+    articles = set(list_articles(kb))
+    if changed is None:  # the first look, or git cannot tell: every article is looked at
+        changed = sorted(articles)
+    present = [p for p in changed if p in articles]
+    gone = [p for p in changed if p not in articles]
+    if gone:
+        remove_from_tables(conn, gone)
+    if present:
+        refresh_search_index(kb, conn, present)
+    set_meta(conn, SEARCH_COMMIT, head)
+
+
+#: The meta key of the commit the search index last followed (see follow_commits).
+SEARCH_COMMIT = "search_commit"
 
 
 def remove_from_tables(conn: sqlite3.Connection, paths: Sequence[str]) -> None:

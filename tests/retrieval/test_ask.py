@@ -1,6 +1,7 @@
 """Answering from the wiki, against a fake of our own LLM boundary."""
 
 import asyncio
+import os
 import re
 from contextlib import closing
 from dataclasses import replace
@@ -22,7 +23,7 @@ from retrieval import (
 from tests.compiler.conftest import responder_handler
 from tests.fakes.fake_llm import FakeLLM
 from tests.retrieval import unplaced
-from wiki import Article, build_catalog, open_state, write_article, write_indexes
+from wiki import Article, build_catalog, commit_all, git, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
 
 ENOUGH = {"enough": True, "search": []}  # the follow-up step: the pages read are enough
@@ -188,6 +189,39 @@ def test_a_wiki_larger_than_the_budget_is_shortlisted_and_the_prompt_stays_withi
     # the body-only fact brought its page into the shortlist
     assert "wiki/reference/vault.md" in llm.calls[0].schema["properties"]["paths"]["items"]["enum"]
     assert answer.read == ["wiki/reference/vault.md"] and answer.citations
+
+
+@pytest.mark.parametrize("asked_before", [True, False])
+def test_an_edit_committed_with_git_is_found_by_the_next_question(kb, settings, asked_before):
+    """A person edits an article in their editor and commits it with git (no kb-ai in
+    between): the next question's search finds the new words, whether or not a question
+    was asked since the last compile."""
+    vault = ("wiki/reference/vault.md", "Secrets store", "Where secrets live.", "Notes.\n")
+    _big_wiki(kb, 300, [vault])
+    commit_all(kb, "compile: the wiki")
+    small = replace(settings, selection_budget_tokens=2000)
+
+    def offered(question):
+        llm = FakeLLM().enqueue({"paths": []}, "Not said.")
+        run(ask(kb, small, llm, question))
+        # (no page holding the question's words: declined before any model call)
+        return llm.calls[0].schema["properties"]["paths"]["items"]["enum"] if llm.calls else []
+
+    if asked_before:
+        assert vault[0] not in offered("Who owns the zanzibar certificate rotation?")
+    edited = (
+        (kb.root / vault[0])
+        .read_text()
+        .replace(
+            "Notes.", "Notes. The quarterly rotation of the zanzibar certificate is owned by Priya."
+        )
+    )
+    (kb.root / vault[0]).write_text(edited)
+    git(kb, "-c", "user.name=Priya", "-c", "user.email=p@example.org", "commit", "-qam", "vault")
+    assert vault[0] in offered("Who owns the zanzibar certificate rotation?")
+    os.remove(kb.root / vault[0])  # deleted with git too: no longer offered, nothing breaks
+    git(kb, "-c", "user.name=Priya", "-c", "user.email=p@example.org", "commit", "-qam", "rm")
+    assert vault[0] not in offered("Who owns the zanzibar certificate rotation?")
 
 
 def test_articles_written_during_and_between_questions_are_found_and_read(
