@@ -232,6 +232,16 @@ def plan_stage(ctx: RunContext, state: RunState, ranker: CatalogRanker) -> RunSt
 # -- write --------------------------------------------------------------------------------
 
 
+def _hand_on(to: ThreadFuture, done: asyncio.Future) -> None:
+    """``done``'s outcome given to ``to``, which a thread can wait for."""
+    if done.cancelled():
+        to.cancel()
+    elif done.exception() is not None:
+        to.set_exception(done.exception())
+    else:
+        to.set_result(done.result())
+
+
 async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     """Every planned article written and stored (or deleted, when no source is left to
     it); what the checks changed goes to the result's checks."""
@@ -241,18 +251,12 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     # never part of kb-ai's (whose trailer would claim the person's words). git does it
     # while the first write calls go out (it took 4-10 ms at the stage barrier), done
     # before any article is looked at or stored and before the stager touches git.
-    committing: ThreadFuture = ThreadFuture()
-
-    def commit_edits() -> None:
-        try:
-            committing.set_result(commit_pending_edits(ctx.kb))
-        except BaseException as exc:  # (handed on whole: raised where it is waited for)
-            committing.set_exception(exc)
-            raise
-
-    edits = asyncio.ensure_future(run_io(commit_edits)) if plan.articles else None
+    edits = asyncio.ensure_future(run_io(commit_pending_edits, ctx.kb)) if plan.articles else None
+    committing: ThreadFuture = ThreadFuture()  # the same outcome, for the stores' threads
     if edits is None:
         committing.set_result(None)
+    else:
+        edits.add_done_callback(partial(_hand_on, committing))
 
     async def edits_committed() -> None:
         if edits is not None:  # (a write cancelled while it waits must not cancel it)
