@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass, replace
 from datetime import date
 
-from compiler.check_process import reviewed_reply, run_check
 from compiler.checks import (
     REFUSE_ABOVE,
     REMOVE_WITHOUT_RETRY,
@@ -20,6 +19,7 @@ from compiler.checks import (
     review_body,
     summary_from_body,
 )
+from compiler.check_process import reviewed_reply, run_check
 from compiler.classify import Target
 from compiler.documents.citations import base_path, with_pages
 from compiler.material import Material, fit_material
