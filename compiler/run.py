@@ -20,7 +20,6 @@ from pathlib import Path
 from compiler._tasks import Interruptible, run_io
 from compiler.ahead import Ahead, extract_ahead
 from compiler.categories import current_categories, ensure_categories
-from compiler.check_process import checks_beside, release_checks
 from compiler.classify import CatalogRanker
 from compiler.documents import convert_process
 from compiler.identity_index import Arrival
@@ -188,15 +187,14 @@ class Compiler:
             if state.pending:
                 llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
             self._tasks.install_handler()
-            with checks_beside(len(state.pending) if llm is not None else 0):
-                ahead = Ahead()
-                if llm is not None and not held:
-                    state, ahead = await self._extract_ahead(llm, state)
-                if self.interrupted:  # nothing of it reached the wiki: nothing to write
-                    state = _interrupted(state, ahead)
-                else:
-                    taken, held = held, False  # from here _locked releases it
-                    state = await self._locked(llm, state, ahead, tracker, force, lock, taken)
+            ahead = Ahead()
+            if llm is not None and not held:
+                state, ahead = await self._extract_ahead(llm, state)
+            if self.interrupted:  # nothing of it reached the wiki: nothing to write
+                state = _interrupted(state, ahead)
+            else:
+                taken, held = held, False  # from here _locked releases it
+                state = await self._locked(llm, state, ahead, tracker, force, lock, taken)
         finally:
             if held:
                 lock.release()
@@ -349,7 +347,6 @@ class Compiler:
                 return state
             state = plan_stage(ctx, state, await asyncio.shield(ranker))
             state = await write_stage(ctx, state)
-            release_checks()  # its process ends while the run indexes and commits
             # Nothing more to ask the model: its connections and call log close meanwhile.
             closed = asyncio.ensure_future(_close(llm))
             try:

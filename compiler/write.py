@@ -14,12 +14,12 @@ from compiler.checks import (
     REFUSE_ABOVE,
     REMOVE_WITHOUT_RETRY,
     ArticleRefusedError,
+    accept_summary,
     evidence_for,
     repair_shape,
     review_body,
     summary_from_body,
 )
-from compiler.check_process import reviewed_reply, run_check
 from compiler.classify import Target
 from compiler.documents.citations import base_path, with_pages
 from compiler.material import Material, fit_material
@@ -139,16 +139,27 @@ async def compile_article(
     shown = _fitted(prompts, title, kind, existing, material, patch_threshold,
                     material_chars, prompt_chars, notes)  # fmt: skip
     findings: list[str] = []
-    # a source's date is material too: the writer dates facts and history lines by it
-    stated = [*texts, *(m.source for m in material), *(m.date for m in material if m.date)]
+    evidence = None
     for attempt in (1, 2):
         draft = await _draft(llm, prompts, title, kind, existing, shown, patch_threshold, findings)
-        # checked beside the event loop when the run has a process for it (check_process.py)
-        review, summary, summary_problem = await run_check(
-            target.path, reviewed_reply, draft.body, stated, texts, previous, title,
-            (draft.truncated, draft.bound, draft.told), draft.data.get("summary"),
-        )  # fmt: skip
+        if evidence is None:  # indexed once the call is out: the model does not wait for it
+            # a source's date is material too: the writer dates facts and history lines by it
+            evidence = evidence_for(
+                [*texts, *(m.source for m in material), *(m.date for m in material if m.date)],
+                previous,
+                title,
+            )
+        review = review_body(
+            draft.body,
+            evidence=evidence,
+            material=texts,
+            previous=previous,
+            truncated=draft.truncated,
+            bound=draft.bound,
+            told=draft.told,
+        )
         review.problems[:0] = draft.problems
+        summary, summary_problem = accept_summary(draft.data.get("summary"), review.body, evidence)
         needs_retry = bool(review.problems) or review.removed_share > REMOVE_WITHOUT_RETRY
         if attempt == 1 and needs_retry:
             findings = review.findings + ([summary_problem] if summary_problem else [])
@@ -158,7 +169,6 @@ async def compile_article(
             # Twice unusable in shape (a small model repeating itself, or cut off): keep
             # what is whole and said once, if that passes every check (ungrounded
             # passages removed as for any reply, refused above the same share).
-            evidence = evidence_for(stated, previous, title)
             repaired = review_body(repair_shape(review.body), evidence=evidence,
                                    material=texts, previous=previous, told=draft.told)  # fmt: skip
             if (

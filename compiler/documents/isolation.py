@@ -8,13 +8,17 @@ on a damaged file) fails its document the same way, and never the run."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from multiprocessing.connection import Connection
 from typing import Any
 
-from compiler._process import Channel, helper_channel, start_helper, stop_helper
 from compiler.documents.convert import ConvertOptions, convert_document
 from compiler.documents.document import Document
 from kb_ai.errors import DocumentError
@@ -37,7 +41,7 @@ class ConvertProcess:
         self.target = target or convert_document
         self._lock = threading.Lock()
         self._process: Any = None
-        self._conn: Channel | None = None
+        self._conn: _Channel | None = None
 
     def __enter__(self) -> ConvertProcess:
         return self
@@ -90,12 +94,31 @@ class ConvertProcess:
         """The converter process's id while it runs."""
         return self._process.pid if self._process is not None else None
 
-    def _ready(self) -> Channel:
+    def _ready(self) -> _Channel:
         if self._process is not None and self._process.poll() is None and self._conn is not None:
             return self._conn
         self._stop(kill=True)
-        process, self._conn = start_helper("compiler.documents.isolation")
+        # A fresh interpreter running this module, not multiprocessing's spawn (which runs
+        # the caller's main script again: a script without a __main__ guard would start
+        # itself) nor a fork (the caller has threads whose locks a child would inherit).
+        from_parent, to_child = os.pipe()
+        from_child, to_parent = os.pipe()
+        path = os.pathsep.join(p for p in sys.path if p)
+        env = {**os.environ, "PYTHONPATH": path}
+        code = f"from compiler.documents.isolation import serve; serve({from_parent}, {to_parent})"
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", code],
+                pass_fds=(from_parent, to_parent),
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        finally:
+            os.close(from_parent)
+            os.close(to_parent)
         self._process = process
+        self._conn = _Channel(Connection(from_child, writable=False),
+                              Connection(to_child, readable=False))  # fmt: skip
         if not self._conn.poll(START_SECONDS):
             self._stop(kill=True)
             raise DocumentError(
@@ -116,7 +139,40 @@ class ConvertProcess:
         self._process = self._conn = None
         if process is None:
             return None
-        return stop_helper(process, conn, kill=kill)
+        if conn is not None:
+            if not kill:
+                try:
+                    conn.send(None)  # done: the process returns
+                except (OSError, ValueError):
+                    kill = True
+            conn.close()
+        if not kill:
+            try:
+                return process.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        process.kill()
+        return process.wait()
+
+
+class _Channel:
+    """Both ends of the pipes to the converter process, as one connection."""
+
+    def __init__(self, incoming: Connection, outgoing: Connection) -> None:
+        self.incoming, self.outgoing = incoming, outgoing
+
+    def send(self, obj: object) -> None:
+        self.outgoing.send(obj)
+
+    def recv(self) -> Any:
+        return self.incoming.recv()
+
+    def poll(self, timeout: float) -> bool:
+        return self.incoming.poll(timeout)
+
+    def close(self) -> None:
+        self.incoming.close()
+        self.outgoing.close()
 
 
 def convert_process(settings) -> AbstractContextManager[ConvertProcess | None]:  # noqa: ANN001
@@ -129,7 +185,11 @@ def convert_process(settings) -> AbstractContextManager[ConvertProcess | None]: 
 
 def serve(read_fd: int, write_fd: int) -> None:
     """The converter process: one conversion after another until told to stop."""
-    conn = helper_channel(read_fd, write_fd)
+    conn = _Channel(Connection(read_fd, writable=False), Connection(write_fd, readable=False))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    # what a converter prints must not mix into the caller's output (`compile --json`)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     conn.send(("ready",))
     while True:
         try:
