@@ -7,10 +7,11 @@ The 38 decision records at 16 in flight against the fake model in a process of i
 (as bench.compile.run), each run into a fresh knowledge base; prints per run the wall
 time, the efficiency (ideal max(ceil(N / C), 3) x d over wall), the CPU time of the
 thread that ran the event loop (time.thread_time: file work in worker threads is not in
-it), the CPU of the whole process (every thread: the check process's reader thread, file
-work), that of the child processes it waited for during the run (git, the check process:
-compiler/check_process.py) and the 1-minute load average. Wall time follows the
-machine's load; the loop's CPU much less, so it compares code on a shared machine.
+it), the CPU of the whole process (every thread: file work, readers of helper
+processes), that of the child processes it waited for during the run (git, a helper
+process: work moved off the loop is counted, not hidden) and the 1-minute load
+average. Wall time follows the machine's load; the loop's CPU much less, so it compares
+code on a shared machine.
 """
 
 from __future__ import annotations
