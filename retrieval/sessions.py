@@ -148,3 +148,16 @@ class ChatStore:
                 raise NotFoundError(f"No chat session {sid!r}")
             self.conn.execute("DELETE FROM chat_messages WHERE session_id = ?", (sid,))
 
+
+def delete_sessions_of(conn: sqlite3.Connection, person: str) -> int:
+    """Delete every session ``person`` owns, with its messages (the person is removed);
+    how many there were."""
+    store = ChatStore(conn, person)
+    with store.conn:
+        store.conn.execute(
+            "DELETE FROM chat_messages WHERE session_id IN"
+            " (SELECT id FROM chat_sessions WHERE owner = ?)",
+            (person,),
+        )
+        cur = store.conn.execute("DELETE FROM chat_sessions WHERE owner = ?", (person,))
+    return cur.rowcount
