@@ -149,3 +149,27 @@ def test_a_missing_state_db_in_a_folder_nobody_may_write_is_a_storage_error(kb):
     with read_only(kb.state_dir), pytest.raises(StorageError) as caught:
         open_state(kb)
     assert "writable" in caught.value.hint
+
+
+def test_a_state_db_made_unwritable_under_live_connections_refuses_writes_and_lives(kb):
+    """A connection that wrote through the WAL is open when state.db stops taking
+    writes: writes are refused with a StorageError, reads still answer, and the process
+    is never killed (SQLite's shared memory stays writable; a write to its mapping of
+    a file the kernel refuses to change is a SIGBUS, which ends every thread at once)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    open_state(kb).close()
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fakes.live_unwritable", str(kb.root)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-3000:]}"
+    assert "20 writes refused" in done.stdout
