@@ -39,9 +39,10 @@ from wiki import (
     source_articles,
 )
 from wiki.hand_edits import find_hand_edit
+from wiki.indexing import refresh_search_index
 from wiki.lint import WARNING, Finding, LintReport
 from wiki.lock import compile_lock
-from wiki.repair import lint_and_fix
+from wiki.repair import lint_and_fix, repoint_links
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _DATED = re.compile(r"\b(?:as of|since|until|previously|formerly|no longer)\b", re.I)
@@ -192,12 +193,13 @@ def merge_revisions(kb: KnowledgeBase) -> tuple[list[Merge], str | None]:
             merges = plan_merges(kb, pairs_alike(kb, conn, all_sources(conn)))
             if not merges:
                 return [], None
-            _apply(kb, conn, merges)
+            repointed = _apply(kb, conn, merges)
         lines = [
             f"merged {', '.join(m.gone)} into {m.kept}: revisions of one source "
             f"({', '.join(m.raw_gone) or 'the same raw copy'} -> {m.raw_kept})"
             for m in merges
         ]
+        lines += [f"links in {p} lead to the article kept" for p in repointed]
         append_log(kb, "lint --fix", lines)
         head = f"lint --fix: merged {sum(len(m.gone) for m in merges)} duplicate article(s)"
         return merges, commit_all(kb, head + "\n\n" + "\n".join(lines))
@@ -205,9 +207,11 @@ def merge_revisions(kb: KnowledgeBase) -> tuple[list[Merge], str | None]:
         lock.release()
 
 
-def _apply(kb: KnowledgeBase, conn, merges: list[Merge]) -> None:
+def _apply(kb: KnowledgeBase, conn, merges: list[Merge]) -> list[str]:
+    """Merge; the articles whose links to a merged copy now lead to the one kept."""
     moved = {raw: m.raw_kept for m in merges for raw in m.raw_gone}
     article_moved = {path: m.kept for m in merges for path in m.gone}
+    repointed = repoint_links(kb, article_moved)  # while the copies are there to resolve
     with conn:  # every origin compiled into a copy that went is known as the one kept
         discard(kb, conn, list(article_moved), list(moved))
         for origin, row in all_sources(conn).items():
@@ -217,6 +221,9 @@ def _apply(kb: KnowledgeBase, conn, merges: list[Merge]) -> None:
                 "UPDATE sources SET raw_path = ?, articles = ? WHERE origin = ?",
                 (raw, json.dumps(articles, ensure_ascii=False), origin),
             )
+    if repointed:  # Chat searches their new text at once
+        refresh_search_index(kb, conn, repointed)
+    return repointed
 
 
 def _undated_disagreements(group: list[Article]) -> list[Finding]:

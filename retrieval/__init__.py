@@ -15,7 +15,7 @@ from retrieval.candidates import Catalog, estimate_tokens, pick_candidates
 from retrieval.checks import AnswerCheck, Finding
 from retrieval.pages import Citation, Page, check_paths, read_page, validate_citations
 from retrieval.selection import SelectionError
-from retrieval.sessions import ChatStore
+from retrieval.sessions import ChatStore, delete_sessions_of
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -40,6 +40,7 @@ __all__ = [
     "ask",
     "check_paths",
     "check_question",
+    "delete_sessions_of",
     "estimate_tokens",
     "pick_candidates",
     "read_page",

@@ -1,5 +1,12 @@
 """Chat sessions, kept in the knowledge base's state.db so they can be reopened; with a
-shared database (``database_url``) in PostgreSQL, so any server continues any session."""
+shared database (``database_url``) in PostgreSQL, so any server continues any session.
+
+A session belongs to the person who began it (``owner``, their name): a store opened for
+a person shows, continues, renames and deletes only theirs; anyone else's is "No chat
+session" to them, an admin's store too (questions are private). Sessions no person owns
+(begun before there were people, with the server's token, by the loopback user or at
+the terminal) have no owner: a store opened for no person shows those, and an admin's
+store shows them beside the admin's own."""
 
 from __future__ import annotations
 
@@ -21,6 +28,9 @@ MIGRATIONS = (
     " REFERENCES chat_sessions(id) ON DELETE CASCADE, role TEXT NOT NULL, content TEXT NOT NULL,"
     " citations TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL)",
     "CREATE INDEX chat_messages_session ON chat_messages(session_id, id)",
+    # Who began the session (a person's name); NULL for the sessions no person owns.
+    "ALTER TABLE chat_sessions ADD COLUMN owner TEXT",
+    "CREATE INDEX chat_sessions_owner ON chat_sessions(owner, updated_at)",
 )
 TITLE_MAX = 120
 
@@ -30,22 +40,38 @@ def _now() -> str:
 
 
 class ChatStore:
-    """Sessions and their messages. Takes an open connection to state.db (with a shared
-    database, the sessions are there instead: the same SQL, wiki/database.py)."""
+    """The sessions of one owner and their messages. Takes an open connection to
+    state.db (with a shared database, the sessions are there instead: the same SQL,
+    wiki/database.py).
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    ``owner``: the person whose sessions these are (None: the sessions no person owns);
+    ``ownerless``: show the sessions no person owns as well (an admin's store; the
+    default for ``owner`` None). A session this store does not show is not found."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, owner: str | None = None, *, ownerless: bool = False
+    ) -> None:
         if isinstance(conn, sqlite3.Connection):
             conn.execute("PRAGMA foreign_keys = ON")  # (PostgreSQL always keeps them)
         self.conn: Any = store_connection(conn, "chat", MIGRATIONS)
+        self.owner = owner
+        if owner is None:
+            self._scope, self._params = "owner IS NULL", ()
+        elif ownerless:
+            self._scope, self._params = "(owner = ? OR owner IS NULL)", (owner,)
+        else:
+            self._scope, self._params = "owner = ?", (owner,)
 
     def create(self, title: str = "New chat") -> dict[str, Any]:
+        """A new session, owned by this store's owner."""
         sid = uuid.uuid4().hex[:16]
         now = _now()
         clean = one_line(title)[:TITLE_MAX] or "New chat"
         with self.conn:
             self.conn.execute(
-                "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (sid, clean, now, now),
+                "INSERT INTO chat_sessions (id, title, created_at, updated_at, owner)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (sid, clean, now, now, self.owner),
             )
         return {"id": sid, "title": clean, "created_at": now, "updated_at": now}
 
@@ -53,7 +79,8 @@ class ChatStore:
         rows = self.conn.execute(
             "SELECT s.id, s.title, s.created_at, s.updated_at,"
             " (SELECT count(*) FROM chat_messages m WHERE m.session_id = s.id) AS messages"
-            " FROM chat_sessions s ORDER BY s.updated_at DESC, s.id"
+            f" FROM chat_sessions s WHERE {self._scope} ORDER BY s.updated_at DESC, s.id",
+            self._params,
         )
         return [
             dict(zip(("id", "title", "created_at", "updated_at", "messages"), r, strict=True))
@@ -62,7 +89,8 @@ class ChatStore:
 
     def get(self, sid: str) -> dict[str, Any]:
         row = self.conn.execute(
-            "SELECT id, title, created_at, updated_at FROM chat_sessions WHERE id = ?", (sid,)
+            f"SELECT id, title, created_at, updated_at FROM chat_sessions WHERE id = ? AND {self._scope}",
+            (sid, *self._params),
         ).fetchone()
         if row is None:
             raise NotFoundError(f"No chat session {sid!r}")
@@ -103,14 +131,33 @@ class ChatStore:
         if not clean:
             raise UsageError("A session title cannot be empty")
         with self.conn:
-            cur = self.conn.execute("UPDATE chat_sessions SET title = ? WHERE id = ?", (clean, sid))
+            cur = self.conn.execute(
+                f"UPDATE chat_sessions SET title = ? WHERE id = ? AND {self._scope}",
+                (clean, sid, *self._params),
+            )
         if cur.rowcount == 0:
             raise NotFoundError(f"No chat session {sid!r}")
         return self.get(sid)
 
     def delete(self, sid: str) -> None:
-        with self.conn:
+        with self.conn:  # a session this store does not show: nothing is deleted
+            cur = self.conn.execute(
+                f"DELETE FROM chat_sessions WHERE id = ? AND {self._scope}", (sid, *self._params)
+            )
+            if cur.rowcount == 0:
+                raise NotFoundError(f"No chat session {sid!r}")
             self.conn.execute("DELETE FROM chat_messages WHERE session_id = ?", (sid,))
-            cur = self.conn.execute("DELETE FROM chat_sessions WHERE id = ?", (sid,))
-        if cur.rowcount == 0:
-            raise NotFoundError(f"No chat session {sid!r}")
+
+
+def delete_sessions_of(conn: sqlite3.Connection, person: str) -> int:
+    """Delete every session ``person`` owns, with its messages (the person is removed);
+    how many there were."""
+    store = ChatStore(conn, person)
+    with store.conn:
+        store.conn.execute(
+            "DELETE FROM chat_messages WHERE session_id IN"
+            " (SELECT id FROM chat_sessions WHERE owner = ?)",
+            (person,),
+        )
+        cur = store.conn.execute("DELETE FROM chat_sessions WHERE owner = ?", (person,))
+    return cur.rowcount

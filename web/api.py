@@ -14,10 +14,9 @@ from compiler.queue import TaskQueue
 from kb_ai.errors import UsageError
 from kb_ai.service import OpenKb, submitting
 from kb_ai.service.submitting import Document
-from retrieval import ChatStore
 from web import content
 from web.errors import error_json
-from web.people import needs, require
+from web.people import Visitor, chat_store, needs, require, visitor
 from web.services import Services, services
 from web.streams import ask_stream, task_stream
 from web.uploads import Submission, fetch_submission, json_object, read_submission
@@ -143,9 +142,9 @@ async def source(request: Request) -> JSONResponse:
 # -- chat sessions --------------------------------------------------------------------------
 
 
-def _sessions(svc: Services, action: str, sid: str = "", title: str = "") -> Any:
+def _sessions(svc: Services, who: Visitor, action: str, sid: str = "", title: str = "") -> Any:
     with svc.db() as conn:
-        store = ChatStore(conn)
+        store = chat_store(conn, who)
         if action == "list":
             return store.list()
         if action == "create":
@@ -164,22 +163,24 @@ async def sessions(request: Request) -> JSONResponse:
         title = body.get("title") or "New chat"
         if not isinstance(title, str):
             raise UsageError('"title" must be a string')
-        return ok(201, session=await svc.run(_sessions, svc, "create", title=title))
-    return ok(sessions=await svc.run(_sessions, svc, "list"))
+        return ok(
+            201, session=await svc.run(_sessions, svc, visitor(request), "create", title=title)
+        )
+    return ok(sessions=await svc.run(_sessions, svc, visitor(request), "list"))
 
 
 async def session(request: Request) -> JSONResponse:
     svc = services(request)
     sid = request.path_params["session_id"]
     if request.method == "DELETE":
-        await svc.run(_sessions, svc, "delete", sid)
+        await svc.run(_sessions, svc, visitor(request), "delete", sid)
         return ok(deleted=sid)
     if request.method == "PATCH":
         title = (await json_object(request)).get("title")
         if not isinstance(title, str):
             raise UsageError('Send {"title": "..."} to rename a session')
-        return ok(session=await svc.run(_sessions, svc, "rename", sid, title))
-    return ok(session=await svc.run(_sessions, svc, "get", sid))
+        return ok(session=await svc.run(_sessions, svc, visitor(request), "rename", sid, title))
+    return ok(session=await svc.run(_sessions, svc, visitor(request), "get", sid))
 
 
 def routes() -> list[Route]:

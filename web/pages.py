@@ -17,13 +17,12 @@ from kb_ai.errors import KbAiError, NotFoundError
 from kb_ai.service import corpora
 from kb_ai.service.evaluating import last_runs
 from kb_ai.service.remote import remote_state
-from retrieval import ChatStore
 from web import content, csrf
 from web.api import queue_submissions
 from web.errors import status_for
 from web.graph import link_graph
 from web.originals import original
-from web.people import require
+from web.people import chat_store, require, visitor
 from web.render import render_markdown
 from web.services import services
 from web.templating import render
@@ -132,10 +131,11 @@ async def task_action(request: Request) -> Response:
 async def chat(request: Request) -> Response:
     svc = services(request)
     sid = request.path_params.get("session_id")
+    who = visitor(request)
 
     def load() -> tuple[list, dict | None]:
         with svc.db() as conn:
-            store = ChatStore(conn)
+            store = chat_store(conn, who)
             session = store.get(sid) if sid else None
             for m in session["messages"] if session else []:
                 if m["role"] == "assistant":
@@ -154,10 +154,11 @@ async def session_action(request: Request) -> Response:
     sid, action = request.path_params["session_id"], request.path_params["action"]
     form = await page_form(request)
     title = form.get("title")
+    who = visitor(request)
 
     def act() -> None:
         with svc.db() as conn:
-            store = ChatStore(conn)
+            store = chat_store(conn, who)
             if action == "rename":
                 store.rename(sid, title if isinstance(title, str) else "")
             elif action == "delete":

@@ -21,6 +21,7 @@ from typing import Any
 from starlette.requests import Request
 
 from kb_ai.errors import KbAiError, UsageError
+from retrieval import ChatStore
 from web.forwarded import Network, networks, within
 from wiki import KnowledgeBase, open_state
 from wiki.actors import Actor
@@ -57,6 +58,14 @@ ANONYMOUS = Visitor("reader")  # not signed in yet, on the sign-in page of one t
 
 def visitor(request: Request) -> Visitor:
     return request.scope.get("state", {}).get("visitor", LOCAL)
+
+
+def chat_store(conn: Any, who: Visitor) -> ChatStore:
+    """The chat sessions ``who`` may see: a person's own (an admin's and the sessions no
+    person owns); with no person (``KB_AI_TOKEN``, a server without people) the sessions
+    no person owns."""
+    person = who.actor.name if who.actor is not None and who.actor.kind == "person" else None
+    return ChatStore(conn, person, ownerless=allows(who.role, "admin"))
 
 
 def may(request: Request, role: str) -> bool:

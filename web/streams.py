@@ -23,9 +23,9 @@ from starlette.requests import Request
 from kb_ai.errors import LLMError, StorageError, UsageError
 from kb_ai.service import OpenKb, corpora, error_body, error_fields
 from kb_ai.service.asking import ask_events
-from retrieval import Answer, AskEvent, ChatStore, Done, Error, Turn, check_question
+from retrieval import Answer, AskEvent, Done, Error, Turn, check_question
 from web import content
-from web.people import visitor
+from web.people import Visitor, chat_store, visitor
 from web.render import render_markdown
 from web.services import Services, services
 from web.uploads import json_object
@@ -90,12 +90,13 @@ async def ask_stream(request: Request) -> EventSourceResponse:
             raise UsageError('"corpus" must be the name of a corpus')
         await svc.run(corpora.corpus, svc.acting(request), corpus)  # unknown: 404 with the list
     llm = svc.chat_llm()  # a missing model is a 400 here, before any event
-    history, created = await svc.run(_open_session, svc, sid, question, body.get("save", True))
+    who = visitor(request)
+    history, created = await svc.run(_open_session, svc, who, sid, question, body.get("save", True))
     sid = created["id"] if created else sid
     events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
     okb = svc.acting(request)
     producer = asyncio.create_task(
-        _answer(svc, okb, llm, question, history, paths, sid, events, corpus)
+        _answer(svc, who, okb, llm, question, history, paths, sid, events, corpus)
     )
     svc.keep(producer)
     shutdown = anyio.Event()  # set by sse-starlette when the server is stopping
@@ -131,11 +132,12 @@ async def ask_stream(request: Request) -> EventSourceResponse:
 
 
 def _open_session(
-    svc: Services, sid: str | None, question: str, save: bool
+    svc: Services, who: Visitor, sid: str | None, question: str, save: bool
 ) -> tuple[list[Turn], dict[str, Any] | None]:
-    """(history, the session created for this question, if one was)."""
+    """(history, the session created for this question, if one was): ``who``'s own
+    session (another's is not found), or a new one of theirs."""
     with svc.db() as conn:
-        store = ChatStore(conn)
+        store = chat_store(conn, who)
         if sid:
             return store.history(sid), None
         if save:
@@ -145,6 +147,7 @@ def _open_session(
 
 async def _answer(
     svc: Services,
+    who: Visitor,
     okb: OpenKb,
     llm: Any,
     question: str,
@@ -161,7 +164,7 @@ async def _answer(
         )
         async for event in events:
             if isinstance(event, Done) and sid:
-                await svc.run(_save, svc, sid, question, event.answer)
+                await svc.run(_save, svc, who, sid, question, event.answer)
                 answered = True
             if isinstance(event, Error) and isinstance(event.error, LLMError):
                 svc.drop_chat_llm(llm)  # incl. an open breaker and a failed selection
@@ -169,7 +172,7 @@ async def _answer(
     except asyncio.CancelledError:  # the server is stopping: the question stays asked
         if sid and not answered:
             try:
-                _save_question(svc, sid, question)
+                _save_question(svc, who, sid, question)
             except StorageError as exc:
                 log.warning("could not keep the question in chat session %s: %s", sid, exc)
         raise
@@ -194,14 +197,14 @@ def event_data(event: AskEvent, sid: str | None) -> dict[str, Any]:
     return data
 
 
-def _save_question(svc: Services, sid: str, question: str) -> None:
+def _save_question(svc: Services, who: Visitor, sid: str, question: str) -> None:
     """Keep a question that was not answered (the server stopped meanwhile)."""
     with svc.db() as conn:
-        ChatStore(conn).append(sid, "user", question)
+        chat_store(conn, who).append(sid, "user", question)
 
 
-def _save(svc: Services, sid: str, question: str, answer: Answer) -> None:
+def _save(svc: Services, who: Visitor, sid: str, question: str, answer: Answer) -> None:
     with svc.db() as conn:
-        store = ChatStore(conn)
+        store = chat_store(conn, who)
         store.append(sid, "user", question)
         store.append(sid, "assistant", answer.answer, [c.as_dict() for c in answer.citations])

@@ -24,6 +24,7 @@ psycopg is imported only when a URL is set (the ``postgres`` extra).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -507,10 +508,20 @@ class Hold(Held):
         return self.acquire(blocking=False)
 
     def release(self) -> None:
-        """Let go of the lock (if held) and of a kept trying connection."""
+        """Let go of the lock (if held) and of a kept trying connection. The lock is
+        freed before this returns: closing the connection alone ends the session, but
+        the server frees its locks only as that backend exits, after the close has
+        returned, so a try by another process just after (a waiting writer asks every
+        50 ms) could still find it taken."""
+        import psycopg
+
+        if self._conn is not None and not self._conn.closed:
+            # (a connection that is gone took the session's locks with it)
+            with contextlib.suppress(psycopg.Error):
+                self._conn.execute("SELECT pg_advisory_unlock_all()")
         for conn in (self._conn, self._trying):
             if conn is not None:
-                conn.close()  # the session ends: its advisory locks are freed
+                conn.close()  # the session ends: any lock left is freed with it
         self._conn = self._trying = None
 
 

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 from wiki.catalog import normalise_article_path
 from wiki.slugs import slugify
 
-__all__ = ["Link", "LinkResolver", "body_links", "kb_path", "unlink"]
+__all__ = ["Link", "LinkResolver", "body_links", "kb_path", "repoint", "rewrite_links", "unlink"]
 
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]{1,300})\]\]")
 _MDLINK = re.compile(r"(?<!!)\[([^\]\n]*)\]\(([^)\s]+)(?:\s+\"[^\"\n]*\")?\)")
@@ -82,26 +82,71 @@ def body_links(body: str, base: str) -> list[Link]:
 
 def unlink(body: str, dead: Callable[[Link], bool], base: str) -> tuple[str, int]:
     """``body`` with each link ``dead`` picks replaced by its label; and how many."""
+    return rewrite_links(body, lambda link: link.label if dead(link) else None, base)
+
+
+def repoint(
+    body: str, moved: Callable[[Link], str | None], base: str, names: LinkResolver
+) -> tuple[str, int]:
+    """``body`` (of the article at ``base``) with each link to an article that ``moved``
+    says went elsewhere (the KB path it returns) leading there instead, its label kept;
+    a link moved to ``base`` itself becomes its label (an article does not link to
+    itself). ``names``: the articles as they will be, to write the shortest wikilink
+    target that names the new one (its slug, else type/slug). And how many."""
+
+    def replace(link: Link) -> str | None:
+        path = moved(link)
+        if path is None:
+            return None
+        if path == base:
+            return link.label
+        if link.kind == "wikilink":
+            slug, typed = posixpath.basename(path)[:-3], path.removeprefix("wiki/")[:-3]
+            target = slug if names.find(slug) == path else typed
+            written = link.text[2:-2].partition("|")[0]
+            anchor = written[written.index("#") :].strip() if "#" in written else ""
+            return f"[[{target}{anchor}|{link.label}]]"
+        m = _MDLINK.fullmatch(link.text)
+        if m is None:  # (not so: the text was found by this pattern)
+            return None
+        href = m.group(2)
+        anchor = href[href.index("#") :] if "#" in href else ""
+        if href.startswith("/"):
+            new = "/" + path
+        elif href.startswith(("wiki/", "raw/")):
+            new = path
+        else:
+            new = posixpath.relpath(path, posixpath.dirname(base) or ".")
+        start, end = m.span(2)
+        return link.text[:start] + new + anchor + link.text[end:]
+
+    return rewrite_links(body, replace, base)
+
+
+def rewrite_links(body: str, replace: Callable[[Link], str | None], base: str) -> tuple[str, int]:
+    """``body`` with each link for which ``replace`` gives a text written as that text
+    (None: left as it is); code spans and fenced code stay as written. And how many."""
     count = 0
 
-    def keep_label(kind: str) -> Callable[[re.Match[str]], str]:
-        def replace(m: re.Match[str]) -> str:
+    def rewrite(kind: str) -> Callable[[re.Match[str]], str]:
+        def one(m: re.Match[str]) -> str:
             nonlocal count
             if kind == "wikilink":
                 target, _, label = m.group(1).partition("|")
-                link = Link(kind, m.group(), target.split("#", 1)[0].strip(), "")
-                text = (label or target).strip()
+                target = target.split("#", 1)[0].strip()
+                link = Link(kind, m.group(), target, (label or target).strip())
             else:
                 path = kb_path(m.group(2), base)
                 if path is None:
                     return m.group()
-                link, text = Link(kind, m.group(), path, m.group(1)), m.group(1)
-            if not dead(link):
+                link = Link(kind, m.group(), path, m.group(1))
+            text = replace(link)
+            if text is None:
                 return m.group()
             count += 1
             return text
 
-        return replace
+        return one
 
     out: list[str] = []
     in_fence = False
@@ -111,18 +156,18 @@ def unlink(body: str, dead: Callable[[Link], bool], base: str) -> tuple[str, int
         elif not in_fence:
             pieces, position = [], 0
             for code in _CODE.finditer(line):  # code spans stay as written
-                pieces.append(_rewrite(line[position : code.start()], keep_label))
+                pieces.append(_rewrite(line[position : code.start()], rewrite))
                 pieces.append(code.group())
                 position = code.end()
-            pieces.append(_rewrite(line[position:], keep_label))
+            pieces.append(_rewrite(line[position:], rewrite))
             line = "".join(pieces)
         out.append(line)
     return "\n".join(out), count
 
 
-def _rewrite(text: str, keep_label: Callable[[str], Callable[[re.Match[str]], str]]) -> str:
-    text = _WIKILINK.sub(keep_label("wikilink"), text)
-    return _MDLINK.sub(keep_label("link"), text)
+def _rewrite(text: str, rewrite: Callable[[str], Callable[[re.Match[str]], str]]) -> str:
+    text = _WIKILINK.sub(rewrite("wikilink"), text)
+    return _MDLINK.sub(rewrite("link"), text)
 
 
 def prose_lines(body: str) -> Iterable[str]:

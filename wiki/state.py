@@ -22,6 +22,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from kb_ai.errors import StorageError, file_storage_error, storage_error
 from wiki.database import PgConnection, shared_of_state
@@ -196,25 +197,40 @@ def open_state(kb: KnowledgeBase, *, any_thread: bool = False) -> sqlite3.Connec
             transient=False,
             hint=f"make {kb.state_dir.parent} writable by this user",
         ) from exc
-    if not kb.state_db.exists():
-        return _open_missing(kb, any_thread)
-    return _connect(kb, any_thread)
+    conn = _connect(kb, any_thread) if kb.state_db.exists() else None
+    return conn if conn is not None else _open_missing(kb, any_thread)
 
 
-def _connect(kb: KnowledgeBase, any_thread: bool, path: Path | None = None) -> StateConnection:
+def _connect(
+    kb: KnowledgeBase, any_thread: bool, new: Path | None = None
+) -> StateConnection | None:
+    """A connection to state.db, or None when it is not there (deleted since it was
+    looked for); ``new``: create that file instead.
+
+    SQLite is never let create state.db itself (``mode=rw``): a file it made where one
+    was just deleted would take the deleted one's WAL and shared memory, and resetting
+    that shared memory (it truncates the file) while other connections of this process
+    have it mapped kills the whole process with SIGBUS. Only :func:`_open_missing` makes
+    state.db, after removing those files."""
+    path = new or kb.state_db
+    uri = f"file:{quote(str(path.absolute()))}?mode={'rwc' if new else 'rw'}"
     try:
         conn = sqlite3.connect(
-            path or kb.state_db,
+            uri,
+            uri=True,
             timeout=5.0,
             check_same_thread=not any_thread,
             factory=StateConnection,
         )
     except sqlite3.Error as exc:
+        if new is None and not path.exists():  # deleted since it was looked for
+            return None
         raise _translated(exc, None, "open") from exc
     conn.path = str(kb.state_db)
     try:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("PRAGMA mmap_size = 0")  # (SQLite's default; a build may differ)
         _use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         apply_migrations(conn, "wiki", WIKI_MIGRATIONS)
@@ -239,8 +255,8 @@ def _open_missing(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
     except OSError as exc:  # a read-only folder, a full disk
         raise file_storage_error(exc, kb.state_db, "create") from exc
     try:
-        if kb.state_db.exists():  # another thread or process made it meanwhile
-            return _connect(kb, any_thread)
+        if kb.state_db.exists() and (conn := _connect(kb, any_thread)) is not None:
+            return conn  # another thread or process made it meanwhile
         new = kb.state_db.with_name(".state.db.new")
         for db in (new, kb.state_db):
             for suffix in ("", "-wal", "-shm", "-journal"):
@@ -257,7 +273,17 @@ def _open_missing(kb: KnowledgeBase, any_thread: bool) -> StateConnection:
             os.replace(new, kb.state_db)
         except OSError as exc:
             raise file_storage_error(exc, kb.state_db, "create") from exc
-        return _connect(kb, any_thread)
+        conn = _connect(kb, any_thread)
+        if conn is None:  # deleted again at once
+            raise StorageError(
+                f"Could not keep the state database {kb.state_db}: it was deleted again"
+                " as soon as it was made",
+                path=str(kb.state_db),
+                cause="io",
+                transient=True,
+                hint=f"find what deletes files in {kb.state_dir} and stop it",
+            )
+        return conn
     finally:
         lock.release()
 

@@ -57,10 +57,12 @@ def list_(okb: OpenKb, as_json: bool) -> None:
 @kb_command(users)
 @click.argument("name")
 def remove(okb: OpenKb, name: str) -> None:
-    """Remove a person; their token stops working at once."""
+    """Remove a person; their token stops working at once, and their chat sessions
+    are deleted (no one else could open them)."""
     from kb_ai.service import people
 
-    click.echo(f"Removed {people.remove(okb, name).name}.")
+    removed = people.remove(okb, name)
+    click.echo(f"Removed {removed.person.name} and their {removed.chats} chat session(s).")
 
 
 @kb_command(users)

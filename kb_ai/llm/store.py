@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from kb_ai.errors import StorageError, storage_error
 from kb_ai.llm._transport import RawReply
@@ -150,9 +151,18 @@ def cache_key(
 
 def _connect(db_path: Path) -> sqlite3.Connection:
     db_path.parent.mkdir(parents=True, exist_ok=True)
+    # A new file only where no deleted one left its WAL or shared memory: SQLite would
+    # take them for the new file's, and resetting that shared memory while this
+    # process's other connections have it mapped kills the process (SIGBUS). A state.db
+    # deleted under a server is made again by wiki/state.py, which removes them first;
+    # until then the calls are made, unlogged (see record).
+    left = [db_path.with_name(db_path.name + s) for s in ("-wal", "-shm")]
+    create = not any(p.exists() for p in left)
+    uri = f"file:{quote(str(db_path.absolute()))}?mode={'rwc' if create else 'rw'}"
     with _translated(db_path, "open"):
-        conn = sqlite3.connect(db_path, timeout=30, check_same_thread=False)
+        conn = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
         try:
+            conn.execute("PRAGMA mmap_size=0")  # (SQLite's default; a build may differ)
             conn.execute("PRAGMA journal_mode=WAL")
             # A lost log row or cache entry after a power cut costs a model call, not
             # data: skip the fsync per commit, which cost ~6 ms per call on the loop.

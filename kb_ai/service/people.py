@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 
 from kb_ai.service.opened import OpenKb
+from retrieval import delete_sessions_of
 from wiki import open_state
 from wiki.audit import AuditEntry, AuditLog
 from wiki.people import PeopleStore, Person
@@ -52,11 +54,28 @@ def add(
     return person, token
 
 
-def remove(okb: OpenKb, name: str, address: str = "cli") -> Person:
-    with _stores(okb) as (store, log):
+@dataclass(frozen=True)
+class Removed:
+    """A person removed, and how many chat sessions of theirs went with them."""
+
+    person: Person
+    chats: int
+
+
+def remove(okb: OpenKb, name: str, address: str = "cli") -> Removed:
+    """Remove a person and their chat sessions. The sessions go rather than stay
+    ownerless: their questions were theirs alone (no one else, an admin neither, could
+    open them), and ownerless they would be open to admins and the server's token; kept
+    under the name, to whoever is given that name next. The sessions are deleted first,
+    so a failure between the two leaves the person, to remove again."""
+    with closing(open_state(okb.kb)) as conn:
+        store, log = PeopleStore(conn), AuditLog(conn)
+        store.get(name)  # an unknown name: nothing is deleted
+        chats = delete_sessions_of(conn, name)
         person = store.remove(name)
-        log.record(who(okb), "person-remove", person.name, "", address)
-    return person
+        detail = f"{chats} chat session(s) deleted"
+        log.record(who(okb), "person-remove", person.name, detail, address)
+    return Removed(person, chats)
 
 
 def new_token(okb: OpenKb, name: str, address: str = "cli") -> str:

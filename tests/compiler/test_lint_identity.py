@@ -115,3 +115,50 @@ def test_lint_fix_keeps_a_duplicate_that_holds_a_persons_lines(three_copies):
     (named,) = [f for f in report["findings"] if f["check"] == "duplicate-title"]
     assert oldest == named["path"] or oldest in named["message"]
     assert "by Bob Ops" in named["message"] and not named["fixable"]
+
+
+def test_links_to_a_merged_copy_lead_to_the_article_kept(three_copies):
+    """A person's article linked to the older copies (a wikilink and a Markdown link):
+    after --fix they lead to the copy kept, not to nothing and not turned into plain
+    text, and the article is still the person's."""
+    import posixpath
+
+    from compiler.hand_edits import person_lines
+    from wiki.articles import Article, write_article
+    from wiki.hand_edits import find_hand_edit
+
+    kb = three_copies
+    titled = [p for p in list_articles(kb) if read_article(kb, p).title == TITLE]
+    (kept,) = [p for p in titled if "30 minutes" in read_article(kb, p).body]
+    older = sorted(p for p in titled if p != kept)
+    folder = posixpath.dirname(kept)
+    mine = f"{folder}/release-checklist.md"
+    slug = posixpath.basename(older[0])[:-3]
+    relative = posixpath.relpath(older[1], folder)
+    body = (
+        "# Release checklist\n\n"
+        f"Deploy as [[{slug}|the deploy how-to]] says; the older notes are in"
+        f" [the other how-to]({relative}#steps).\n\n"
+        f"Write `[[{slug}]]` to link it.\n\n"
+        "Watch the dashboards for an hour after a release.\n"
+    )
+    model = read_article(kb, kept)
+    write_article(kb, Article(mine, "Release checklist", model.type, "What to do on a release.",
+                              [], [], model.created, model.updated, body))  # fmt: skip
+    git(kb, "add", mine)
+    git(kb, "-c", "user.name=Bob Ops", "-c", "user.email=bob@example.com",
+        "commit", "-qm", "A release checklist")  # fmt: skip
+
+    report = lint_json(kb, "--fix")
+    assert list_articles(kb) == sorted([kept, mine])
+    text = read_article(kb, mine).body
+    kept_slug = posixpath.basename(kept)[:-3]
+    assert f"[[{kept_slug}|the deploy how-to]]" in text
+    assert f"[the other how-to]({posixpath.basename(kept)}#steps)" in text
+    assert f"`[[{slug}]]`" in text  # code is never rewritten
+    assert not [f for f in report["findings"] if f["check"].startswith("dead-")]
+    assert not [f for f in report["fixed"] if f["check"].startswith("dead-")]
+    assert f"links in {mine} lead to the article kept" in git(kb, "log", "-1", "--format=%B")
+    hand = find_hand_edit(kb, mine)  # still Bob's article, not kb-ai's
+    assert hand is not None and "by Bob Ops" in hand.by()
+    assert "Watch the dashboards for an hour after a release." in person_lines(hand)

@@ -105,3 +105,38 @@ def test_audit_since_takes_a_date_or_a_time_in_any_zone_and_refuses_anything_els
     bad = kb_ai(kb, "audit", "--since", "yesterday")
     assert bad.exit_code == 2 and "'yesterday' is not a date or time" in bad.output
     assert "2026-12-01T09:30" in bad.output  # the hint shows the form
+
+
+def test_removing_a_person_deletes_their_chat_sessions_and_no_one_elses(kb):
+    """Their questions were theirs alone: they are not left for an admin (or the next
+    person given the name) to read."""
+    from contextlib import closing
+
+    from retrieval import ChatStore
+    from wiki import open_state
+
+    for name in ("Grace", "Alan"):
+        assert kb_ai(kb, "users", "add", name, "--role", "reader").exit_code == 0
+    with closing(open_state(kb)) as conn:
+        grace = ChatStore(conn, "Grace")
+        for title in ("Grace's first", "Grace's second"):
+            grace.append(grace.create(title)["id"], "user", "What is my leave balance?")
+        ChatStore(conn, "Alan").create("Alan's")
+        ChatStore(conn).create("Nobody's")
+    removed = kb_ai(kb, "users", "remove", "Grace")
+    assert removed.exit_code == 0, removed.output
+    assert "2 chat session(s)" in removed.output
+    with closing(open_state(kb)) as conn:
+        assert ChatStore(conn, "Grace").list() == []
+        assert [s["title"] for s in ChatStore(conn, "Alan").list()] == ["Alan's"]
+        assert [s["title"] for s in ChatStore(conn).list()] == ["Nobody's"]
+        left = conn.execute("SELECT content FROM chat_messages").fetchall()
+        assert "What is my leave balance?" not in [r[0] for r in left]
+    assert kb_ai(kb, "users", "add", "Grace", "--role", "reader").exit_code == 0
+    with closing(open_state(kb)) as conn:
+        assert ChatStore(conn, "Grace").list() == []  # a new Grace finds nothing
+    (entry,) = [e for e in json.loads(kb_ai(kb, "audit", "--json").output)
+                if e["action"] == "person-remove"]  # fmt: skip
+    assert entry["detail"] == "2 chat session(s) deleted"
+    failed = kb_ai(kb, "users", "remove", "Nobody")
+    assert failed.exit_code != 0 and "No person named" in failed.output

@@ -44,3 +44,18 @@ def test_the_shared_audit_log_cannot_be_rewritten(shared, pg_url):
                 conn.execute(sql)
     with closing(open_state(shared)) as conn:
         assert [e.who for e in AuditLog(conn).entries()] == ["Ada"]
+
+
+def test_a_person_removed_on_one_server_leaves_no_chat_session_on_any(shared, second):
+    from retrieval import ChatStore
+
+    assert kb_ai(shared, "users", "add", "Grace", "--role", "reader").exit_code == 0
+    with closing(open_state(shared)) as conn:
+        sid = ChatStore(conn, "Grace").create("Grace's questions")["id"]
+        ChatStore(conn, "Grace").append(sid, "user", "What is my leave balance?")
+        ChatStore(conn).create("Nobody's")
+    removed = kb_ai(second, "users", "remove", "Grace")
+    assert removed.exit_code == 0 and "1 chat session(s)" in removed.output
+    with closing(open_state(shared)) as conn:
+        assert ChatStore(conn, "Grace").list() == []
+        assert [s["title"] for s in ChatStore(conn).list()] == ["Nobody's"]

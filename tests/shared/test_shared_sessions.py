@@ -38,3 +38,45 @@ def test_a_chat_begun_on_one_server_is_continued_on_another(shared, second):
             here.get(sid)
         with pytest.raises(NotFoundError):
             here.rename(sid, "gone")
+
+
+def test_each_persons_sessions_are_theirs_on_every_server(shared, second):
+    with closing(open_state(shared)) as conn:
+        sid = ChatStore(conn, "Rita").create("My salary review")["id"]
+        ChatStore(conn).create("Begun with the server's token")
+    with closing(open_state(second)) as conn:
+        assert [s["id"] for s in ChatStore(conn, "Rita").list()] == [sid]
+        assert ChatStore(conn, "Cora").list() == []
+        admin = ChatStore(conn, "Ada", ownerless=True)
+        assert [s["title"] for s in admin.list()] == ["Begun with the server's token"]
+        for store in (ChatStore(conn, "Cora"), admin, ChatStore(conn)):
+            with pytest.raises(NotFoundError):
+                store.append(sid, "user", "And the raise?")
+            with pytest.raises(NotFoundError):
+                store.delete(sid)
+        assert ChatStore(conn, "Rita").get(sid)["messages"] == []
+
+
+def test_a_shared_database_from_before_owners_is_upgraded(shared):
+    """Sessions in PostgreSQL from a kb-ai whose chat schema was version 3: upgraded
+    when a server opens them, and theirs to no person."""
+    from retrieval.sessions import MIGRATIONS
+    from wiki.database import PgConnection, forget_databases, shared_database
+
+    db = shared_database(shared)
+    db.migrate("chat", MIGRATIONS[:3])
+    old = PgConnection(db)
+    with old:
+        old.execute(
+            "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            ("s1", "Kept from before", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00"),
+        )
+    forget_databases()  # as a new process of this kb-ai opens it
+    with closing(open_state(shared)) as conn:
+        assert [s["title"] for s in ChatStore(conn).list()] == ["Kept from before"]
+        assert ChatStore(conn, "Rita").list() == []
+        with shared_database(shared).connection() as pg:
+            version = pg.execute(
+                "SELECT version FROM kb_ai_schema WHERE component = 'chat'"
+            ).fetchone()[0]
+        assert version == len(MIGRATIONS)

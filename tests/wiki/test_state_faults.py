@@ -149,3 +149,60 @@ def test_a_missing_state_db_in_a_folder_nobody_may_write_is_a_storage_error(kb):
     with read_only(kb.state_dir), pytest.raises(StorageError) as caught:
         open_state(kb)
     assert "writable" in caught.value.hint
+
+
+def test_a_state_db_made_unwritable_under_live_connections_refuses_writes_and_lives(kb):
+    """A connection that wrote through the WAL is open when state.db stops taking
+    writes: writes are refused with a StorageError, reads still answer, and the process
+    is never killed (SQLite's shared memory stays writable; a write to its mapping of
+    a file the kernel refuses to change is a SIGBUS, which ends every thread at once)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    open_state(kb).close()
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.fakes.live_unwritable", str(kb.root)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-3000:]}"
+    assert "20 writes refused" in done.stdout
+
+
+def test_the_model_call_log_never_makes_a_deleted_state_db_again_from_its_old_wal(kb):
+    """The model call log keeps a connection of its own and opens the file again after
+    a failure. state.db deleted under a server: the log must not be what makes it again
+    (SQLite would take the deleted file's WAL and shared memory for the new one's); the
+    next open_state makes it, rebuilt, and says so."""
+    import asyncio
+
+    from kb_ai.llm.store import CallStore
+
+    _source(kb, "backups", "Backups run nightly.")
+    held = open_state(kb)  # keeps state.db-wal and -shm alive
+    held.execute("CREATE TABLE IF NOT EXISTS only_old (x)")
+    held.execute("INSERT INTO only_old VALUES (1)")
+    held.commit()
+    kb.state_db.unlink()
+    try:
+        log = CallStore(kb.state_db)
+        try:
+            with pytest.raises(StorageError):
+                log.get("a key")  # (a lookup then makes the call, unlogged)
+            assert not kb.state_db.exists()
+        finally:
+            asyncio.run(log.aclose())
+        with closing(open_state(kb)) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert state_loss(conn) is not None
+            assert get_source(conn, "/notes/backups.md")["status"] == "ok"
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert "only_old" not in tables
+    finally:
+        held.close()
