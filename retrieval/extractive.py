@@ -37,13 +37,24 @@ NOT_COVERED = "The wiki does not cover this question."
 # initial ("J. Smith"), or lies inside a code span (masked first). Chinese and Japanese
 # sentences end at 。！？ with no space after them.
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[。！？])(?![”」』）)])\s*")
-_ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st no inc ltd jr sr fig eq u.s"
+_ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st inc ltd jr sr u.s"
 _ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
+# Abbreviations only before a number ("No. 5", "fig. 3"): "The team said no. Redis stays."
+# is two sentences.
+_BEFORE_NUMBER = frozenset("no nos fig figs eq p pp vol art".split())
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
 _CODE = re.compile(r"`[^`\n]+`")
 # Transcript noise: {vocalsound}-style marks, and a speaker turn with no words after it.
 _MARK = re.compile(r"\{[a-z_]{2,30}\}")
 _EMPTY_TURN = re.compile(r"^(?:[\w .'-]{1,40}:\s*)+$")
+# A speaker turn of a meeting transcript: "Project Manager: ...", "Amara: ...",
+# "Speaker 2: ...". On a page read as a transcript (_is_transcript) each turn is a block
+# of its own (its lines are not joined to the turn before, which may hold nothing but
+# noise) and each of its sentences is quoted with its speaker.
+_TURN = re.compile(r"^\s*([A-Z][\w'.&-]*(?: [A-Z][\w'.&-]*){0,3}|[A-Z][a-z]+ \d{1,3}):(?=\s|$)")
+TURNS_MIN = 3
+# A transcript's tokenised stops ("remote control , and ... Euro .") are tidied in a quote.
+_SPACED_STOP = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -180,17 +191,19 @@ def units_of(text: str) -> Iterator[Unit]:
     block: list[str] = []
     lines = [*text.splitlines(), ""]
     header: tuple[str, ...] = ()
-    lead = marker = ""
+    lead = marker = speaker = ""
     in_list = False
+    transcript = _is_transcript(lines)
     for i, line in enumerate(lines):
         stripped = line.strip()
         fence = _FENCE.match(line)
         in_code ^= bool(fence)
         skipped = in_code or fence or stripped.startswith("#") or _TABLE_RULE.match(line)
         item = _MARKER.match(line)
-        if block and (skipped or item or not stripped or stripped.startswith("|")):
-            # the paragraph or item so far is whole
-            yield from _units(" ".join(block), marker, lead if marker else "")
+        turn = _TURN.match(line) if transcript and not skipped else None
+        if block and (skipped or item or turn or not stripped or stripped.startswith("|")):
+            # the paragraph, item or speaker turn so far is whole
+            yield from _units(" ".join(block), marker, lead if marker else "", speaker)
             if not marker:
                 last = block[-1].rstrip()
                 lead = last if last.endswith(":") and len(last) <= 300 else ""
@@ -208,10 +221,16 @@ def units_of(text: str) -> Iterator[Unit]:
             yield from (replace(u, header=header, cells=cells) for u in _units(row, "", ""))
             continue
         header = ()
+        if not block:
+            speaker = ""
         if item:
             in_list = True
             marker = item.group().strip()
             block.append(_MARKER.sub("", line).strip())
+        elif turn:
+            in_list, lead, marker = False, "", ""
+            speaker = turn.group(1)
+            block.append(line[turn.end() :].strip())
         elif stripped:
             if not block and in_list and not line.startswith((" ", "\t")):
                 in_list, lead = False, ""  # a paragraph after the list
@@ -219,9 +238,26 @@ def units_of(text: str) -> Iterator[Unit]:
             block.append(stripped)
 
 
-def _units(text: str, marker: str, lead: str) -> Iterator[Unit]:
+def _is_transcript(lines: Sequence[str]) -> bool:
+    """Whether the page is a meeting transcript: at least TURNS_MIN of its lines of text,
+    and half of them, open with a speaker ("Project Manager: ..."), and a speaker speaks
+    more than once (a note's "Date:", "Present:", "Decided by:" lines each open once)."""
+    texts = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith(("#", "|"))]
+    speakers = [m.group(1) for ln in texts if (m := _TURN.match(ln))]
+    return (
+        len(speakers) >= TURNS_MIN
+        and 2 * len(speakers) >= len(texts)
+        and len(set(speakers)) < len(speakers)
+    )
+
+
+def _units(text: str, marker: str, lead: str, speaker: str = "") -> Iterator[Unit]:
+    """The sentences of a block; a speaker turn's each with its speaker ("Marketing: ..."),
+    and none when the turn says nothing but noise."""
+    if speaker:
+        text = _SPACED_STOP.sub(r"\1", " ".join(_MARK.sub(" ", text).split()))
     for sentence in _split(text):
-        yield Unit(sentence, (), lead if marker else "", marker)
+        yield Unit(f"{speaker}: {sentence}" if speaker else sentence, (), lead if marker else "", marker)
 
 
 def _split(text: str) -> Iterator[str]:
@@ -246,6 +282,8 @@ def _cut(text: str) -> Iterator[str]:
         word = _WORD_BEFORE.search(text[start:end])
         before = word.group(1).casefold() if word else ""
         if before in _ABBREVIATIONS or (len(before) == 1 and before.isalpha()):
+            continue
+        if before in _BEFORE_NUMBER and text[m.end() : m.end() + 1].isdigit():
             continue
         yield text[start:end]
         start = m.end()

@@ -395,3 +395,75 @@ def test_a_one_line_lead_is_the_one_value_asked_for_and_none_when_it_is_not_clea
     # two values: no lead is safe; a question that does not open asking for one: none
     assert Quoter("How many times did jobs run?").add(second) == ["Jobs ran 3 or 4 times."]
     assert Quoter("Why, and how many times, are jobs retried?").add(first) == [first.text]
+
+
+# A product-design meeting written as the AMI meeting corpus writes its transcripts: one
+# speaker turn a line, {vocalsound}-style marks, turns of nothing but noise, stops spaced
+# off their words (our own text, in that format).
+MEETING = (
+    "wiki/concept/remote-kick-off.md",
+    "Remote control kick-off",
+    "The kick-off meeting of the remote control project.",
+    "Project Manager: Okay . {vocalsound} Right . Um {disfmarker} this is the kick-off "
+    "meeting for our project .\n"
+    "User Interface: {vocalsound}\n"
+    "Project Manager: So {disfmarker} we are designing a new remote control , and it "
+    "should sell for twenty five Euro .\n"
+    "Marketing: Mm-hmm .\n"
+    "User Interface: {vocalsound} {disfmarker}\n"
+    "Industrial Designer: Uh {disfmarker} I think the case should be made of rubber , "
+    "{vocalsound} so it does not break when you drop it .\n"
+    "Marketing: {vocalsound} {vocalsound}\n"
+    "Project Manager: Okay . So we decided : the case is rubber , and the remote is yellow .\n",
+)
+
+
+def test_a_meeting_transcript_is_quoted_turn_by_turn_with_its_speaker_and_no_noise(kb, settings):
+    """Issue 28: meeting answers quoted "User Interface: {vocalsound} Project Manager:
+    ..." (a turn of noise glued to the next turn) instead of the sentence that answers."""
+    offered = [s.text for p in number_sentences([Page(MEETING[0], MEETING[1], MEETING[3], False)])
+               for s in p.sentences]  # fmt: skip
+    assert not [t for t in offered if "{" in t or "User Interface: Project" in t], offered
+    assert "Marketing: Mm-hmm." in offered  # a turn with words is a sentence of its own
+    assert not [t for t in offered if t.startswith("User Interface")]  # only noise: never
+    # every sentence of a turn says who spoke, the second of a turn too
+    assert "Project Manager: So we decided: the case is rubber, and the remote is yellow." in offered
+
+    make_wiki(kb, [MEETING, DEPLOY])
+
+    def first_offered(stage, messages, schema):  # as the 0.5B model mostly picks
+        if stage == "select":
+            return {"paths": [MEETING[0]]}
+        if stage == "follow":
+            return ENOUGH
+        return {"sentences": schema["properties"]["sentences"]["items"]["enum"][:1]}
+
+    answer = asyncio.run(
+        ask(kb, small(settings), FakeLLM(first_offered), "What should the case be made of?")
+    )
+    assert answer.covered, answer.answer
+    assert unplaced(answer.answer) == (
+        "Industrial Designer: Uh I think the case should be made of rubber, so it does not "
+        f"break when you drop it. [{MEETING[1]}]({MEETING[0]})"
+    )
+    (claim,) = answer.claims  # its citation names the turn's line, which supports it
+    assert claim.supported and claim.span.text.startswith("Industrial Designer: Uh")
+
+
+def test_a_note_with_a_few_labelled_lines_is_not_read_as_a_transcript():
+    """"Date:", "Present:", "Decided by:" each open one line: the note's wrapped sentence
+    that goes on with "Redis: ..." stays whole."""
+    text = (
+        "Date: 2026-03-02\n\nPresent: Amara, Jonas\n\nDecided by: Amara\n\n"
+        "We keep jobs in PostgreSQL and not in\nRedis: one service fewer to run.\n"
+    )
+    offered = [s.text for p in number_sentences([Page("wiki/a.md", "A", text, False)])
+               for s in p.sentences]  # fmt: skip
+    assert offered[-1] == "We keep jobs in PostgreSQL and not in Redis: one service fewer to run."
+
+
+def test_no_before_a_number_is_an_abbreviation_and_elsewhere_ends_a_sentence():
+    text = "Security said no. Sessions stay. See No. 5 and fig. 2 of the audit."
+    offered = [s.text for p in number_sentences([Page("wiki/a.md", "A", text, False)])
+               for s in p.sentences]  # fmt: skip
+    assert offered == ["Security said no.", "Sessions stay.", "See No. 5 and fig. 2 of the audit."]
