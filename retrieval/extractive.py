@@ -55,6 +55,9 @@ _TURN = re.compile(r"^\s*([A-Z][\w'.&-]*(?: [A-Z][\w'.&-]*){0,3}|[A-Z][a-z]+ \d{
 TURNS_MIN = 3
 # A transcript's tokenised stops ("remote control , and ... Euro .") are tidied in a quote.
 _SPACED_STOP = re.compile(r"\s+([.,;:!?])(?=\s|$)")
+# A wiki link the compile put in a page ("the [[session-cache|session cache]] TTL"): a
+# quote says its words, as the page shows them.
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]{1,200})(?:#[^\]|\n]*)?(?:\|([^\]\n]{1,200}))?\]\]")
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -261,6 +264,7 @@ def _units(text: str, marker: str, lead: str, speaker: str = "") -> Iterator[Uni
 
 
 def _split(text: str) -> Iterator[str]:
+    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
     text = " ".join(_MARK.sub(" ", text).split())
     for part in _cut(text):
         part = part.strip()

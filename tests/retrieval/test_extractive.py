@@ -467,3 +467,12 @@ def test_no_before_a_number_is_an_abbreviation_and_elsewhere_ends_a_sentence():
     offered = [s.text for p in number_sentences([Page("wiki/a.md", "A", text, False)])
                for s in p.sentences]  # fmt: skip
     assert offered == ["Security said no.", "Sessions stay.", "See No. 5 and fig. 2 of the audit."]
+
+
+def test_a_wiki_link_in_a_sentence_is_quoted_as_its_words():
+    """The compile links a page's mentions of other pages ([[slug|words]]): a quote
+    showed "The [[session-cache|session cache]] TTL is now 15 minutes."."""
+    text = "The [[session-cache|session cache]] TTL is now 15 minutes. See [[backups]] too."
+    offered = [s.text for p in number_sentences([Page("wiki/a.md", "A", text, False)])
+               for s in p.sentences]  # fmt: skip
+    assert offered == ["The session cache TTL is now 15 minutes.", "See backups too."]
