@@ -56,6 +56,11 @@ def test_a_follow_up_in_a_session_sees_the_history(compiled):
 def test_bad_questions_get_clear_errors(client, compiled):
     r = client.post("/api/ask", json={"question": "  "})
     assert r.status_code == 400 and "empty" in r.json()["error"]
+    sessions = compiled.get("/api/sessions").json()["sessions"]
+    r = client.post("/api/ask", json={"question": "Why did DNS move? " + "And why? " * 450})
+    assert r.status_code == 400 and "over 4,000 characters" in r.json()["error"], r.json()
+    assert r.json()["hint"] == "shorten it"
+    assert compiled.get("/api/sessions").json()["sessions"] == sessions  # none saved for it
     r = client.post("/api/ask", json={"question": "x", "session": "nope"})
     assert r.status_code == 404 and r.json()["ok"] is False
     r = client.post("/api/ask", json={"question": "x", "paths": "wiki/a.md"})
