@@ -87,6 +87,8 @@ def _print_sources(answer: Answer) -> None:
             )
     if answer.read:
         click.echo("Read: " + ", ".join(answer.read))
+    if answer.checked:  # the citation-faithfulness check of every answer
+        click.echo(answer.checked)
     if answer.findings:
         counts: dict[str, int] = {}
         for f in answer.findings:

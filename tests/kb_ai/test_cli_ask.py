@@ -71,6 +71,8 @@ def test_ask_streams_the_answer_then_lists_sources(kb, server):
     assert "[Nightly backups](wiki/concept/nightly-backups.md#L" in body
     assert "  [Nightly backups](wiki/concept/nightly-backups.md)" in tail
     assert "Read: " in tail
+    # the citation-faithfulness check of the answer, in words
+    assert "Cited claims: 1 of 1 supported by the lines they cite." in tail
 
 
 def test_an_uncovered_question_says_so_and_cites_nothing(kb, server):

@@ -238,7 +238,11 @@ def test_ask_answers_with_citations_in_text_and_structured_content(call):
     text = result.content[0].text
     body, _, sources = text.partition("\n\nSources:\n")
     assert f"[Nightly backups]({BACKUPS}#L" in body  # the page, and the lines cited
-    assert sources == f"- [Nightly backups]({BACKUPS})"
+    # the cited pages, then the citation-faithfulness check in words
+    assert sources == (
+        f"- [Nightly backups]({BACKUPS})\n"
+        "Cited claims: 1 of 1 supported by the lines they cite."
+    )
     data = result.structured_content
     assert data["citations"] == [{"title": "Nightly backups", "path": BACKUPS}]
     assert BACKUPS in data["read"]

@@ -21,6 +21,7 @@ def test_an_answer_streams_in_with_citations_and_is_saved(compiled):
     done = events[-1][1]
     assert done["citations"] == [{"title": "Nightly backups", "path": ARTICLE}]
     assert f'href="/{ARTICLE}#L' in done["html"] and done["session"] == sid
+    assert done["checked"] == "Cited claims: 1 of 1 supported by the lines they cite."
     assert done["usage"]["calls"] == 2
     streamed = "".join(d["text"] for k, d in events if k == "delta")
     assert "nightly at 02:00" in streamed
