@@ -112,9 +112,15 @@ def number_sentences(
             found.append((0.0, len(found), unit, page))
     if question is not None:
         # A word of the question few sentences have says more than one most have (the
-        # page's own subject): hits weigh by their rarity among the sentences read.
+        # page's own subject): hits weigh by their rarity among the sentences read. A
+        # table row is read with its header, a list item with its lead-in, as they are
+        # quoted (and as coverage.py reads them): "How do I roll back a release?" is
+        # answered by the steps under "To roll back a release:", which do not say so.
         wanted = query_terms(question)
-        hits = [(_hits(u.text, wanted), i, u, page) for _, i, u, page in found]
+        hits = [
+            (_hits(" ".join([u.text, *u.header, u.lead]), wanted), i, u, page)
+            for _, i, u, page in found
+        ]
         df = Counter(t for h, *_ in hits for t in h)
         n = len(hits)
 

@@ -476,3 +476,32 @@ def test_a_wiki_link_in_a_sentence_is_quoted_as_its_words():
     offered = [s.text for p in number_sentences([Page("wiki/a.md", "A", text, False)])
                for s in p.sentences]  # fmt: skip
     assert offered == ["The session cache TTL is now 15 minutes.", "See backups too."]
+
+
+def test_list_items_and_table_rows_are_offered_for_the_words_of_their_lead_in_and_header():
+    """The steps under "To roll back a release:" do not say "roll back" themselves, nor
+    does a row of an "option | for | against" table say "option": they were never
+    offered for a question asked in those words, although they are its answer."""
+    text = (
+        "Releases go out from main.\n\n"
+        "To roll back a release:\n\n"
+        "1. Run `deploy` with the previous tag.\n"
+        "2. Watch the error rate for 15 minutes.\n\n"
+        "| option | for | against |\n|---|---|---|\n"
+        "| Redis with RQ | fast | one more service |\n"
+        "| SQS | no operations work | ties development to AWS |\n"
+    )
+    pages = [Page("wiki/r.md", "Releases", text, False)]
+    steps = number_sentences(pages, "How do I roll back a release?")
+    offered = [s.text for p in steps for s in p.sentences]
+    assert offered[:2] == ["Run `deploy` with the previous tag.", "Watch the error rate for 15 minutes."]
+    quoter = Quoter("How do I roll back a release?")
+    quoted = [piece for p in steps[:2] for s in p.sentences for piece in quoter.add(s)]
+    assert "".join([*quoted, *quoter.end()]) == (
+        "To roll back a release:\n1. Run `deploy` with the previous tag.\n"
+        "2. Watch the error rate for 15 minutes. [Releases](wiki/r.md)"
+    )
+    rows = number_sentences(pages, "Which options did we weigh?")
+    assert {s.text for p in rows for s in p.sentences} == {
+        "Redis with RQ | fast | one more service", "SQS | no operations work | ties development to AWS"
+    }
