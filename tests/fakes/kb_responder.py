@@ -100,6 +100,7 @@ def stage_of(request: dict[str, Any]) -> str:
         ("issues", "lint"),
         ("enough", "follow"),
         ("type", "name"),
+        ("sentences", "pick"),
     ):
         if key in props:
             return stage
@@ -407,6 +408,19 @@ def name(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def pick(request: dict[str, Any]) -> dict[str, Any]:
+    """A small model answering extractively (retrieval/extractive.py): of the numbered
+    sentences offered, the one or two sharing the most words (two at least) with the
+    question, best first; none when no sentence does."""
+    user = _user(request)
+    q = re.search(r"^Question: (.+)$", user, re.M)
+    words = set(_WORD.findall((q.group(1) if q else "").lower())) - _STOP
+    offered = re.findall(r'^(s\d+) \(".*?"\): (.+)$', user, re.M)
+    scored = [(len(words & set(_WORD.findall(text.lower()))), i, sid) for i, (sid, text) in enumerate(offered)]
+    best = sorted((s for s in scored if s[0] >= 2), key=lambda s: (-s[0], s[1]))
+    return {"sentences": [sid for *_, sid in best[:2]]}
+
+
 HANDLERS = {
     "name": name,
     "extract": extract,
@@ -416,6 +430,7 @@ HANDLERS = {
     "select": select,
     "rewrite": rewrite,
     "lint": lint,
+    "pick": pick,
     "follow": lambda request: {"enough": True, "search": []},
 }
 
