@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
-from retrieval.pages import Citation, Page, validate_citations
+from retrieval.pages import Citation, Page, outside_code, validate_citations
 from retrieval.terms import content_terms, held, terms
 from wiki import normalise_article_path
 from wiki.words import CJK_RUN
@@ -283,6 +283,13 @@ def _abbreviates(word: str, words: set[str]) -> bool:
 
 
 def _tidy(text: str) -> str:
-    text = re.sub(r"[ \t]+([.,;:。，])", r"\1", text)
+    """A sentence with the gaps of removed citations closed, its code spans as written
+    (`SELECT ... FOR UPDATE` was quoted `SELECT... FOR UPDATE`, and left out as stating
+    an identifier no page read has)."""
+    return outside_code(text, _gaps).strip()
+
+
+def _gaps(text: str) -> str:
+    text = re.sub(r"[ \t]+([.,;:。，])(?!\.)", r"\1", text)  # not before an ellipsis
     text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
-    return re.sub(r"[ \t]{2,}", " ", text).strip()
+    return re.sub(r"[ \t]{2,}", " ", text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb_ai.errors import KbAiError, NotFoundError, PathEscapeError
@@ -140,7 +141,23 @@ def validate_citations(answer: str, pages: list[Page]) -> tuple[str, list[Citati
         return f"[{m.group(1)}]({path})"
 
     cleaned = _LINK.sub(fix, answer)
-    cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
-    cleaned = re.sub(r"\(\s*\)|\[\s*\]", "", cleaned)
-    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned).strip()
-    return cleaned, cited
+    cleaned = outside_code(cleaned, _tidy_gaps)
+    return cleaned.strip(), cited
+
+
+_CODE_SPAN = re.compile(r"(`[^`\n]+`)")
+
+
+def outside_code(text: str, tidy: Callable[[str], str]) -> str:
+    """``text`` with ``tidy`` applied to all but its code spans, which are quoted as the
+    page writes them (`SELECT ... FOR UPDATE`)."""
+    parts = _CODE_SPAN.split(text)
+    return "".join(part if i % 2 else tidy(part) for i, part in enumerate(parts))
+
+
+def _tidy_gaps(text: str) -> str:
+    """The gaps a removed citation leaves: a space before a stop (not before an
+    ellipsis, "wait ... then"), empty brackets, doubled spaces."""
+    text = re.sub(r"[ \t]+([.,;:])(?!\.)", r"\1", text)
+    text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
+    return re.sub(r"[ \t]{2,}", " ", text)

@@ -225,3 +225,26 @@ def test_a_faithful_answer_passes_the_checks_unchanged(kb, settings):
     done = events[-1].as_dict()
     assert unplaced(done["answer"]) == text and done["findings"] == [] and done["covered"] is True
     assert shown(events) == done["answer"]  # what was streamed is the answer
+
+
+def test_a_code_span_with_an_ellipsis_reaches_the_reader_as_written(kb, settings):
+    """The tidying after a citation closed " ..." to "..." inside code: the answer said
+    `SELECT... FOR UPDATE SKIP LOCKED`, an identifier no page has, and was left out."""
+    queue = (
+        "wiki/decision/queue.md",
+        "Job queue",
+        "How workers claim jobs.",
+        "Workers claim jobs with `SELECT ... FOR UPDATE SKIP LOCKED` on the jobs table.\n",
+    )
+    make_wiki(kb, [queue, BACKUP])
+    text = (
+        "Workers claim jobs with `SELECT ... FOR UPDATE SKIP LOCKED` "
+        "[Job queue](wiki/decision/queue.md) ."
+    )
+    llm = FakeLLM().enqueue({"paths": [queue[0]]}, text)
+    events = events_of(kb, settings, llm, "How do workers claim jobs?")
+    done = events[-1].as_dict()
+    assert unplaced(done["answer"]) == (
+        "Workers claim jobs with `SELECT ... FOR UPDATE SKIP LOCKED` [Job queue](wiki/decision/queue.md)."
+    ), done
+    assert done["findings"] == [] and done["faithfulness"] == 1.0
