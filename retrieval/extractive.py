@@ -30,13 +30,24 @@ MAX_PICKS = 4
 MAX_SENTENCES = 160  # read from the pages, before the question filters them
 MAX_OFFERED = 12  # offered to the model: the enum and the prompt stay small
 MAX_SENTENCE_CHARS = 600
+# A pick after the first is quoted only when the question's terms it adds (those no
+# sentence quoted before holds) weigh at least this share of the best quoted sentence's
+# terms, or it goes on the table or list of one quoted: a 0.5B model picks the first
+# few ids, and the third was often "Sessions are kept in Redis." for "What is the
+# session TTL now?". Set between the most a padding pick added on the example notes'
+# questions (0.32 of the best) and the least a pick answering a question's second half
+# added in tests/retrieval/test_extractive.py (0.45).
+ADDS_SHARE = 0.4
 NOT_COVERED = "The wiki does not cover this question."
 
-# A sentence ends at . ! or ? and a space before a capital or a digit, unless the stop
+# A sentence ends at . ! or ? (or one closed by emphasis or a quote: "*Transcript of a
+# chat.* The agent ...") and a space before a capital or a digit, unless the stop
 # is an ellipsis (`SELECT ... FOR UPDATE`), ends an abbreviation ("e.g.", "Dr.") or an
 # initial ("J. Smith"), or lies inside a code span (masked first). Chinese and Japanese
 # sentences end at 。！？ with no space after them.
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[。！？])(?![”」』）)])\s*")
+_SPLIT = re.compile(
+    r"(?:(?<=[.!?])|(?<=[.!?][*_\"'”)]))\s+(?=[\"'“(\[*_]?[A-Z0-9])|(?<=[。！？])(?![”」』）)])\s*"
+)
 _ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st inc ltd jr sr u.s"
 _ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
 # Abbreviations only before a number ("No. 5", "fig. 3"): "The team said no. Redis stays."
@@ -79,6 +90,9 @@ class Sentence:
     cells: tuple[str, ...] = ()  # a table row's cells, empty ones too
     date: str = ""  # its page's date
     history: tuple[Sentence, ...] = ()  # older pages' sentences on its fact (dated.py)
+    # the question's terms it holds (with its header or lead-in), each with its weight:
+    # its rarity among the sentences read (empty when offered without a question)
+    weights: tuple[tuple[str, float], ...] = ()
 
     @property
     def shown(self) -> str:
@@ -123,9 +137,11 @@ def number_sentences(
         ]
         df = Counter(t for h, *_ in hits for t in h)
         n = len(hits)
+        rarity = {t: math.log((n + 1) / (df[t] + 0.5)) for t in df}
+        held = {i: tuple(sorted((t, rarity[t]) for t in h)) for h, i, _, _ in hits}
 
         def weight(h: set[str]) -> float:
-            return sum(math.log((n + 1) / (df[t] + 0.5)) for t in h)
+            return sum(rarity[t] for t in h)
 
         found = sorted(
             ((-weight(h), i, u, page) for h, i, u, page in hits if h), key=lambda f: f[:2]
@@ -146,6 +162,8 @@ def number_sentences(
             _sentence("", found[j][2], found[j][3]) for j in sorted(later) if later[j] == k
         )
         s = replace(_sentence(f"s{len(out) + 1}", u, page), history=history)
+        if question is not None:
+            s = replace(s, weights=held[found[k][1]])
         out.append(NumberedPage(page.path, page.title, [s]))
     return out
 
@@ -385,6 +403,25 @@ class Quoter:
         self.question = question
         self.last: Sentence | None = None
         self.cited = False  # the last sentence's page is cited already
+        self.quoted: list[Sentence] = []  # what adds() let through
+        self.held: set[str] = set()  # the question's terms those hold
+        self.best = 0.0  # the weight of the best of them
+
+    def adds(self, s: Sentence) -> bool:
+        """Whether ``s`` answers more of the question than the sentences quoted before
+        it (see ADDS_SHARE); the first always does. Records it when it does."""
+        weights = dict(s.weights)
+        same_block = any(
+            q.path == s.path and ((q.header and q.header == s.header) or (q.lead and q.lead == s.lead))
+            for q in self.quoted
+        )
+        new = sum(w for t, w in weights.items() if t not in self.held)
+        if self.quoted and weights and not same_block and new < ADDS_SHARE * self.best:
+            return False
+        self.quoted.append(s)
+        self.held |= set(weights)
+        self.best = max(self.best, sum(weights.values()))
+        return True
 
     def add(self, s: Sentence) -> list[str]:
         pieces = []

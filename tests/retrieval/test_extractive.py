@@ -505,3 +505,76 @@ def test_list_items_and_table_rows_are_offered_for_the_words_of_their_lead_in_an
     assert {s.text for p in rows for s in p.sentences} == {
         "Redis with RQ | fast | one more service", "SQS | no operations work | ties development to AWS"
     }
+
+
+def first_picks(n, paths):
+    """A small model as the 0.5B one mostly is: the first ``n`` ids offered."""
+
+    def model(stage, messages, schema):
+        if stage == "select":
+            return {"paths": paths}
+        if stage == "follow":
+            return ENOUGH
+        return {"sentences": schema["properties"]["sentences"]["items"]["enum"][:n]}
+
+    return model
+
+
+SESSIONS = (
+    "wiki/concept/sessions.md",
+    "Sessions",
+    "How sessions work.",
+    "Sessions are kept in Redis. The session cache TTL is 15 minutes since the audit. "
+    "Security asked for shorter sessions.\n\n"
+    "To sign a user out everywhere:\n\n"
+    "1. Delete their session keys in Redis.\n2. Rotate the signing key.\n",
+)
+CHAT = (
+    "wiki/concept/chat-session.md",
+    "Coding session",
+    "A chat session.",
+    "*Transcript of a chat session.* The agent fixed the flaky test.\n",
+)
+
+
+def test_picks_that_add_nothing_the_question_asks_are_not_quoted(kb, settings):
+    """Issue 28: answers were padded with sentences of another page that do not answer
+    ("Who approves a production deploy?" opened with two about the jobs queue). A small
+    model picking the first four ids quoted "Sessions are kept in Redis." after the TTL
+    (the example notes' answer had "*Transcript of a chat session.*" too): only the sentence that answers is quoted now, and
+    --json says what was left out."""
+    make_wiki(kb, [SESSIONS, CHAT])
+    llm = FakeLLM(first_picks(4, [SESSIONS[0], CHAT[0]]))
+    answer = asyncio.run(ask(kb, small(settings), llm, "What is the session TTL now?"))
+    assert unplaced(answer.answer) == (
+        f"The session cache TTL is 15 minutes since the audit. [Sessions]({SESSIONS[0]})"
+    )
+    left = [f for f in answer.findings if f.check == "answering"]
+    assert "Sessions are kept in Redis." in {f.claim for f in left}, left
+    # a list's next step adds no new word of the question, and is quoted all the same;
+    # so is a sentence answering the question's other half
+    steps = asyncio.run(
+        ask(kb, small(settings), llm, "How do I sign a user out everywhere?")
+    )
+    assert "1. Delete their session keys in Redis.\n2. Rotate the signing key." in steps.answer
+    both = asyncio.run(
+        ask(kb, small(settings), FakeLLM(first_picks(2, [SESSIONS[0], CHAT[0]])),
+            "Who asked for shorter sessions, and what did the agent fix?")
+    )  # fmt: skip
+    assert "Security asked for shorter sessions." in both.answer, both.answer
+    assert "The agent fixed the flaky test." in both.answer, both.answer
+
+
+def test_a_table_row_with_an_ellipsis_in_its_code_span_is_quoted_as_the_page_writes_it(
+    kb, settings
+):
+    """`SELECT ... FOR UPDATE SKIP LOCKED` was tidied into `SELECT... FOR UPDATE ...` on
+    its way out, and the row, the answer itself, left out as stating an identifier no page
+    read has."""
+    page = ("wiki/decision/queue-choice.md", "Queue choice", "Options for the queue.", JOBS)
+    make_wiki(kb, [page])
+    llm = FakeLLM(first_picks(1, [page[0]]))
+    answer = asyncio.run(ask(kb, small(settings), llm, "Which option has no new service?"))
+    assert "| PostgreSQL with `SELECT ... FOR UPDATE SKIP LOCKED` | no new service |" in answer.answer
+    assert not [f for f in answer.findings if f.check == "grounding"], answer.findings
+    assert answer.faithfulness == 1.0
