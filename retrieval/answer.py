@@ -61,7 +61,7 @@ class Answer:
         place = first.path + (first.span.anchor if first.span else "")
         claim = first.claim if len(first.claim) <= 80 else first.claim[:77].rstrip() + "..."
         more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
-        return f"{line}; not supported: \"{claim}\" ({place}: {first.why}){more}."
+        return f'{line}; not supported: "{claim}" ({place}: {first.why}){more}.'
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -52,7 +52,7 @@ _ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st inc ltd jr 
 _ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
 # Abbreviations only before a number ("No. 5", "fig. 3"): "The team said no. Redis stays."
 # is two sentences.
-_BEFORE_NUMBER = frozenset("no nos fig figs eq p pp vol art".split())
+_BEFORE_NUMBER = frozenset(("no", "nos", "fig", "figs", "eq", "p", "pp", "vol", "art"))
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
 _CODE = re.compile(r"`[^`\n]+`")
 # Transcript noise: {vocalsound}-style marks, and a speaker turn with no words after it.
@@ -284,7 +284,9 @@ def _units(text: str, marker: str, lead: str, speaker: str = "") -> Iterator[Uni
     if speaker:
         text = _SPACED_STOP.sub(r"\1", " ".join(_MARK.sub(" ", text).split()))
     for sentence in _split(text):
-        yield Unit(f"{speaker}: {sentence}" if speaker else sentence, (), lead if marker else "", marker)
+        yield Unit(
+            f"{speaker}: {sentence}" if speaker else sentence, (), lead if marker else "", marker
+        )
 
 
 def _split(text: str) -> Iterator[str]:
@@ -412,7 +414,8 @@ class Quoter:
         it (see ADDS_SHARE); the first always does. Records it when it does."""
         weights = dict(s.weights)
         same_block = any(
-            q.path == s.path and ((q.header and q.header == s.header) or (q.lead and q.lead == s.lead))
+            q.path == s.path
+            and ((q.header and q.header == s.header) or (q.lead and q.lead == s.lead))
             for q in self.quoted
         )
         new = sum(w for t, w in weights.items() if t not in self.held)

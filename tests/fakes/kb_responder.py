@@ -416,7 +416,10 @@ def pick(request: dict[str, Any]) -> dict[str, Any]:
     q = re.search(r"^Question: (.+)$", user, re.M)
     words = set(_WORD.findall((q.group(1) if q else "").lower())) - _STOP
     offered = re.findall(r'^(s\d+) \(".*?"\): (.+)$', user, re.M)
-    scored = [(len(words & set(_WORD.findall(text.lower()))), i, sid) for i, (sid, text) in enumerate(offered)]
+    scored = [
+        (len(words & set(_WORD.findall(text.lower()))), i, sid)
+        for i, (sid, text) in enumerate(offered)
+    ]
     best = sorted((s for s in scored if s[0] >= 2), key=lambda s: (-s[0], s[1]))
     return {"sentences": [sid for *_, sid in best[:2]]}
 

@@ -240,8 +240,7 @@ def test_ask_answers_with_citations_in_text_and_structured_content(call):
     assert f"[Nightly backups]({BACKUPS}#L" in body  # the page, and the lines cited
     # the cited pages, then the citation-faithfulness check in words
     assert sources == (
-        f"- [Nightly backups]({BACKUPS})\n"
-        "Cited claims: 1 of 1 supported by the lines they cite."
+        f"- [Nightly backups]({BACKUPS})\nCited claims: 1 of 1 supported by the lines they cite."
     )
     data = result.structured_content
     assert data["citations"] == [{"title": "Nightly backups", "path": BACKUPS}]

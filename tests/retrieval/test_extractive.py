@@ -427,7 +427,9 @@ def test_a_meeting_transcript_is_quoted_turn_by_turn_with_its_speaker_and_no_noi
     assert "Marketing: Mm-hmm." in offered  # a turn with words is a sentence of its own
     assert not [t for t in offered if t.startswith("User Interface")]  # only noise: never
     # every sentence of a turn says who spoke, the second of a turn too
-    assert "Project Manager: So we decided: the case is rubber, and the remote is yellow." in offered
+    assert (
+        "Project Manager: So we decided: the case is rubber, and the remote is yellow." in offered
+    )
 
     make_wiki(kb, [MEETING, DEPLOY])
 
@@ -451,8 +453,8 @@ def test_a_meeting_transcript_is_quoted_turn_by_turn_with_its_speaker_and_no_noi
 
 
 def test_a_note_with_a_few_labelled_lines_is_not_read_as_a_transcript():
-    """"Date:", "Present:", "Decided by:" each open one line: the note's wrapped sentence
-    that goes on with "Redis: ..." stays whole."""
+    """A note's "Date:", "Present:", "Decided by:" each open one line: its wrapped
+    sentence that goes on with "Redis: ..." stays whole."""
     text = (
         "Date: 2026-03-02\n\nPresent: Amara, Jonas\n\nDecided by: Amara\n\n"
         "We keep jobs in PostgreSQL and not in\nRedis: one service fewer to run.\n"
@@ -494,7 +496,10 @@ def test_list_items_and_table_rows_are_offered_for_the_words_of_their_lead_in_an
     pages = [Page("wiki/r.md", "Releases", text, False)]
     steps = number_sentences(pages, "How do I roll back a release?")
     offered = [s.text for p in steps for s in p.sentences]
-    assert offered[:2] == ["Run `deploy` with the previous tag.", "Watch the error rate for 15 minutes."]
+    assert offered[:2] == [
+        "Run `deploy` with the previous tag.",
+        "Watch the error rate for 15 minutes.",
+    ]
     quoter = Quoter("How do I roll back a release?")
     quoted = [piece for p in steps[:2] for s in p.sentences for piece in quoter.add(s)]
     assert "".join([*quoted, *quoter.end()]) == (
@@ -503,7 +508,8 @@ def test_list_items_and_table_rows_are_offered_for_the_words_of_their_lead_in_an
     )
     rows = number_sentences(pages, "Which options did we weigh?")
     assert {s.text for p in rows for s in p.sentences} == {
-        "Redis with RQ | fast | one more service", "SQS | no operations work | ties development to AWS"
+        "Redis with RQ | fast | one more service",
+        "SQS | no operations work | ties development to AWS",
     }
 
 
@@ -553,9 +559,7 @@ def test_picks_that_add_nothing_the_question_asks_are_not_quoted(kb, settings):
     assert "Sessions are kept in Redis." in {f.claim for f in left}, left
     # a list's next step adds no new word of the question, and is quoted all the same;
     # so is a sentence answering the question's other half
-    steps = asyncio.run(
-        ask(kb, small(settings), llm, "How do I sign a user out everywhere?")
-    )
+    steps = asyncio.run(ask(kb, small(settings), llm, "How do I sign a user out everywhere?"))
     assert "1. Delete their session keys in Redis.\n2. Rotate the signing key." in steps.answer
     both = asyncio.run(
         ask(kb, small(settings), FakeLLM(first_picks(2, [SESSIONS[0], CHAT[0]])),
@@ -575,6 +579,8 @@ def test_a_table_row_with_an_ellipsis_in_its_code_span_is_quoted_as_the_page_wri
     make_wiki(kb, [page])
     llm = FakeLLM(first_picks(1, [page[0]]))
     answer = asyncio.run(ask(kb, small(settings), llm, "Which option has no new service?"))
-    assert "| PostgreSQL with `SELECT ... FOR UPDATE SKIP LOCKED` | no new service |" in answer.answer
+    assert (
+        "| PostgreSQL with `SELECT ... FOR UPDATE SKIP LOCKED` | no new service |" in answer.answer
+    )
     assert not [f for f in answer.findings if f.check == "grounding"], answer.findings
     assert answer.faithfulness == 1.0
