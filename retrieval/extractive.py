@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.asked import lead_value
+from retrieval.chunks import ABBREVIATIONS
 from retrieval.dated import superseded
 from retrieval.pages import Page
 from retrieval.terms import terms
@@ -48,8 +49,7 @@ NOT_COVERED = "The wiki does not cover this question."
 _SPLIT = re.compile(
     r"(?:(?<=[.!?])|(?<=[.!?][*_\"'”)]))\s+(?=[\"'“(\[*_]?[A-Z0-9])|(?<=[。！？])(?![”」』）)])\s*"
 )
-_ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st inc ltd jr sr u.s"
-_ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
+_ABBREVIATIONS = ABBREVIATIONS
 # Abbreviations only before a number ("No. 5", "fig. 3"): "The team said no. Redis stays."
 # is two sentences.
 _BEFORE_NUMBER = frozenset(("no", "nos", "fig", "figs", "eq", "p", "pp", "vol", "art"))
