@@ -171,7 +171,9 @@ class Asker(PagePicker):
             yield Done(answer)
             return
         # Each sentence is checked against the pages before it is shown (checks.py).
-        check = AnswerCheck(pages, standalone, searched)
+        check = AnswerCheck(
+            pages, standalone, searched, cite_uncited=not self.settings.answers_extractively
+        )
         placer = Placer(pages)  # each citation pointed at the lines it stands for (places.py)
         cutter = SentenceCutter()
         said: list[str] = []

@@ -248,3 +248,25 @@ def test_a_code_span_with_an_ellipsis_reaches_the_reader_as_written(kb, settings
         "Workers claim jobs with `SELECT ... FOR UPDATE SKIP LOCKED` [Job queue](wiki/decision/queue.md)."
     ), done
     assert done["findings"] == [] and done["faithfulness"] == 1.0
+
+
+def test_a_written_sentence_that_cites_nothing_is_given_the_page_and_lines_that_state_it(
+    kb, settings
+):
+    """Every sentence of an answer names where a reader can check it: a model that wrote
+    a sentence without a citation gets the page read that states it, with its lines."""
+    make_wiki(kb, [DNS, BACKUP])
+    text = (
+        "Backups of the database run nightly at 02:00. "
+        "They are kept for 30 days [Backups](wiki/howto/backups.md)."
+    )
+    llm = FakeLLM().enqueue({"paths": [BACKUP[0], DNS[0]]}, text)
+    events = events_of(kb, settings, llm, "When do backups run and how long are they kept?")
+    done = events[-1].as_dict()
+    first, second = done["claims"]
+    assert first["claim"] == "Backups of the database run nightly at 02:00"
+    assert first["path"] == BACKUP[0] and first["supported"] and second["supported"]
+    assert done["answer"].startswith(
+        f"Backups of the database run nightly at 02:00 [Backups]({BACKUP[0]}#L"
+    ), done["answer"]
+    assert shown(events) == done["answer"] and done["faithfulness"] == 1.0
