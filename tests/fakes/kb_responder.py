@@ -100,7 +100,6 @@ def stage_of(request: dict[str, Any]) -> str:
         ("issues", "lint"),
         ("enough", "follow"),
         ("type", "name"),
-        ("sentences", "pick"),
     ):
         if key in props:
             return stage
@@ -433,13 +432,14 @@ HANDLERS = {
     "select": select,
     "rewrite": rewrite,
     "lint": lint,
-    "pick": pick,
     "follow": lambda request: {"enough": True, "search": []},
 }
 
 
 def respond(request: dict[str, Any]) -> Reply:
     stage = stage_of(request)
+    if stage == "answer" and "sentences" in schema_of(request).get("properties", {}):
+        return Reply(json.dumps(pick(request)))  # a small model's answer: sentence ids
     handler = HANDLERS.get(stage)
     if handler is None:
         return Reply(answer(request))
