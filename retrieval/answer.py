@@ -46,6 +46,23 @@ class Answer:
         """The share of cited claims whose cited span supports them (places.py)."""
         return faithfulness(self.claims)
 
+    @property
+    def checked(self) -> str:
+        """The citation-faithfulness check in words, for a reader under the answer: how
+        many cited claims their lines support, and where one is not ("" with none cited)."""
+        if not self.claims:
+            return ""
+        held = sum(c.supported for c in self.claims)
+        line = f"Cited claims: {held} of {len(self.claims)} supported by the lines they cite"
+        lacking = [c for c in self.claims if not c.supported]
+        if not lacking:
+            return line + "."
+        first = lacking[0]
+        place = first.path + (first.span.anchor if first.span else "")
+        claim = first.claim if len(first.claim) <= 80 else first.claim[:77].rstrip() + "..."
+        more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
+        return f'{line}; not supported: "{claim}" ({place}: {first.why}){more}.'
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "answer": self.answer,

@@ -24,7 +24,7 @@ from kb_ai.settings import Settings
 from retrieval import extractive
 from retrieval.answer import Answer, AskEvent, Delta, Done, Error, Note, Status, Turn
 from retrieval.candidates import Catalog
-from retrieval.checks import LEFT_OUT, NOT_COVERED, AnswerCheck
+from retrieval.checks import LEFT_OUT, NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
 from retrieval.coverage import measure, not_covered
 from retrieval.follow import Hop
@@ -171,7 +171,9 @@ class Asker(PagePicker):
             yield Done(answer)
             return
         # Each sentence is checked against the pages before it is shown (checks.py).
-        check = AnswerCheck(pages, standalone, searched)
+        check = AnswerCheck(
+            pages, standalone, searched, cite_uncited=not self.settings.answers_extractively
+        )
         placer = Placer(pages)  # each citation pointed at the lines it stands for (places.py)
         cutter = SentenceCutter()
         said: list[str] = []
@@ -264,6 +266,10 @@ class Asker(PagePicker):
                     else:
                         picks = partial.feed(item)
                     for s in picks:
+                        if not quoter.adds(s):  # padding: the sentences before say it
+                            why = "left out: it adds nothing the question asks to the quotes before it"
+                            self.findings.append(Finding("answering", why, s.text, s.path))
+                            continue
                         for piece in quoter.add(s):
                             yield piece
         for piece in quoter.end():

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from kb_ai.grounding import Claim, Evidence, extract_claims, normalise, stated_verbatim
-from retrieval.pages import Citation, Page, validate_citations
+from retrieval.pages import Citation, Page, outside_code, validate_citations
 from retrieval.terms import content_terms, held, terms
 from wiki import normalise_article_path
 from wiki.words import CJK_RUN
@@ -79,9 +79,19 @@ def _plain(text: str) -> str:
 class AnswerCheck:
     """Checks one answer, sentence by sentence, against the pages read for it."""
 
-    def __init__(self, pages: list[Page], question: str, asked: str | None = None) -> None:
+    def __init__(
+        self,
+        pages: list[Page],
+        question: str,
+        asked: str | None = None,
+        *,
+        cite_uncited: bool = False,
+    ) -> None:
         self.pages = pages
         self.question = question
+        # a written answer's sentence that cites nothing is given the page read that
+        # states it (a small model's quotes are cited a run at a time by extractive.py)
+        self.cite_uncited = cite_uncited
         # lower-cased pages: a claim written as the pages write it needs no index of them
         self.lowered = [normalise(_material(p)).lower() for p in pages]
         self.page_terms = {p.path: terms(_material(p)) for p in pages}
@@ -171,6 +181,8 @@ class AnswerCheck:
             text, cited = self._check_citations(text, claim, cited, recite=bool(asked))
             if asked and not cited:
                 return self._leave_out(claim, "no page read contains what it cites them for")
+            if not cited and self.cite_uncited and len(key) > SHORT_ANSWER_TERMS:
+                text, cited = self._cite_best(text, claim)
             self.kept += 1
             self.said_terms |= key
         self._cite(cited)
@@ -233,6 +245,18 @@ class AnswerCheck:
         text = text[: m.start()] + link + m.group(0) if m else text + link
         return text, [Citation(best.title, best.path)]
 
+    def _cite_best(self, text: str, claim: str) -> tuple[str, list[Citation]]:
+        """``text`` citing the page read that states ``claim`` (before its stop), so a
+        reader can check it too; as it was when no page read states all of it."""
+        best = self._best_page(claim)
+        if best is None:
+            return text, []
+        link = f" [{best.title}]({best.path})"
+        m = re.search(r"[.!?。！？]$", text)
+        return (text[: m.start()] + link + m.group(0) if m else text + link), [
+            Citation(best.title, best.path)
+        ]
+
     def _best_page(self, claim: str) -> Page | None:
         key = terms(claim)
         ranked = sorted(self.pages, key=lambda p: -len(key & self.page_terms[p.path]))
@@ -283,6 +307,13 @@ def _abbreviates(word: str, words: set[str]) -> bool:
 
 
 def _tidy(text: str) -> str:
-    text = re.sub(r"[ \t]+([.,;:。，])", r"\1", text)
+    """A sentence with the gaps of removed citations closed, its code spans as written
+    (`SELECT ... FOR UPDATE` was quoted `SELECT... FOR UPDATE`, and left out as stating
+    an identifier no page read has)."""
+    return outside_code(text, _gaps).strip()
+
+
+def _gaps(text: str) -> str:
+    text = re.sub(r"[ \t]+([.,;:。，])(?!\.)", r"\1", text)  # not before an ellipsis
     text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
-    return re.sub(r"[ \t]{2,}", " ", text).strip()
+    return re.sub(r"[ \t]{2,}", " ", text)

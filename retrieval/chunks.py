@@ -4,7 +4,9 @@ A sentence is released once the text after it has begun, with the citations that
 follow it attached ("... at 02:00. [Backups](wiki/howto/backups.md) Then ..." gives
 "... at 02:00. [Backups](wiki/howto/backups.md) " and "Then ..."), so a check sees each
 claim with its own sources, and a user sees each sentence only after it was checked.
-A sentence never ends inside a link, nor at a decimal point ("364.6").
+A sentence never ends inside a link, nor at a decimal point ("364.6"), nor inside a code
+span, at an ellipsis (`SELECT ... FOR UPDATE`), after an abbreviation ("e.g.", "Dr.")
+or an initial ("J. Smith"): each piece is checked, and cited, as a sentence of its own.
 """
 
 from __future__ import annotations
@@ -16,6 +18,21 @@ _LINK = re.compile(r"\[[^\]\n]{1,300}\]\([^)\s]{1,300}\)")
 _AFTER_LINK = re.compile(r"[.,;:。，；：]?[ \t]*")
 _SPACE = re.compile(r"\s*")
 MAX_CHUNK = 1_500  # a "sentence" longer than this is cut at a space
+# Words whose stop does not end a sentence (extractive.py cuts pages with the same list).
+ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf approx dr mr mrs ms prof st inc ltd jr sr u.s".split()  # noqa: SIM905
+)
+_WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
+
+
+def _no_end(text: str) -> bool:
+    """Whether a stop at the end of ``text`` does not end a sentence: inside a code span
+    (an odd number of backticks before it), an ellipsis, an abbreviation, an initial."""
+    if text.count("`") % 2 or text.endswith(("..", "…")):
+        return True
+    word = _WORD_BEFORE.search(text)
+    before = word.group(1).casefold() if word else ""
+    return before in ABBREVIATIONS or (len(before) == 1 and before.isalpha())
 
 
 def _inside_link(text: str) -> bool:
@@ -49,6 +66,8 @@ class SentenceCutter:
         buf = self.buffer
         for m in _END.finditer(buf):
             if _inside_link(buf[: m.start()]):
+                continue
+            if m.group() != "\n" and _no_end(buf[: m.end()]):
                 continue
             end = self._attach(m.end())
             if end is not None:

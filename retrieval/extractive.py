@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from retrieval.asked import lead_value
+from retrieval.chunks import ABBREVIATIONS
 from retrieval.dated import superseded
 from retrieval.pages import Page
 from retrieval.terms import terms
@@ -30,20 +31,44 @@ MAX_PICKS = 4
 MAX_SENTENCES = 160  # read from the pages, before the question filters them
 MAX_OFFERED = 12  # offered to the model: the enum and the prompt stay small
 MAX_SENTENCE_CHARS = 600
+# A pick after the first is quoted only when the question's terms it adds (those no
+# sentence quoted before holds) weigh at least this share of the best quoted sentence's
+# terms, or it goes on the table or list of one quoted: a 0.5B model picks the first
+# few ids, and the third was often "Sessions are kept in Redis." for "What is the
+# session TTL now?". Set between the most a padding pick added on the example notes'
+# questions (0.32 of the best) and the least a pick answering a question's second half
+# added in tests/retrieval/test_extractive.py (0.45).
+ADDS_SHARE = 0.4
 NOT_COVERED = "The wiki does not cover this question."
 
-# A sentence ends at . ! or ? and a space before a capital or a digit, unless the stop
+# A sentence ends at . ! or ? (or one closed by emphasis or a quote: "*Transcript of a
+# chat.* The agent ...") and a space before a capital or a digit, unless the stop
 # is an ellipsis (`SELECT ... FOR UPDATE`), ends an abbreviation ("e.g.", "Dr.") or an
 # initial ("J. Smith"), or lies inside a code span (masked first). Chinese and Japanese
 # sentences end at 。！？ with no space after them.
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9])|(?<=[。！？])(?![”」』）)])\s*")
-_ABBREVIATIONS_TEXT = "e.g i.e etc vs cf approx dr mr mrs ms prof st no inc ltd jr sr fig eq u.s"
-_ABBREVIATIONS = frozenset(_ABBREVIATIONS_TEXT.split())
+_SPLIT = re.compile(
+    r"(?:(?<=[.!?])|(?<=[.!?][*_\"'”)]))\s+(?=[\"'“(\[*_]?[A-Z0-9])|(?<=[。！？])(?![”」』）)])\s*"
+)
+_ABBREVIATIONS = ABBREVIATIONS
+# Abbreviations only before a number ("No. 5", "fig. 3"): "The team said no. Redis stays."
+# is two sentences.
+_BEFORE_NUMBER = frozenset(("no", "nos", "fig", "figs", "eq", "p", "pp", "vol", "art"))
 _WORD_BEFORE = re.compile(r"([\w.]+)[.!?]$")
 _CODE = re.compile(r"`[^`\n]+`")
 # Transcript noise: {vocalsound}-style marks, and a speaker turn with no words after it.
 _MARK = re.compile(r"\{[a-z_]{2,30}\}")
 _EMPTY_TURN = re.compile(r"^(?:[\w .'-]{1,40}:\s*)+$")
+# A speaker turn of a meeting transcript: "Project Manager: ...", "Amara: ...",
+# "Speaker 2: ...". On a page read as a transcript (_is_transcript) each turn is a block
+# of its own (its lines are not joined to the turn before, which may hold nothing but
+# noise) and each of its sentences is quoted with its speaker.
+_TURN = re.compile(r"^\s*([A-Z][\w'.&-]*(?: [A-Z][\w'.&-]*){0,3}|[A-Z][a-z]+ \d{1,3}):(?=\s|$)")
+TURNS_MIN = 3
+# A transcript's tokenised stops ("remote control , and ... Euro .") are tidied in a quote.
+_SPACED_STOP = re.compile(r"\s+([.,;:!?])(?=\s|$)")
+# A wiki link the compile put in a page ("the [[session-cache|session cache]] TTL"): a
+# quote says its words, as the page shows them.
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]{1,200})(?:#[^\]|\n]*)?(?:\|([^\]\n]{1,200}))?\]\]")
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -65,6 +90,9 @@ class Sentence:
     cells: tuple[str, ...] = ()  # a table row's cells, empty ones too
     date: str = ""  # its page's date
     history: tuple[Sentence, ...] = ()  # older pages' sentences on its fact (dated.py)
+    # the question's terms it holds (with its header or lead-in), each with its weight:
+    # its rarity among the sentences read (empty when offered without a question)
+    weights: tuple[tuple[str, float], ...] = ()
 
     @property
     def shown(self) -> str:
@@ -98,14 +126,22 @@ def number_sentences(
             found.append((0.0, len(found), unit, page))
     if question is not None:
         # A word of the question few sentences have says more than one most have (the
-        # page's own subject): hits weigh by their rarity among the sentences read.
+        # page's own subject): hits weigh by their rarity among the sentences read. A
+        # table row is read with its header, a list item with its lead-in, as they are
+        # quoted (and as coverage.py reads them): "How do I roll back a release?" is
+        # answered by the steps under "To roll back a release:", which do not say so.
         wanted = query_terms(question)
-        hits = [(_hits(u.text, wanted), i, u, page) for _, i, u, page in found]
+        hits = [
+            (_hits(" ".join([u.text, *u.header, u.lead]), wanted), i, u, page)
+            for _, i, u, page in found
+        ]
         df = Counter(t for h, *_ in hits for t in h)
         n = len(hits)
+        rarity = {t: math.log((n + 1) / (df[t] + 0.5)) for t in df}
+        held = {i: tuple(sorted((t, rarity[t]) for t in h)) for h, i, _, _ in hits}
 
         def weight(h: set[str]) -> float:
-            return sum(math.log((n + 1) / (df[t] + 0.5)) for t in h)
+            return sum(rarity[t] for t in h)
 
         found = sorted(
             ((-weight(h), i, u, page) for h, i, u, page in hits if h), key=lambda f: f[:2]
@@ -126,6 +162,8 @@ def number_sentences(
             _sentence("", found[j][2], found[j][3]) for j in sorted(later) if later[j] == k
         )
         s = replace(_sentence(f"s{len(out) + 1}", u, page), history=history)
+        if question is not None:
+            s = replace(s, weights=held[found[k][1]])
         out.append(NumberedPage(page.path, page.title, [s]))
     return out
 
@@ -180,17 +218,19 @@ def units_of(text: str) -> Iterator[Unit]:
     block: list[str] = []
     lines = [*text.splitlines(), ""]
     header: tuple[str, ...] = ()
-    lead = marker = ""
+    lead = marker = speaker = ""
     in_list = False
+    transcript = _is_transcript(lines)
     for i, line in enumerate(lines):
         stripped = line.strip()
         fence = _FENCE.match(line)
         in_code ^= bool(fence)
         skipped = in_code or fence or stripped.startswith("#") or _TABLE_RULE.match(line)
         item = _MARKER.match(line)
-        if block and (skipped or item or not stripped or stripped.startswith("|")):
-            # the paragraph or item so far is whole
-            yield from _units(" ".join(block), marker, lead if marker else "")
+        turn = _TURN.match(line) if transcript and not skipped else None
+        if block and (skipped or item or turn or not stripped or stripped.startswith("|")):
+            # the paragraph, item or speaker turn so far is whole
+            yield from _units(" ".join(block), marker, lead if marker else "", speaker)
             if not marker:
                 last = block[-1].rstrip()
                 lead = last if last.endswith(":") and len(last) <= 300 else ""
@@ -208,10 +248,16 @@ def units_of(text: str) -> Iterator[Unit]:
             yield from (replace(u, header=header, cells=cells) for u in _units(row, "", ""))
             continue
         header = ()
+        if not block:
+            speaker = ""
         if item:
             in_list = True
             marker = item.group().strip()
             block.append(_MARKER.sub("", line).strip())
+        elif turn:
+            in_list, lead, marker = False, "", ""
+            speaker = turn.group(1)
+            block.append(line[turn.end() :].strip())
         elif stripped:
             if not block and in_list and not line.startswith((" ", "\t")):
                 in_list, lead = False, ""  # a paragraph after the list
@@ -219,12 +265,32 @@ def units_of(text: str) -> Iterator[Unit]:
             block.append(stripped)
 
 
-def _units(text: str, marker: str, lead: str) -> Iterator[Unit]:
+def _is_transcript(lines: Sequence[str]) -> bool:
+    """Whether the page is a meeting transcript: at least TURNS_MIN of its lines of text,
+    and half of them, open with a speaker ("Project Manager: ..."), and a speaker speaks
+    more than once (a note's "Date:", "Present:", "Decided by:" lines each open once)."""
+    texts = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith(("#", "|"))]
+    speakers = [m.group(1) for ln in texts if (m := _TURN.match(ln))]
+    return (
+        len(speakers) >= TURNS_MIN
+        and 2 * len(speakers) >= len(texts)
+        and len(set(speakers)) < len(speakers)
+    )
+
+
+def _units(text: str, marker: str, lead: str, speaker: str = "") -> Iterator[Unit]:
+    """The sentences of a block; a speaker turn's each with its speaker ("Marketing: ..."),
+    and none when the turn says nothing but noise."""
+    if speaker:
+        text = _SPACED_STOP.sub(r"\1", " ".join(_MARK.sub(" ", text).split()))
     for sentence in _split(text):
-        yield Unit(sentence, (), lead if marker else "", marker)
+        yield Unit(
+            f"{speaker}: {sentence}" if speaker else sentence, (), lead if marker else "", marker
+        )
 
 
 def _split(text: str) -> Iterator[str]:
+    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
     text = " ".join(_MARK.sub(" ", text).split())
     for part in _cut(text):
         part = part.strip()
@@ -246,6 +312,8 @@ def _cut(text: str) -> Iterator[str]:
         word = _WORD_BEFORE.search(text[start:end])
         before = word.group(1).casefold() if word else ""
         if before in _ABBREVIATIONS or (len(before) == 1 and before.isalpha()):
+            continue
+        if before in _BEFORE_NUMBER and text[m.end() : m.end() + 1].isdigit():
             continue
         yield text[start:end]
         start = m.end()
@@ -337,6 +405,26 @@ class Quoter:
         self.question = question
         self.last: Sentence | None = None
         self.cited = False  # the last sentence's page is cited already
+        self.quoted: list[Sentence] = []  # what adds() let through
+        self.held: set[str] = set()  # the question's terms those hold
+        self.best = 0.0  # the weight of the best of them
+
+    def adds(self, s: Sentence) -> bool:
+        """Whether ``s`` answers more of the question than the sentences quoted before
+        it (see ADDS_SHARE); the first always does. Records it when it does."""
+        weights = dict(s.weights)
+        same_block = any(
+            q.path == s.path
+            and ((q.header and q.header == s.header) or (q.lead and q.lead == s.lead))
+            for q in self.quoted
+        )
+        new = sum(w for t, w in weights.items() if t not in self.held)
+        if self.quoted and weights and not same_block and new < ADDS_SHARE * self.best:
+            return False
+        self.quoted.append(s)
+        self.held |= set(weights)
+        self.best = max(self.best, sum(weights.values()))
+        return True
 
     def add(self, s: Sentence) -> list[str]:
         pieces = []

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb_ai.errors import NotFoundError, PathEscapeError
+from kb_ai.errors import KbAiError, NotFoundError, PathEscapeError
 from retrieval.dated import page_date
-from wiki import KnowledgeBase, body_start_line, normalise_article_path, read_article
+from wiki import KnowledgeBase, body_start_line, normalise_article_path, read_article, read_raw
 
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\(([^)\s]{1,300})\)")
 _WIKILINK = re.compile(r"\[\[([^\]|#\n]{1,200})(?:#[^\]|\n]*)?(?:\|[^\]\n]*)?\]\]")
@@ -49,7 +50,9 @@ def read_page(kb: KnowledgeBase, path: str, budget_chars: int) -> Page:
     body = article.body.strip()
     first = body_start_line(full.read_text(encoding="utf-8", errors="replace"), article.body)
     first += article.body[: len(article.body) - len(article.body.lstrip())].count("\n")
-    date = page_date(article.title, body, article.sources)
+    date = page_date(article.title, body, article.sources) or page_date(
+        "", "", _origins(kb, article.sources)
+    )
     if len(body) <= budget_chars:
         return Page(path, article.title, body, False, date, first)
     head = body[:budget_chars]
@@ -57,6 +60,23 @@ def read_page(kb: KnowledgeBase, path: str, budget_chars: int) -> Page:
     if space > budget_chars * 0.8:
         head = head[:space]
     return Page(path, article.title, head + cut_marker(len(body) - len(head)), True, date, first)
+
+
+def _origins(kb: KnowledgeBase, sources: list[str]) -> list[str]:
+    """Where the article's raw sources came from (their ``origin``: the file a person
+    compiled, "notes/2026-03-20-session-ttl.md"), for the date in its name: raw/ names a
+    source by its title, which seldom keeps the date its file name had."""
+    found = []
+    for entry in sources:
+        rel = entry.partition("#")[0].strip()
+        if not (rel.startswith("raw/") and rel.endswith(".md")):
+            continue
+        try:
+            origin = read_raw(kb, rel).origin
+        except (OSError, ValueError, KbAiError):  # a source gone or unreadable: no date from it
+            continue
+        found.append(origin.replace("\\", "/"))
+    return found
 
 
 def check_paths(kb: KnowledgeBase, paths: list[str]) -> list[str]:
@@ -121,7 +141,23 @@ def validate_citations(answer: str, pages: list[Page]) -> tuple[str, list[Citati
         return f"[{m.group(1)}]({path})"
 
     cleaned = _LINK.sub(fix, answer)
-    cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
-    cleaned = re.sub(r"\(\s*\)|\[\s*\]", "", cleaned)
-    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned).strip()
-    return cleaned, cited
+    cleaned = outside_code(cleaned, _tidy_gaps)
+    return cleaned.strip(), cited
+
+
+_CODE_SPAN = re.compile(r"(`[^`\n]+`)")
+
+
+def outside_code(text: str, tidy: Callable[[str], str]) -> str:
+    """``text`` with ``tidy`` applied to all but its code spans, which are quoted as the
+    page writes them (`SELECT ... FOR UPDATE`)."""
+    parts = _CODE_SPAN.split(text)
+    return "".join(part if i % 2 else tidy(part) for i, part in enumerate(parts))
+
+
+def _tidy_gaps(text: str) -> str:
+    """The gaps a removed citation leaves: a space before a stop (not before an
+    ellipsis, "wait ... then"), empty brackets, doubled spaces."""
+    text = re.sub(r"[ \t]+([.,;:])(?!\.)", r"\1", text)
+    text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
+    return re.sub(r"[ \t]{2,}", " ", text)

@@ -123,7 +123,9 @@ def find_span(claim: str, page: Page) -> Span | None:
 
 
 def check_span(claim: str, span: Span | None, title: str = "") -> str:
-    """Why ``span`` does not support ``claim`` ("" when it does)."""
+    """Why ``span`` does not support ``claim`` ("" when it does). ``title``: what the
+    page says of itself, its title and date (an answer may say "As of 2026-03-20", the
+    date of the page, which retrieval/dated.py may have from its source's file name)."""
     if span is None:
         return "no line of the page holds the claim's terms"
     want = terms(claim)
@@ -216,7 +218,7 @@ class Placer:
         spans = []
         for claim in claims:
             span = find_span(claim, page)
-            why = check_span(claim, span, page.title)
+            why = check_span(claim, span, f"{page.title}\n{page.date}".strip())
             self.claims.append(ClaimSpan(claim, path, span, not why, why))
             spans += [span] if span else []
         return f"[{m.group(1)}]({path}{_anchor(spans)})"

@@ -193,7 +193,8 @@ def event_data(event: AskEvent, sid: str | None) -> dict[str, Any]:
         return {**error_fields(event.error), "usage": event.usage.as_dict(), "session": sid}
     data = event.as_dict()
     if isinstance(event, Done):
-        data |= {"html": render_markdown(event.answer.answer), "session": sid}
+        html = render_markdown(event.answer.answer)
+        data |= {"html": html, "session": sid, "checked": event.answer.checked}
     return data
 
 

@@ -87,6 +87,8 @@ def _print_sources(answer: Answer) -> None:
             )
     if answer.read:
         click.echo("Read: " + ", ".join(answer.read))
+    if answer.checked:  # the citation-faithfulness check of every answer
+        click.echo(answer.checked)
     if answer.findings:
         counts: dict[str, int] = {}
         for f in answer.findings:
@@ -159,7 +161,7 @@ def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | 
     Each follow-up is rewritten into a standalone question before pages are picked.
     The conversation is saved (see --session). End with Ctrl-D or an empty line.
     """
-    from retrieval import ChatStore
+    from retrieval import ChatStore, check_question
     from wiki import open_state
 
     okb = _open(ctx, model)
@@ -187,6 +189,11 @@ def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | 
                     break
                 if not question or question in ("exit", "quit"):
                     break
+                try:  # before a session is saved under it: an empty chat, titled by it
+                    question = check_question(question)
+                except UsageError as exc:
+                    click.echo(f"Error: {exc}", err=True)
+                    continue
                 if session is None:
                     session = store.create(question)
                     click.echo(f"(chat {session['id']})", err=True)

@@ -234,7 +234,8 @@ def format_answer(answer: Answer) -> str:
         f"- [{c.title}]({c.path})" + (f" (from knowledge base {c.kb})" if c.kb else "")
         for c in answer.citations
     )
-    return f"{text}\n\nSources:\n{sources}"
+    checked = f"\n{answer.checked}" if answer.checked else ""
+    return f"{text}\n\nSources:\n{sources}{checked}"
 
 
 def _structured(answer: Answer) -> AskResult:

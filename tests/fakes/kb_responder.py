@@ -407,6 +407,22 @@ def name(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def pick(request: dict[str, Any]) -> dict[str, Any]:
+    """A small model answering extractively (retrieval/extractive.py): of the numbered
+    sentences offered, the one or two sharing the most words (two at least) with the
+    question, best first; none when no sentence does."""
+    user = _user(request)
+    q = re.search(r"^Question: (.+)$", user, re.M)
+    words = set(_WORD.findall((q.group(1) if q else "").lower())) - _STOP
+    offered = re.findall(r'^(s\d+) \(".*?"\): (.+)$', user, re.M)
+    scored = [
+        (len(words & set(_WORD.findall(text.lower()))), i, sid)
+        for i, (sid, text) in enumerate(offered)
+    ]
+    best = sorted((s for s in scored if s[0] >= 2), key=lambda s: (-s[0], s[1]))
+    return {"sentences": [sid for *_, sid in best[:2]]}
+
+
 HANDLERS = {
     "name": name,
     "extract": extract,
@@ -422,6 +438,8 @@ HANDLERS = {
 
 def respond(request: dict[str, Any]) -> Reply:
     stage = stage_of(request)
+    if stage == "answer" and "sentences" in schema_of(request).get("properties", {}):
+        return Reply(json.dumps(pick(request)))  # a small model's answer: sentence ids
     handler = HANDLERS.get(stage)
     if handler is None:
         return Reply(answer(request))

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from contextlib import closing
 
 import pytest
 from click.testing import CliRunner
@@ -70,6 +71,8 @@ def test_ask_streams_the_answer_then_lists_sources(kb, server):
     assert "[Nightly backups](wiki/concept/nightly-backups.md#L" in body
     assert "  [Nightly backups](wiki/concept/nightly-backups.md)" in tail
     assert "Read: " in tail
+    # the citation-faithfulness check of the answer, in words
+    assert "Cited claims: 1 of 1 supported by the lines they cite." in tail
 
 
 def test_an_uncovered_question_says_so_and_cites_nothing(kb, server):
@@ -174,3 +177,23 @@ def test_a_whole_ask_process_does_not_import_litellm(kb, server):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["citations"]
+
+
+def test_a_question_over_the_length_limit_is_refused_before_any_model_call(kb, server):
+    asked = len(server.requests)
+    long = "Why did DNS move out of puppet? " + "And why? " * 450
+    for command in (["ask"], ["ask", "--json"]):
+        result = CliRunner().invoke(main, ["--kb", str(kb.root), *command, long])
+        assert result.exit_code == 2, result.output
+        assert "The question is over 4,000 characters (shorten it)" in result.output
+    # in a chat, the long question is refused and the chat goes on to the next one
+    chat = cli(kb, "chat", input=f"{long}\nWhen do backups run nightly?\nexit\n")
+    assert "over 4,000 characters" in chat.output and "02:00" in chat.output, chat.output
+    assert len(server.requests) > asked  # only the second question reached the model
+    # and the chat saved is titled by the question that was asked, not the refused one
+    from retrieval import ChatStore
+    from wiki import open_state
+
+    with closing(open_state(kb)) as conn:
+        titles = [s["title"] for s in ChatStore(conn).list()]
+    assert titles == ["When do backups run nightly?"], titles

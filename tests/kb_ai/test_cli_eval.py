@@ -159,3 +159,29 @@ def test_a_model_that_fails_every_question_is_an_error_not_a_score(
     run = json.loads(result.output.splitlines()[0])
     assert run["questions"][0]["outcome"] == "error" and run["score"] == 0.0
     assert "no question was answered" in result.output
+
+
+def test_the_example_set_runs_over_the_example_notes_and_reads_alike_as_json(tmp_path, fake_model):
+    """examples/notes-golden.yaml is what the README tells a team to start from: every
+    question of it is asked over the compiled example notes, and the same set written
+    as JSON is read the same (one outcome per question, the same ones)."""
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    notes = {p.name: p.read_text(encoding="utf-8") for p in (repo / "examples" / "notes").iterdir()}
+    compile_notes(kb, notes, tmp_path)
+    example = repo / "examples" / "notes-golden.yaml"
+    ran = cli(kb, "eval", "--json", str(example))
+    assert ran.exit_code == 0, ran.output
+    run = json.loads(ran.output)
+    entries = yaml.safe_load(example.read_text(encoding="utf-8"))["questions"]
+    assert [q["question"] for q in run["questions"]] == [e["question"] for e in entries]
+    assert not [q for q in run["questions"] if q["outcome"] == "error"], run["questions"]
+    assert run["totals"]["right_abstention"] >= 1  # the carpet is in no note
+    as_json = tmp_path / "notes-golden.json"
+    as_json.write_text(json.dumps({"questions": entries}, indent=2), encoding="utf-8")
+    again = json.loads(cli(kb, "eval", "--json", str(as_json)).output)
+    assert [q["outcome"] for q in again["questions"]] == [q["outcome"] for q in run["questions"]]

@@ -238,7 +238,10 @@ def test_ask_answers_with_citations_in_text_and_structured_content(call):
     text = result.content[0].text
     body, _, sources = text.partition("\n\nSources:\n")
     assert f"[Nightly backups]({BACKUPS}#L" in body  # the page, and the lines cited
-    assert sources == f"- [Nightly backups]({BACKUPS})"
+    # the cited pages, then the citation-faithfulness check in words
+    assert sources == (
+        f"- [Nightly backups]({BACKUPS})\nCited claims: 1 of 1 supported by the lines they cite."
+    )
     data = result.structured_content
     assert data["citations"] == [{"title": "Nightly backups", "path": BACKUPS}]
     assert BACKUPS in data["read"]
@@ -356,3 +359,13 @@ def test_on_loopback_without_a_guard_a_foreign_host_header_is_refused(kb, model)
         ok = httpx2.post(f"{url}/mcp", json=initialize, headers=headers)
     assert rebound.status_code == 421
     assert ok.status_code == 200 and ok.json()["result"]["serverInfo"]["name"] == "kb-ai"
+
+
+@both
+def test_a_question_over_the_length_limit_is_a_tool_error_before_any_model_call(call, model):
+    asked = len(model.requests)
+    result = call(asking("Why did DNS move out of puppet? " + "And why? " * 450))
+    assert result.is_error
+    text = result.content[0].text
+    assert "The question is over 4,000 characters" in text and "shorten it" in text
+    assert len(model.requests) == asked

@@ -13,6 +13,7 @@ from retrieval.dated import page_date, same_fact
 from retrieval.extractive import number_sentences
 from retrieval.pages import Page
 from tests.fakes.fake_llm import FakeLLM
+from tests.retrieval import unplaced
 from tests.retrieval.test_ask import ENOUGH
 from wiki import Article, build_catalog, open_state, write_article, write_indexes
 from wiki.indexing import refresh_search_index
@@ -93,6 +94,10 @@ def test_small_model_answer_states_the_newest_value_as_current_and_the_older_as_
         re.S,
     ), text
     assert {c.path for c in answer.citations} == {OLD[0], NEW[0]}
+    # each cited claim is supported by its span, the older page's date (only in its
+    # source's file name) included: "Before that (2026-03-01)" is not counted unfaithful
+    assert [c.supported for c in answer.claims] == [True, True], answer.claims
+    assert answer.faithfulness == 1.0
 
 
 def test_the_older_value_is_never_offered_as_the_answer_on_its_own():
@@ -134,3 +139,38 @@ def test_a_writing_model_sees_the_dates_and_may_cite_the_date_from_a_sources_nam
     assert "(the next page is dated 2026-03-01)" in prompts[0]
     assert "since 2026-03-20" in answer.answer and "from 2026-03-01" in answer.answer, answer
     assert not [f for f in answer.findings if f.check == "grounding"], answer.findings
+
+
+def test_compiled_notes_dated_only_by_their_file_names_are_ordered_current_before_past(
+    kb, tmp_path, fake_model, monkeypatch, settings
+):
+    """Issue 28: "What is the session TTL now?" was answered "30 minutes", the value the
+    later dated note replaced with 15. A small model's compile makes each note its own
+    article, and raw/ names a source by its title ("raw/session-cache.md"): the date was
+    only in the name of the file the team wrote, and is read from there."""
+    from tests.conftest import compile_notes
+
+    monkeypatch.setenv("KB_AI_SMALL_MODEL", "1")
+    compile_notes(
+        kb,
+        {
+            "2026-03-01-session-cache.md": "# Session cache\n\nSessions are kept in Redis. "
+            "The session cache TTL is 30 minutes, so an idle user signs in again after half "
+            "an hour.\n",
+            "2026-03-20-session-ttl.md": "# Shorter sessions\n\nSecurity asked for shorter "
+            "sessions after the audit. The session cache TTL is now 15 minutes.\n",
+        },
+        tmp_path,
+    )
+    raw = sorted(p.name for p in (kb.root / "raw").glob("*.md"))
+    assert not [n for n in raw if "2026" in n], raw  # the dates are not in raw/'s names
+    answer = asyncio.run(
+        ask(kb, replace(settings, small_model=True), FakeLLM(first_offered),
+            "What is the session TTL now?")
+    )  # fmt: skip
+    text = unplaced(answer.answer)
+    assert answer.covered, text
+    assert text.startswith("As of 2026-03-20: The session cache TTL is now 15 minutes."), text
+    assert "Before that (2026-03-01): The session cache TTL is 30 minutes" in text, text
+    assert len({c.path for c in answer.citations}) == 2
+    assert all(c.supported for c in answer.claims), answer.claims

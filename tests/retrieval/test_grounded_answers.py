@@ -225,3 +225,48 @@ def test_a_faithful_answer_passes_the_checks_unchanged(kb, settings):
     done = events[-1].as_dict()
     assert unplaced(done["answer"]) == text and done["findings"] == [] and done["covered"] is True
     assert shown(events) == done["answer"]  # what was streamed is the answer
+
+
+def test_a_code_span_with_an_ellipsis_reaches_the_reader_as_written(kb, settings):
+    """The tidying after a citation closed " ..." to "..." inside code: the answer said
+    `SELECT... FOR UPDATE SKIP LOCKED`, an identifier no page has, and was left out."""
+    queue = (
+        "wiki/decision/queue.md",
+        "Job queue",
+        "How workers claim jobs.",
+        "Workers claim jobs with `SELECT ... FOR UPDATE SKIP LOCKED` on the jobs table.\n",
+    )
+    make_wiki(kb, [queue, BACKUP])
+    text = (
+        "Workers claim jobs with `SELECT ... FOR UPDATE SKIP LOCKED` "
+        "[Job queue](wiki/decision/queue.md) ."
+    )
+    llm = FakeLLM().enqueue({"paths": [queue[0]]}, text)
+    events = events_of(kb, settings, llm, "How do workers claim jobs?")
+    done = events[-1].as_dict()
+    assert unplaced(done["answer"]) == (
+        "Workers claim jobs with `SELECT ... FOR UPDATE SKIP LOCKED` [Job queue](wiki/decision/queue.md)."
+    ), done
+    assert done["findings"] == [] and done["faithfulness"] == 1.0
+
+
+def test_a_written_sentence_that_cites_nothing_is_given_the_page_and_lines_that_state_it(
+    kb, settings
+):
+    """Every sentence of an answer names where a reader can check it: a model that wrote
+    a sentence without a citation gets the page read that states it, with its lines."""
+    make_wiki(kb, [DNS, BACKUP])
+    text = (
+        "Backups of the database run nightly at 02:00. "
+        "They are kept for 30 days [Backups](wiki/howto/backups.md)."
+    )
+    llm = FakeLLM().enqueue({"paths": [BACKUP[0], DNS[0]]}, text)
+    events = events_of(kb, settings, llm, "When do backups run and how long are they kept?")
+    done = events[-1].as_dict()
+    first, second = done["claims"]
+    assert first["claim"] == "Backups of the database run nightly at 02:00"
+    assert first["path"] == BACKUP[0] and first["supported"] and second["supported"]
+    assert done["answer"].startswith(
+        f"Backups of the database run nightly at 02:00 [Backups]({BACKUP[0]}#L"
+    ), done["answer"]
+    assert shown(events) == done["answer"] and done["faithfulness"] == 1.0

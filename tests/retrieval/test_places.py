@@ -1,6 +1,7 @@
 """Claims a reader can check: each citation of an answer points at the lines of the file
 that hold its claim, and the span is checked to support it."""
 
+from retrieval.answer import Answer
 from retrieval.pages import Page, read_page
 from retrieval.places import Placer, check_span, faithfulness, find_span
 from wiki import Article, write_article
@@ -89,6 +90,13 @@ def test_a_claim_its_span_does_not_support_is_counted_unfaithful(kb):
     bad, good = placer.claims
     assert not bad.supported and "90" in bad.why and good.supported
     assert placer.faithfulness == 0.5
+    # what a reader sees under the answer (CLI, chat page, MCP text): the count, and the
+    # claim that is not supported, where it points and why
+    checked = Answer("", claims=placer.claims).checked
+    assert checked.startswith("Cited claims: 1 of 2 supported by the lines they cite; ")
+    assert f'not supported: "Backup copies are kept for 90 days" ({bad.path}#L' in checked
+    assert "number '90'" in checked or "'90'" in checked, checked
+    assert Answer("").checked == ""  # nothing cited (an answer that declines): no line
 
 
 def test_a_negated_span_does_not_support_the_claim():

@@ -51,6 +51,10 @@ def test_submit_watch_read_and_ask(page):
     page.get_by_label("Your question").press("Enter")
     answer = page.locator(".msg.assistant").last
     expect(answer.locator(".cites a")).to_have_text("Nightly backups", timeout=20_000)
+    # under it, the citation-faithfulness check of the answer
+    expect(answer.locator(".checked")).to_have_text(
+        "Cited claims: 1 of 1 supported by the lines they cite."
+    )
     expect(page).to_have_url(re.compile(r"/chat/[0-9a-f]+$"))
     current = page.locator("#sessions a[aria-current='page']")  # listed without a reload
     expect(current).to_have_text("How long are nightly backups kept?")

@@ -21,6 +21,7 @@ def test_an_answer_streams_in_with_citations_and_is_saved(compiled):
     done = events[-1][1]
     assert done["citations"] == [{"title": "Nightly backups", "path": ARTICLE}]
     assert f'href="/{ARTICLE}#L' in done["html"] and done["session"] == sid
+    assert done["checked"] == "Cited claims: 1 of 1 supported by the lines they cite."
     assert done["usage"]["calls"] == 2
     streamed = "".join(d["text"] for k, d in events if k == "delta")
     assert "nightly at 02:00" in streamed
@@ -56,6 +57,11 @@ def test_a_follow_up_in_a_session_sees_the_history(compiled):
 def test_bad_questions_get_clear_errors(client, compiled):
     r = client.post("/api/ask", json={"question": "  "})
     assert r.status_code == 400 and "empty" in r.json()["error"]
+    sessions = compiled.get("/api/sessions").json()["sessions"]
+    r = client.post("/api/ask", json={"question": "Why did DNS move? " + "And why? " * 450})
+    assert r.status_code == 400 and "over 4,000 characters" in r.json()["error"], r.json()
+    assert r.json()["hint"] == "shorten it"
+    assert compiled.get("/api/sessions").json()["sessions"] == sessions  # none saved for it
     r = client.post("/api/ask", json={"question": "x", "session": "nope"})
     assert r.status_code == 404 and r.json()["ok"] is False
     r = client.post("/api/ask", json={"question": "x", "paths": "wiki/a.md"})

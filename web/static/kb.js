@@ -306,6 +306,8 @@ function initChat() {
             });
             item.append(cites);
           }
+          // the citation-faithfulness check: how many cited claims their lines support
+          if (event.data.checked) item.append(el("p", { class: "checked", text: event.data.checked }));
           follow();
         } else if (event.type === "error") {
           stage.remove();
