@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.classify import Target
 from compiler.extract import Extraction
@@ -20,6 +20,9 @@ from compiler.result import CompileResult
 from compiler.sources import Source
 from compiler.write import Material
 from wiki import Article, CatalogEntry
+
+if TYPE_CHECKING:
+    from compiler.recovery import Recorded
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,8 @@ class RunState:
     arrivals: Mapping[str, Arrival] = field(default_factory=dict)  # by origin (identity)
     held: tuple[Held, ...] = ()  # articles whose new version meets a person's change
     hand_merged: tuple[str, ...] = ()  # articles stored merged into a person's change
+    # what recording the run changed, as it was before (put back if the lock is lost)
+    recorded: Recorded | None = None
 
     @property
     def origins(self) -> dict[str, str]:
