@@ -19,18 +19,26 @@ COMMANDS = {
     "worker": ["worker"],
     "serve": ["serve", "--port", "0"],
 }
+# the URL, what the line says, the exit status (2: the setting is wrong; 1: the server
+# did not answer, which may pass)
 BAD = {
-    "wrong scheme": ("mysql://root@127.0.0.1/kb", "database_url must be a PostgreSQL URL"),
+    "wrong scheme": ("mysql://root@127.0.0.1/kb", "database_url must be a PostgreSQL URL", 2),
     "unreachable port": (
         "postgresql://root@127.0.0.1:1/kb",
         "Could not reach the shared database postgresql://root@127.0.0.1:1/kb",
+        1,
     ),
     "unknown host": (
         "postgresql://root@no-such-host.invalid/kb",
         "Could not reach the shared database postgresql://root@no-such-host.invalid/kb",
+        1,
     ),
-    "no database name": ("postgresql://root@127.0.0.1:5432", "names no database"),
-    "port out of range": ("postgresql://root@127.0.0.1:99999/kb", "cannot be used"),
+    "no database name": ("postgresql://root@127.0.0.1:5432", "names no database", 2),
+    "port out of range": (
+        "postgresql://root@127.0.0.1:99999/kb",
+        "has a port that is not a number from 1 to 65535",
+        2,
+    ),
 }
 
 
@@ -67,10 +75,10 @@ def one_line(done):
 @pytest.mark.parametrize("bad", list(BAD), ids=list(BAD))
 @pytest.mark.parametrize("command", list(COMMANDS), ids=list(COMMANDS))
 def test_a_bad_database_url_stops_the_command_at_start_with_one_line(kb, tmp_path, command, bad):
-    url, said = BAD[bad]
+    url, said, status = BAD[bad]
     head = kb.root.joinpath(".git", "HEAD").read_text()
     done = run_kb_ai(kb, COMMANDS[command], url, tmp_path)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == status, done.stderr
     assert said in one_line(done)
     assert kb.root.joinpath(".git", "HEAD").read_text() == head
     assert not list(kb.raw_dir.glob("*.md"))  # nothing compiled, nothing half-written
@@ -100,7 +108,7 @@ def test_a_database_of_another_knowledge_base_is_refused_by_every_command(
     other = KnowledgeBase.init(tmp_path / "other")
     for args in COMMANDS.values():
         done = run_kb_ai(other, args, pg_url, tmp_path)
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr
         assert "belongs to another knowledge base" in one_line(done)
     again = run_kb_ai(kb, ["status"], pg_url, tmp_path)  # still the first one's
     assert again.returncode == 0, again.stderr
