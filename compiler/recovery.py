@@ -21,12 +21,11 @@ articles are then rolled back as for a run that never recorded anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
-from typing import Any
 
 from compiler.record import INDEX_FINGERPRINT
+from compiler.state import Recorded
 from kb_ai.errors import KbAiError
 from wiki import (
     KnowledgeBase,
@@ -144,16 +143,6 @@ def _keep(kb: KnowledgeBase, paths: list[str]) -> str | None:
             f"could not commit what a stopped compile left: {exc}",
             hint="fix what git reports, then run kb-ai compile again",
         ) from exc
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """What recording a run changes besides its articles, as it was just before."""
-
-    sources: Mapping[str, dict[str, Any] | None]  # origin -> its row, None: not known
-    meta: Mapping[str, str | None]  # state.db meta keys the recording sets
-    files: Mapping[str, bytes | None]  # KB-relative path -> its bytes, None: absent
-    folders: tuple[str, ...] = ()  # folders whose files not in ``files`` are new
 
 
 def before_recording(kb: KnowledgeBase, origins: Iterable[str], *, lessons: bool) -> Recorded:

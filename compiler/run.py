@@ -27,7 +27,7 @@ from compiler.identity_index import Arrival
 from compiler.intake import intake_paths, intake_sources, still_pending
 from compiler.mode import PROMPTS, choose_mode, extraction_version
 from compiler.record import INDEX_FINGERPRINT
-from compiler.recovery import Recorded, put_back, reconcile, unfinished_run
+from compiler.recovery import put_back, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review, hold_hand_edits
 from compiler.review_policy import hold_reason
@@ -43,7 +43,7 @@ from compiler.stages import (
     plan_stage,
     write_stage,
 )
-from compiler.state import RunState
+from compiler.state import Recorded, RunState
 from kb_ai.errors import StorageError
 from kb_ai.grounding import forget_claims
 from kb_ai.llm import LLM, calling_as, open_llm

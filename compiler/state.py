@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compiler.classify import Target
 from compiler.extract import Extraction
@@ -21,8 +21,16 @@ from compiler.sources import Source
 from compiler.write import Material
 from wiki import Article, CatalogEntry
 
-if TYPE_CHECKING:
-    from compiler.recovery import Recorded
+
+@dataclass(frozen=True)
+class Recorded:
+    """What recording a run changes besides its articles, as it was just before (put
+    back by compiler/recovery.py when the run loses the compile lock before its commit)."""
+
+    sources: Mapping[str, dict[str, Any] | None]  # origin -> its row, None: not known
+    meta: Mapping[str, str | None]  # state.db meta keys the recording sets
+    files: Mapping[str, bytes | None]  # KB-relative path -> its bytes, None: absent
+    folders: tuple[str, ...] = ()  # folders whose files not in ``files`` are new
 
 
 @dataclass(frozen=True)
