@@ -152,7 +152,9 @@ def before_recording(kb: KnowledgeBase, origins: Iterable[str], *, lessons: bool
         sources = {}
         for origin in dict.fromkeys(origins):
             row = get_source(conn, origin)
-            sources[origin] = None if row is None else {**dict(row), "articles": source_articles(row)}
+            sources[origin] = (
+                None if row is None else {**dict(row), "articles": source_articles(row)}
+            )
         meta = {key: get_meta(conn, key) for key in (INDEX_FINGERPRINT, RUN_RECORDED)}
     paths = list(RECORDED_FILES)
     folders: tuple[str, ...] = ()

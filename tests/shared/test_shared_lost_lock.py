@@ -150,7 +150,7 @@ def test_a_compile_that_lost_its_lock_after_indexing_does_not_commit(
     assert not git(shared, "status", "--porcelain", "--", "wiki", "index").strip()
     logged = (shared.root / "log.md").read_text(encoding="utf-8")
     assert logged.startswith(log_before)  # the run's entry gone again; the rollback's said
-    assert " compile\n" not in logged[len(log_before):] and " recover\n" in logged
+    assert " compile\n" not in logged[len(log_before) :] and " recover\n" in logged
     with closing(open_state(shared)) as conn:
         assert not all_sources(conn)  # nothing recorded: it compiles again in full
     monkeypatch.setattr(stages, "log_run", real_log_run)

@@ -72,9 +72,7 @@ def test_a_run_killed_on_another_machine_shows_as_died(shared, pg_url, monkeypat
     assert "on machine-b" in run["note"]
 
 
-def test_a_run_of_a_machine_that_is_gone_is_died_on_status_and_in_kb_ai_status(
-    shared, pg_url
-):
+def test_a_run_of_a_machine_that_is_gone_is_died_on_status_and_in_kb_ai_status(shared, pg_url):
     long_ago = (datetime.now(UTC) - timedelta(minutes=10)).isoformat(timespec="seconds")
     now = datetime.now(UTC).isoformat(timespec="seconds")
     with closing(open_state(shared)) as conn:
