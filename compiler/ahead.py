@@ -21,6 +21,7 @@ from typing import Any
 
 from compiler._tasks import Interruptible, run_io
 from compiler.allocate import is_new
+from compiler.claims import ExtractionClaims, claim_key
 from compiler.extract import Extraction
 from compiler.mode import ComposedArticles
 from compiler.sessions import compiled_turns, key_of_origin
@@ -65,10 +66,13 @@ async def extract_ahead(
     state: RunState,
     tasks: Interruptible,
     progress: Callable[..., None],
+    claims: ExtractionClaims | None = None,
 ) -> tuple[RunState, Ahead]:
     """Every pending source read (in input order) and extracted, each sent to the model
     as soon as it is read; returns ``state`` with its unread data read (the read is kept
-    for the run, see :func:`_kept`) and the extractions."""
+    for the run, see :func:`_kept`) and the extractions. ``claims``: with a shared
+    database, a text another run is extracting is not sent (compiler/claims.py): it
+    is extracted under the lock, from what that run found."""
     progress("stage", name="extract", total=len(state.pending))
     pending: list[Pending] = []
     sources: list[Source] = []
@@ -93,9 +97,13 @@ async def extract_ahead(
         ):
             progress("advance", name="extract", item=item.origin)
             continue
+        key = claim_key(read, model, mode)
+        if claims is not None and not await claims.take(key, wait=False):
+            progress("advance", name="extract", item=item.origin)  # another run's now
+            continue
         texts.add(read.checksum)
         sources.append(read)
-        spawned.append(tasks.spawn(_extract(mode, llm, read, progress)))
+        spawned.append(tasks.spawn(_extract(mode, llm, read, progress, claims, key)))
     outcomes = await tasks.collect(spawned)
     done: dict[tuple[str, str], Extraction | KbAiError] = {}
     for src, task, outcome in zip(sources, spawned, outcomes, strict=True):
@@ -110,9 +118,18 @@ async def extract_ahead(
 
 
 async def _extract(
-    mode: ComposedArticles, llm: LLM, source: Source, progress: Callable[..., None]
+    mode: ComposedArticles,
+    llm: LLM,
+    source: Source,
+    progress: Callable[..., None],
+    claims: ExtractionClaims | None,
+    key: str,
 ) -> Extraction:
-    extraction = await mode.extract(llm, source)
+    try:
+        extraction = await mode.extract(llm, source)
+    finally:
+        if claims is not None:
+            await claims.drop(key)
     progress("advance", name="extract", item=source.origin)
     return extraction
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,8 @@ from wiki.actors import Actor
 from wiki.database import LOCK_OWNER, Hold, PgConnection, shared_database, store_connection
 from wiki.lock import KbLock
 from wiki.state import note_rebuilt, state_loss
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS = (
     "CREATE TABLE tasks (id TEXT PRIMARY KEY, title TEXT NOT NULL, filename TEXT NOT NULL,"
@@ -440,34 +443,58 @@ class TaskQueue:
         mine = {r[0] for r in rows}
         return [t for t in task_ids if t not in mine]
 
-    def set_stage(self, task_ids: list[str], stage: str) -> None:
+    def set_stage(self, task_ids: list[str], stage: str, owner: str | None = None) -> None:
+        """The stage the tasks' compile is at (``owner``: only those still under its lease)."""
         now = _stamp(_now())
+        mine = " AND lease_owner = ?" if owner is not None else ""
         with self.db:
             self.db.executemany(
-                "UPDATE tasks SET stage = ?, updated_at = ? WHERE id = ? AND state = 'running'",
-                [(stage, now, t) for t in task_ids],
+                f"UPDATE tasks SET stage = ?, updated_at = ? WHERE id = ? AND state = 'running'{mine}",
+                [(stage, now, t, *((owner,) if owner is not None else ())) for t in task_ids],
             )
 
-    def finish(self, task_id: str, *, error: str | None = None, result: dict | None = None) -> None:
+    def finish(
+        self,
+        task_id: str,
+        *,
+        error: str | None = None,
+        result: dict | None = None,
+        owner: str | None = None,
+    ) -> bool:
         """Record the outcome. A compiled task's spooled copy is deleted (its text is in
         raw/ now, redacted); a failed one keeps it, to be retried, and so does one whose
-        run waits on a review branch (``result["review"]``) until it is approved."""
+        run waits on a review branch (``result["review"]``) until it is approved.
+
+        ``owner``: the worker whose lease the outcome comes from. A lease that expired,
+        or was taken back because the worker seemed dead, may be another worker's now:
+        then nothing is recorded (the task is that worker's to finish), the copy stays,
+        and the log says so. Returns whether the outcome was recorded."""
         state = "failed" if error else "done"
         held = bool((result or {}).get("review"))
+        mine = " AND lease_owner = ? AND state = 'running'" if owner is not None else ""
         with self.db:
-            self.db.execute(
+            cursor = self.db.execute(
                 "UPDATE tasks SET state = ?, stage = NULL, error = ?, result = ?, lease_owner = NULL,"
-                " lease_expires = NULL, updated_at = ? WHERE id = ?",
+                f" lease_expires = NULL, updated_at = ? WHERE id = ?{mine}",
                 (
                     state,
                     error,
                     json.dumps(result or {}, ensure_ascii=False),
                     _stamp(_now()),
                     task_id,
+                    *((owner,) if owner is not None else ()),
                 ),
             )
+        if owner is not None and cursor.rowcount == 0:
+            log.warning(
+                "task %s was taken over by another worker (the lease of %s ended): its"
+                " outcome here (%s) is not recorded, the task is the other worker's to finish",
+                task_id, owner, state,
+            )  # fmt: skip
+            return False
         if state == "done" and not held:
             self._drop_copy(task_id)
+        return True
 
     def held_in_review(self, branch: str) -> list[dict[str, Any]]:
         """The done tasks whose run waits on ``branch`` (review/<run>)."""

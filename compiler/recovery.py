@@ -11,18 +11,26 @@ settles it before doing anything else, so the work tree and state.db agree again
 - sources recorded: the articles are kept; the indexes are rebuilt and all is committed.
 
 Never both: a source's articles are either its recorded ones or those before the run.
+
+A run that finds, just before its commit, that it lost the compile lock (a database
+restart ended its session, and another server may be writing) has recorded its sources
+already: :func:`before_recording` kept what recording changes as it was (the sources'
+rows, the indexes, log.md, lessons), and :func:`put_back` restores it, so that the
+articles are then rolled back as for a run that never recorded anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 
 from compiler.record import INDEX_FINGERPRINT
+from compiler.state import Recorded
 from kb_ai.errors import KbAiError
 from wiki import (
     KnowledgeBase,
     append_log,
+    atomic_write_bytes,
     atomic_write_text,
     build_catalog,
     commit_all,
@@ -36,7 +44,21 @@ from wiki import (
 )
 from wiki.indexing import refresh_search_index
 from wiki.lock import KbLock
-from wiki.state import RUN_RECORDED, clear_journal, journal_article, journaled_articles
+from wiki.state import (
+    RUN_RECORDED,
+    clear_journal,
+    delete_source,
+    get_source,
+    journal_article,
+    journaled_articles,
+    source_articles,
+    upsert_source,
+)
+
+#: The files a run's recording writes besides its articles (lessons/ is added when the
+#: run has agent sessions, whose lessons it learns).
+RECORDED_FILES = ("index/master-index.md", "index/topics.md", "log.md")
+LESSONS = "lessons"
 
 
 @contextmanager
@@ -121,3 +143,68 @@ def _keep(kb: KnowledgeBase, paths: list[str]) -> str | None:
             f"could not commit what a stopped compile left: {exc}",
             hint="fix what git reports, then run kb-ai compile again",
         ) from exc
+
+
+def before_recording(kb: KnowledgeBase, origins: Iterable[str], *, lessons: bool) -> Recorded:
+    """Keep what recording the run's sources (``origins``), its indexes, log.md and (with
+    ``lessons``) its lessons will change, for :func:`put_back`."""
+    with closing(open_state(kb)) as conn:
+        sources = {}
+        for origin in dict.fromkeys(origins):
+            row = get_source(conn, origin)
+            sources[origin] = (
+                None if row is None else {**dict(row), "articles": source_articles(row)}
+            )
+        meta = {key: get_meta(conn, key) for key in (INDEX_FINGERPRINT, RUN_RECORDED)}
+    paths = list(RECORDED_FILES)
+    folders: tuple[str, ...] = ()
+    if lessons:
+        folders = (LESSONS,)
+        top = kb.root / LESSONS
+        if top.is_dir():
+            paths += [p.relative_to(kb.root).as_posix() for p in top.rglob("*") if p.is_file()]
+    files = {p: (kb.root / p).read_bytes() if (kb.root / p).is_file() else None for p in paths}
+    return Recorded(sources, meta, files, folders)
+
+
+def put_back(kb: KnowledgeBase, before: Recorded) -> None:
+    """Undo a run's recording (see :class:`Recorded`): its sources' rows, the meta keys
+    and the files as they were; then :func:`reconcile` rolls its articles back."""
+    with closing(open_state(kb)) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for origin, row in before.sources.items():
+                if row is None:
+                    delete_source(conn, origin)
+                else:
+                    upsert_source(conn, **row)
+            for key, value in before.meta.items():
+                if value is None:
+                    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+                else:
+                    set_meta(conn, key, value)
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+    touched = []
+    for rel, data in before.files.items():
+        path = kb.root / rel
+        now = path.read_bytes() if path.is_file() else None
+        if now == data:
+            continue
+        touched.append(rel)
+        if data is None:
+            path.unlink()
+        else:
+            atomic_write_bytes(path, data)
+    for folder in before.folders:  # files the recording made there
+        top = kb.root / folder
+        for path in sorted(top.rglob("*")) if top.is_dir() else []:
+            rel = path.relative_to(kb.root).as_posix()
+            if path.is_file() and rel not in before.files:
+                path.unlink()
+                touched.append(rel)
+    tracked = [p for p in touched if git(kb, "ls-files", "--", p).strip()]
+    if tracked:  # staged ahead by the run: the git index as HEAD again for them
+        git(kb, "reset", "-q", "--", *tracked)

@@ -20,13 +20,14 @@ from pathlib import Path
 from compiler._tasks import Interruptible, run_io
 from compiler.ahead import Ahead, extract_ahead
 from compiler.categories import current_categories, ensure_categories
+from compiler.claims import ExtractionClaims
 from compiler.classify import CatalogRanker
 from compiler.documents import convert_process
 from compiler.identity_index import Arrival
 from compiler.intake import intake_paths, intake_sources, still_pending
 from compiler.mode import PROMPTS, choose_mode, extraction_version
 from compiler.record import INDEX_FINGERPRINT
-from compiler.recovery import reconcile, unfinished_run
+from compiler.recovery import put_back, reconcile, unfinished_run
 from compiler.result import CompileResult, Failure
 from compiler.review import hold_for_review, hold_hand_edits
 from compiler.review_policy import hold_reason
@@ -42,7 +43,7 @@ from compiler.stages import (
     plan_stage,
     write_stage,
 )
-from compiler.state import RunState
+from compiler.state import Recorded, RunState
 from kb_ai.errors import StorageError
 from kb_ai.grounding import forget_claims
 from kb_ai.llm import LLM, calling_as, open_llm
@@ -107,6 +108,7 @@ class Compiler:
         self.kb = kb
         self.guard = guard
         self._lock: CompileLock | None = None
+        self._claims: ExtractionClaims | None = None  # with a shared database
         self.started_by = started_by  # shown on Status: cli, web, agent session
         self.settings = settings
         self.llm_factory = llm_factory
@@ -175,7 +177,10 @@ class Compiler:
         finally:
             if held:
                 lock.release()
-        return await self._after_run(state, tracker, run_started, started)
+        try:
+            return await self._after_run(state, tracker, run_started, started)
+        finally:
+            tracker.stop_beating()  # however it ended: a run not finished shows as died
 
     async def _run(
         self, state: RunState, tracker: RunTracker, force: bool, lock: CompileLock, held: bool
@@ -186,6 +191,7 @@ class Compiler:
         try:  # the lock is released however this ends (a model client that cannot open)
             if state.pending:
                 llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
+                self._claims = await run_io(ExtractionClaims.of, self.kb)
             self._tasks.install_handler()
             ahead = Ahead()
             if llm is not None and not held:
@@ -199,6 +205,9 @@ class Compiler:
             if held:
                 lock.release()
             self._tasks.remove_handler()
+            if self._claims is not None:
+                await self._claims.close()
+                self._claims = None
             if llm is not None:
                 await _close(llm)  # closing twice is harmless
         if llm is not None:  # what was extracted ahead of the lock included
@@ -253,8 +262,9 @@ class Compiler:
         mode = choose_mode(self.settings, current_categories(self.kb, self.settings))
         with calling_as(self._caller):
             return await extract_ahead(
-                self.kb, self.settings.model or "", mode, llm, state, self._tasks, self.progress
-            )
+                self.kb, self.settings.model or "", mode, llm, state, self._tasks, self.progress,
+                self._claims,
+            )  # fmt: skip
 
     async def _locked(
         self,
@@ -340,7 +350,7 @@ class Compiler:
         # (a wiki of 10,000 articles took ~0.5 s to load and rank before the first call).
         ranker = asyncio.ensure_future(run_io(_load_ranker, self.kb, fingerprint))
         ctx = RunContext(self.kb, self.settings, llm, mode, self._tasks, progress, ranker,
-                         self._still_the_writer, ahead)  # fmt: skip
+                         self._still_the_writer, ahead, self._claims)  # fmt: skip
         try:
             state = await extract_stage(ctx, state)
             if not state.work:  # nothing could be read: nothing to write, log or commit
@@ -358,18 +368,22 @@ class Compiler:
             with suppress(Exception):  # a failure to load it was reported by classify
                 await ranker
 
-    def _still_the_writer(self) -> None:
-        """Before the run records anything: it still holds the compile lock (a database
-        restart frees the shared one with its session, and another server may take it)
-        and ``guard`` passes. Else the articles it wrote are put back as they were
-        before the run (compiler/recovery.py: nothing is recorded yet) and the
-        StorageError stops it: nothing half-written, and a worker's tasks go back."""
+    def _still_the_writer(self, recorded: Recorded | None = None) -> None:
+        """Before the run records anything, and again just before its commit: it still
+        holds the compile lock (a database restart frees the shared one with its
+        session, and another server may take it) and ``guard`` passes. Else what it
+        recorded (``recorded``: the sources' rows, indexes, log.md and lessons as they
+        were) and the articles it wrote are put back as they were before the run
+        (compiler/recovery.py) and the StorageError stops it: nothing half-written,
+        nothing committed, and a worker's tasks go back."""
         try:
             if self._lock is not None:
                 self._lock.check()
             if self.guard is not None:
                 self.guard()
         except StorageError:  # the database's own errors arrive as one (wiki/database.py)
+            if recorded is not None:
+                put_back(self.kb, recorded)
             reconcile(self.kb)
             raise
 

@@ -23,6 +23,7 @@ from functools import partial
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.ahead import Ahead, is_current, previous_extraction
 from compiler.allocate import Identities, allocate_source, copy_in_run, taken_slugs
+from compiler.claims import ExtractionClaims, claim_key
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
 from compiler.extract import Extraction
@@ -41,8 +42,9 @@ from compiler.record import (
     update_search,
     write_run_indexes,
 )
-from compiler.recovery import finish_journal, journaled
+from compiler.recovery import before_recording, finish_journal, journaled
 from compiler.result import COPY, Deletion, Failure, Revision
+from compiler.sources import Source
 from compiler.state import Plan, PlannedArticle, RunState, Work
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
@@ -74,10 +76,12 @@ class RunContext:
     tasks: Interruptible
     progress: ProgressFn
     ranker: asyncio.Future  # the CatalogRanker of the wiki as the run started, loading
-    # Called before the run records anything (blocking: off the loop); it raises to stop
-    # the run there (the compile lock was lost: compiler/run.py puts the articles back).
-    guard: Callable[[], None] = lambda: None
+    # Called before the run records anything, and again just before its commit with what
+    # the recording changed (blocking: off the loop); it raises to stop the run there (the
+    # compile lock was lost: compiler/run.py puts the recording and the articles back).
+    guard: Callable[..., None] = lambda recorded=None: None
     ahead: Ahead = field(default_factory=Ahead)  # extracted before the lock (compiler/ahead.py)
+    claims: ExtractionClaims | None = None  # one extraction of a text at a time (shared db)
 
     @property
     def interrupted(self) -> bool:
@@ -171,7 +175,7 @@ async def extract(ctx: RunContext, w: Work) -> Work:
         ahead = ctx.ahead.of(src, model, ctx.mode)
         if isinstance(ahead, KbAiError):  # the model failed it then: one try, as ever
             raise ahead
-        extraction = ahead if ahead is not None else await ctx.mode.extract(ctx.llm, src)
+        extraction = ahead if ahead is not None else await _extract_claimed(ctx, src)
         await run_io(
             write_extraction,
             ctx.kb,
@@ -191,6 +195,20 @@ async def extract(ctx: RunContext, w: Work) -> Work:
         return replace(w, extraction=extraction, previous_text=previous)
     finally:
         await raw  # written even when the model failed: the next run reuses it
+
+
+async def _extract_claimed(ctx: RunContext, src: Source) -> Extraction:
+    """The model's extraction of ``src``; with a shared database, once another run that
+    is extracting the same text has done so (its replies then come from the shared
+    response cache: compiler/claims.py)."""
+    if ctx.claims is None:
+        return await ctx.mode.extract(ctx.llm, src)
+    key = claim_key(src, ctx.settings.model or "", ctx.mode)
+    await ctx.claims.take(key, wait=True, stopped=lambda: ctx.interrupted)
+    try:
+        return await ctx.mode.extract(ctx.llm, src)
+    finally:
+        await ctx.claims.drop(key)
 
 
 async def classify(ctx: RunContext, w: Work) -> Work:
@@ -403,6 +421,13 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
             held=[*result.held, *(h.path for h in kept)],
         )
         held = (*held, *kept)
+    copies = [r for r in result.revisions if r.way == COPY]
+    sessions = any(w.source.kind == "transcript" for w in state.work)
+    recorded = await run_io(
+        partial(before_recording, lessons=sessions and not ctx.interrupted),
+        ctx.kb,
+        [*(w.source.origin for w in state.work), *(c.origin for c in copies)],
+    )
     compiled, failed = record_sources(
         ctx.kb,
         state.work,
@@ -411,7 +436,7 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
         model=ctx.settings.model or "",
         prompt_version=ctx.mode.version,
         interrupted=ctx.interrupted,
-        copies=[r for r in result.revisions if r.way == COPY],
+        copies=copies,
     )
     result = replace(
         result, compiled=[*result.compiled, *compiled], failed=[*result.failed, *failed]
@@ -428,11 +453,14 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     if written or result.deleted:
         await run_io(write_run_indexes, ctx.kb, state.catalog, state.catalog_ns, written)
     log_run(ctx.kb, result, interrupted=ctx.interrupted)
-    return replace(state, result=result, written=written, held=held)
+    return replace(state, result=result, written=written, held=held, recorded=recorded)
 
 
 async def commit_stage(ctx: RunContext, state: RunState) -> RunState:
-    """One git commit of everything the run wrote; the search index meanwhile."""
+    """One git commit of everything the run wrote; the search index meanwhile. Just
+    before it, the run makes sure again that it is still the one writer: the lock may
+    have been lost while it indexed (then what it recorded and wrote is put back)."""
+    await run_io(ctx.guard, state.recorded)
     written, deleted = state.written, [d.path for d in state.result.deleted]
     # The search index is not versioned: it is brought up to date while git commits
     # (git is a process of its own; two Python threads would only take turns).

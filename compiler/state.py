@@ -23,6 +23,17 @@ from wiki import Article, CatalogEntry
 
 
 @dataclass(frozen=True)
+class Recorded:
+    """What recording a run changes besides its articles, as it was just before (put
+    back by compiler/recovery.py when the run loses the compile lock before its commit)."""
+
+    sources: Mapping[str, dict[str, Any] | None]  # origin -> its row, None: not known
+    meta: Mapping[str, str | None]  # state.db meta keys the recording sets
+    files: Mapping[str, bytes | None]  # KB-relative path -> its bytes, None: absent
+    folders: tuple[str, ...] = ()  # folders whose files not in ``files`` are new
+
+
+@dataclass(frozen=True)
 class Skipped:
     """An agent session with nothing to compile now, and why."""
 
@@ -105,6 +116,8 @@ class RunState:
     arrivals: Mapping[str, Arrival] = field(default_factory=dict)  # by origin (identity)
     held: tuple[Held, ...] = ()  # articles whose new version meets a person's change
     hand_merged: tuple[str, ...] = ()  # articles stored merged into a person's change
+    # what recording the run changed, as it was before (put back if the lock is lost)
+    recorded: Recorded | None = None
 
     @property
     def origins(self) -> dict[str, str]:

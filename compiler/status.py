@@ -13,9 +13,9 @@ from compiler.origins import file_of
 from kb_ai.llm import usage_totals
 from kb_ai.llm.store import SHARED_MIGRATIONS as LLM_MIGRATIONS
 from kb_ai.settings import Settings
-from wiki import KnowledgeBase, all_sources, last_run, list_articles, open_state
+from wiki import KnowledgeBase, all_sources, last_run, list_articles, open_state, recent_runs
 from wiki.database import shared_connect
-from wiki.state import state_loss
+from wiki.state import last_sign_of_life, run_condition, state_loss
 
 
 def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
@@ -30,6 +30,7 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
         rows = all_sources(conn)
         run = last_run(conn)
         lost = state_loss(conn)
+        unfinished = [_unfinished(r) for r in recent_runs(conn, 10) if r["state"] == "running"]
     failed, changed, missing, lag = [], [], [], []
     for origin, row in sorted(rows.items()):
         if row["status"] != "ok":
@@ -73,9 +74,29 @@ def kb_status(kb: KnowledgeBase, settings: Settings) -> dict[str, Any]:
         "failed": failed,
         "stale": {"changed": changed, "missing": missing, "lag": lag},
         "last_run": last,
+        # runs marked running among the newest ten: running, stopped or died (wiki/state.py)
+        "unfinished_runs": unfinished,
         "usage": _usage(kb),
         # state.db was found missing and made again: when, what was rebuilt, what is lost
         "state_lost": lost,
+    }
+
+
+def _unfinished(row: Any) -> dict[str, Any]:
+    """A run not finished, as `kb-ai status` tells it: running (its stage), stopped (its
+    process gone from this machine) or died (its heartbeat stopped, on any machine)."""
+    names = row.keys()
+    seen = last_sign_of_life(row)
+    return {
+        "id": row["id"],
+        "state": run_condition(row),
+        "started_by": row["started_by"] or "",
+        "started_at": row["started_at"],
+        "host": (row["host"] if "host" in names else None) or "",
+        "stage": row["stage"],
+        "done": row["done"] or 0,
+        "total": row["total"] or 0,
+        "last_seen": seen.isoformat(timespec="seconds") if seen is not None else None,
     }
 
 

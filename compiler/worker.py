@@ -229,10 +229,10 @@ class Worker:
                         converter,
                     )
                 except KbAiError as exc:
-                    queue.finish(task["id"], error=str(exc))
+                    queue.finish(task["id"], error=str(exc), owner=self.owner)
                     continue
                 if found.skipped:  # an agent session with nothing new
-                    queue.finish(task["id"], result={"skipped": found.skipped})
+                    queue.finish(task["id"], result={"skipped": found.skipped}, owner=self.owner)
                     continue
                 if found.left_out:
                     left_out[task["id"]] = [
@@ -249,7 +249,7 @@ class Worker:
         def progress(event: str, **data: Any) -> None:
             if event == "stage":
                 with closing(open_state(self.kb)) as conn:
-                    TaskQueue(self.kb, conn).set_stage(ids, data["name"])
+                    TaskQueue(self.kb, conn).set_stage(ids, data["name"], self.owner)
 
         # On Status: a batch of agent sessions came from hooks, anything else was submitted.
         hooked = all(str(t.get("origin") or "").startswith("session:") for t in tasks)
@@ -272,7 +272,7 @@ class Worker:
             with closing(open_state(self.kb)) as conn:
                 queue = TaskQueue(self.kb, conn)
                 for task_id in ids:
-                    queue.finish(task_id, error=str(exc))
+                    queue.finish(task_id, error=str(exc), owner=self.owner)
             return
         finally:
             self._compiler = None
@@ -303,10 +303,10 @@ class Worker:
                 if notes := identity_notes(result, mine):
                     outcome = {**outcome, "identity": notes}
                 if len(bad) < len(mine):  # something of it compiled: done, saying what did not
-                    queue.finish(task_id, result=outcome)
+                    queue.finish(task_id, result=outcome, owner=self.owner)
                     continue
                 error = "; ".join(m["error"] for m in members) if members else failed[bad[0]]
-                queue.finish(task_id, error=error, result=outcome)
+                queue.finish(task_id, error=error, result=outcome, owner=self.owner)
 
     def _keep_owner(self) -> None:
         """This worker's lock taken again if a database restart freed it (the listener

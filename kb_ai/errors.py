@@ -129,6 +129,13 @@ class StorageError(KbAiError):
         self.transient = transient
 
 
+class DatabaseAwayError(StorageError):
+    """The shared database (``database_url``) does not answer: the server is down, out of
+    reach, or the database is gone. kb-ai reconnects by itself; the process says once
+    that it went away and once that it is back (wiki/database.py), so what waits it out
+    (the compile workers) need not say it again at every try."""
+
+
 # SQLite's primary result codes (sqlite3.h): the failures of the storage under a database,
 # as opposed to the faults of a statement (a syntax error, a missing table).
 _SQLITE_CAUSES = {

@@ -33,7 +33,7 @@ from wiki import (
     show_diff,
 )
 from wiki.database import shared_database
-from wiki.state import run_stopped, state_loss
+from wiki.state import last_sign_of_life, run_condition, state_loss
 
 PUBLIC_TASK_FIELDS = (
     "id", "title", "filename", "kind", "checksum", "size", "state", "stage", "error",
@@ -72,10 +72,11 @@ def queue_snapshot(queue: TaskQueue, limit: int = 200) -> dict[str, Any]:
 def public_run(row: Any) -> dict[str, Any]:
     """A compile run as Status shows it, whoever started it (CLI, web queue, agent hook),
     on whichever server (with a shared database). A run still marked running whose
-    process is gone from this machine was stopped."""
-    state = row["state"] or "done"  # runs recorded before runs were tracked as they went
-    if run_stopped(row):
-        state = "stopped"
+    process is gone from this machine was stopped; one whose heartbeat stopped died
+    (killed, or its machine gone: wiki/state.py)."""
+    state = run_condition(row)
+    names = row.keys()
+    alive = last_sign_of_life(row) if state == "died" else None
     summary = json.loads(row["summary"]) if row["summary"] else {}
     return {
         "id": row["id"],
@@ -97,7 +98,27 @@ def public_run(row: Any) -> dict[str, Any]:
         # articles whose update meets a hand edit: it waits on the Review page
         "held": summary.get("held") or [],
         "error": summary.get("error"),
+        "host": (row["host"] if "host" in names else None) or "",
+        # a run that died: when it last said it lived
+        "last_seen": alive.isoformat(timespec="seconds") if alive is not None else None,
+        "note": run_note(state, row, alive),
     }
+
+
+def run_note(state: str, row: Any, alive: Any) -> str | None:
+    """Why a run marked running is not: in words for Status."""
+    names = row.keys()
+    host = (row["host"] if "host" in names else None) or ""
+    if state == "died":
+        since = alive.isoformat(timespec="seconds") if alive is not None else "?"
+        on = f" on {host}" if host else ""
+        return (
+            f"no sign of life since {since}{on}: its process was killed or its machine is"
+            " gone; what it had not committed compiles again"
+        )
+    if state == "stopped":
+        return "its process is gone from this machine; what it had not committed compiles again"
+    return None
 
 
 def article_path(raw: str) -> str:

@@ -23,7 +23,7 @@ from contextlib import closing
 from dataclasses import dataclass
 
 from compiler.queue import TaskQueue
-from kb_ai.errors import StorageError
+from kb_ai.errors import DatabaseAwayError, StorageError
 from kb_ai.service import OpenKb, compiling
 from kb_ai.service.compiling import Worker
 from wiki import open_state
@@ -171,6 +171,7 @@ class WorkerPool:
         unsettled: tuple[bool, str] | None = None  # (storage fault?, error) to settle
         while not worker.stopping:
             started = time.monotonic()
+            away = False  # the shared database did not answer (said once elsewhere)
             try:
                 if unsettled is not None:
                     await asyncio.to_thread(self._settle_held, worker.owner, *unsettled)
@@ -179,7 +180,10 @@ class WorkerPool:
                 await worker.run_forever()
                 continue
             except StorageError as exc:
-                log.warning("compile worker: %s", exc)
+                # the shared database away: said once by the database itself (one line
+                # when it goes, one when it is back), not again at every try here
+                away = isinstance(exc, DatabaseAwayError)
+                log.log(logging.DEBUG if away else logging.WARNING, "compile worker: %s", exc)
                 error = str(exc)
                 unsettled = unsettled or (True, f"the compile stopped: {exc}")
             except Exception as exc:  # a bug or an unforeseen fault: logged whole, survived
@@ -192,7 +196,8 @@ class WorkerPool:
             state.failures += 1
             pause = min(self.retry_seconds * 2 ** (state.failures - 1), self.max_retry_seconds)
             state.retry_at = time.time() + pause
-            log.warning("compile worker: trying again in %.0f s", pause)
+            log.log(logging.DEBUG if away else logging.WARNING,
+                    "compile worker: trying again in %.0f s", pause)  # fmt: skip
             worker.wake.clear()
             with contextlib.suppress(TimeoutError):  # a stop wakes it at once
                 await asyncio.wait_for(worker.wake.wait(), pause)
@@ -212,7 +217,7 @@ class WorkerPool:
                 queue.release(held, owner)
                 return
             for task_id in held:
-                queue.finish(task_id, error=error)
+                queue.finish(task_id, error=error, owner=owner)
 
     def _wake_all(self) -> None:
         for worker in self.workers:

@@ -26,17 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import subprocess
 import threading
+import time
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from kb_ai.errors import ConfigError, StorageError
+from kb_ai.errors import ConfigError, DatabaseAwayError
 from wiki.held import Held
 from wiki.schema import apply_migrations
 
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from wiki.layout import KnowledgeBase
 
 ENV = "KB_AI_DATABASE_URL"
+log = logging.getLogger(__name__)
 _opening = threading.Lock()
 #: the channel a NOTIFY on new or returned tasks is sent on
 TASKS_CHANNEL = "kb_ai_tasks"
@@ -98,6 +102,39 @@ def check_url(url: str) -> None:
             hint="write postgresql://user@host:5432/dbname, or leave database_url unset"
             " to keep the state in .kb-ai/state.db",
         )
+    if not port_is_valid(url):
+        raise ConfigError(
+            f"database_url {shown_url(url)!r} has a port that is not a number from 1 to 65535",
+            hint="write postgresql://user@host:5432/dbname (5432 is PostgreSQL's own port)",
+        )
+    if not names_database(url):
+        raise ConfigError(
+            f"database_url {shown_url(url)!r} names no database",
+            hint="add the database's name after the host (postgresql://user@host:5432/kb):"
+            " without one PostgreSQL takes the database named after the user, which may"
+            " hold something else",
+        )
+
+
+def names_database(url: str) -> bool:
+    """Whether a PostgreSQL URL names its database (in its path, or ``?dbname=``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a malformed URL: the connection says what is wrong with it
+        return True
+    return bool(unquote(parts.path).strip("/")) or "dbname" in parse_qs(parts.query)
+
+
+def port_is_valid(url: str) -> bool:
+    """Whether a PostgreSQL URL's port, if it names one, is a number from 1 to 65535 (a
+    URL of several hosts, ``h1:5432,h2:5432``, is left to the connection to judge)."""
+    try:
+        parts = urlsplit(url)
+        if "," in parts.netloc:
+            return True
+        return parts.port is None or parts.port > 0
+    except ValueError:  # not a number, or out of range
+        return False
 
 
 def kb_id(kb: KnowledgeBase) -> str:
@@ -115,17 +152,81 @@ def kb_id(kb: KnowledgeBase) -> str:
     return out[-1] if out else ""
 
 
-def unreachable(url: str, exc: BaseException, doing: str = "reach") -> StorageError:
+def unreachable(url: str, exc: BaseException, doing: str = "reach") -> DatabaseAwayError:
     """One line saying the shared database did not answer, and what to do."""
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return StorageError(
+    first = _first_line(exc)
+    return DatabaseAwayError(
         f"Could not {doing} the shared database {shown_url(url)}: {first}",
         path=shown_url(url),
         cause="io",
         transient=True,
-        hint="check that PostgreSQL runs there and that database_url (KB_AI_DATABASE_URL)"
-        " names it; kb-ai reconnects by itself once it answers",
+        hint="check that PostgreSQL runs there, that the database exists (createdb NAME"
+        " makes it) and that database_url (KB_AI_DATABASE_URL) names it; kb-ai"
+        " reconnects by itself once it answers",
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+class _PoolWarnings(logging.Filter):
+    """psycopg_pool warns at every try to reconnect (every few seconds while the database
+    is away) and for each connection it drops; the process says it once instead (see
+    :class:`Presence`). Its warnings go to debug; an error still passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING:
+            return True
+        if record.msg == "error connecting in %r: %s" and len(record.args or ()) == 2:
+            name, error = record.args  # type: ignore[misc]
+            for db in list(_databases.values()):
+                if db.pool.name == name:
+                    db.presence.gone(error)  # type: ignore[arg-type]
+        log.debug("psycopg_pool: %s", record.getMessage())
+        return False
+
+
+def _quiet_pool_warnings() -> None:
+    for name in ("psycopg.pool", "psycopg_pool.sched"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _PoolWarnings) for f in logger.filters):
+            logger.addFilter(_PoolWarnings())
+
+
+class Presence:
+    """Whether this process reaches the shared database, said once per change: one
+    warning when it stops answering (what failed, and that kb-ai reconnects by itself)
+    and one when it answers again, however many requests, workers and reconnection
+    tries meet the outage in between."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.away_since: float | None = None
+        self._lock = threading.Lock()
+
+    def gone(self, exc: BaseException | str) -> None:
+        with self._lock:
+            if self.away_since is not None:
+                return
+            self.away_since = time.monotonic()
+        first = exc if isinstance(exc, str) else _first_line(exc)
+        log.warning(
+            "The shared database %s does not answer (%s): requests get a 503 and the"
+            " workers wait; kb-ai reconnects by itself",
+            self.shown, first,
+        )  # fmt: skip
+
+    def back(self) -> None:
+        if self.away_since is None:  # (read without the lock: the usual case, fast)
+            return
+        with self._lock:
+            since, self.away_since = self.away_since, None
+        if since is not None:
+            log.warning(
+                "The shared database %s answers again (away for %.0f s)",
+                self.shown, time.monotonic() - since,
+            )  # fmt: skip
 
 
 def _connection_errors() -> tuple[type[BaseException], ...]:
@@ -213,6 +314,8 @@ class SharedDatabase:
 
         self.url = url
         self.shown = shown_url(url)
+        self.presence = Presence(self.shown)
+        _quiet_pool_warnings()
         self.pool = ConnectionPool(
             url,
             min_size=1,
@@ -220,8 +323,9 @@ class SharedDatabase:
             kwargs={"autocommit": True, "connect_timeout": 5},
             timeout=5.0,  # a request waits this long for the database, then says so
             check=ConnectionPool.check_connection,
+            configure=lambda conn: self.presence.back(),  # a new connection: it answers
             open=False,
-            name="kb-ai",
+            name=f"kb-ai {self.shown}",
         )
         self._migrated: set[str] = set()
         self._lock = threading.Lock()
@@ -236,14 +340,22 @@ class SharedDatabase:
                 for step in _SCHEMA:
                     conn.execute(step)
                 mine = kb_id(kb)
-                conn.execute(
+                conn.execute(  # the first knowledge base to use it names it (for good)
                     "INSERT INTO kb_ai_meta (key, value) VALUES ('kb_id', %s)"
-                    " ON CONFLICT (key) DO NOTHING",
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                    " WHERE kb_ai_meta.value = ''",
                     (mine,),
                 )
                 row = conn.execute("SELECT value FROM kb_ai_meta WHERE key = 'kb_id'").fetchone()
         except psycopg.OperationalError as exc:
             raise unreachable(self.url, exc) from exc
+        except psycopg.Error as exc:  # not a connection failure: a bad URL, or no rights
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(
+                f"database_url {self.shown} cannot be used: {first}",
+                hint="write postgresql://user@host:5432/dbname (a port from 1 to 65535),"
+                " naming a user that may create tables in that database",
+            ) from exc
         theirs = row[0] if row else ""
         if mine and theirs and theirs != mine:
             raise ConfigError(
@@ -256,15 +368,21 @@ class SharedDatabase:
     def close(self) -> None:
         self.pool.close()
 
+    def unreachable(self, exc: BaseException, doing: str = "reach") -> DatabaseAwayError:
+        """:func:`unreachable`, noted (said once, until it answers again)."""
+        self.presence.gone(exc)
+        return unreachable(self.url, exc, doing)
+
     @contextmanager
     def connection(self) -> Iterator[Any]:
         """A pooled connection (autocommit); connection failures are StorageError."""
         errors = _connection_errors()
         try:
             with self.pool.connection() as conn:
+                self.presence.back()
                 yield conn
         except errors as exc:
-            raise unreachable(self.url, exc) from exc
+            raise self.unreachable(exc) from exc
 
     def migrate(self, component: str, steps: Sequence[str]) -> int:
         """Run the steps of ``component`` not yet applied, under a lock so two processes
@@ -307,7 +425,7 @@ class SharedDatabase:
 
     def listen(self, wake: Callable[[], None], channel: str = TASKS_CHANNEL) -> Listener:
         """Call ``wake`` on each NOTIFY on ``channel``, from a thread of its own."""
-        return Listener(self.url, channel, wake)
+        return Listener(self.url, channel, wake, self.presence)
 
 
 class PgConnection:
@@ -359,7 +477,7 @@ class PgConnection:
             return call()
         except _connection_errors() as exc:
             self._drop()
-            raise unreachable(self.db.url, exc) from exc
+            raise self.db.unreachable(exc) from exc
 
     def _begin(self) -> None:
         if self._conn is not None:
@@ -367,7 +485,8 @@ class PgConnection:
         try:
             conn = self.db.pool.getconn()
         except _connection_errors() as exc:
-            raise unreachable(self.db.url, exc) from exc
+            raise self.db.unreachable(exc) from exc
+        self.db.presence.back()
         self._conn = conn
         self._guarded(lambda: _run(conn, "BEGIN", ()))
 
@@ -411,10 +530,17 @@ class Listener:
     notification, reconnecting when the database goes away (waking once then, so the
     caller looks instead of waiting for a notification it may have missed)."""
 
-    def __init__(self, url: str, channel: str, wake: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        url: str,
+        channel: str,
+        wake: Callable[[], None],
+        presence: Presence | None = None,
+    ) -> None:
         self.url = url
         self.channel = channel
         self.wake = wake
+        self.presence = presence or Presence(shown_url(url))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kb-ai-listen", daemon=True)
         self._thread.start()
@@ -426,11 +552,14 @@ class Listener:
             try:
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
                     conn.execute(f"LISTEN {self.channel}")
+                    self.presence.back()
                     self.wake()
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=0.5):
                             self.wake()
-            except psycopg.Error:
+            except psycopg.Error as exc:
+                if not self._stop.is_set():
+                    self.presence.gone(exc)
                 self._stop.wait(1.0)
 
     def stop(self) -> None:
@@ -462,14 +591,15 @@ class Hold(Held):
             try:
                 conn = psycopg.connect(self.db.url, autocommit=True, connect_timeout=5)
             except psycopg.OperationalError as exc:
-                raise unreachable(self.db.url, exc, "take a lock in") from exc
+                raise self.db.unreachable(exc, "take a lock in") from exc
         fn = "pg_advisory_lock" if blocking else "pg_try_advisory_lock"
         fn += "_shared" if shared else ""
         try:
             row = conn.execute(f"SELECT {fn}(%s, %s)", (self.namespace, self.key)).fetchone()
         except psycopg.OperationalError as exc:
             conn.close()
-            raise unreachable(self.db.url, exc, "take a lock in") from exc
+            raise self.db.unreachable(exc, "take a lock in") from exc
+        self.db.presence.back()
         if blocking or (row and row[0] is not False):
             self._conn = conn
             return True

@@ -8,7 +8,9 @@ the caller commits).
 With a shared database (``database_url``, wiki/database.py) the compile runs live there
 instead (the helpers below are handed state.db's connection and find it themselves), so
 Status on every server lists every server's runs; each run names the machine it ran on
-(``host``), whose process only that machine can look for.
+(``host``), whose process only that machine can look for. A running compile writes a
+heartbeat every few seconds (:func:`beat_run`): a run whose heartbeat stopped died, on
+whichever machine (:func:`run_condition`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ WIKI_MIGRATIONS = (
     "ALTER TABLE runs ADD COLUMN done INTEGER",
     "ALTER TABLE runs ADD COLUMN total INTEGER",
     "ALTER TABLE runs ADD COLUMN pid INTEGER",
+    # when the running process last said it lives (see beat_run): a run killed, or on a
+    # machine that is gone, stops beating, and shows as died instead of running forever
+    "ALTER TABLE runs ADD COLUMN heartbeat TEXT",
 )
 
 # The runs in a shared database: the same columns, and the machine each ran on.
@@ -86,7 +91,15 @@ RUNS_SHARED_MIGRATIONS = (
         host TEXT
     )""",
     "CREATE INDEX runs_state ON runs (state, id)",
+    "ALTER TABLE runs ADD COLUMN heartbeat TEXT",
 )
+
+#: How often a running compile's process writes its heartbeat (compiler/runs.py).
+RUN_BEAT_SECONDS = 5.0
+#: A run marked running whose heartbeat is older than this died (killed, its machine
+#: gone): twelve beats missed, so a busy database or a slow disk never makes a live run
+#: look dead.
+RUN_STALE_SECONDS = 60.0
 
 #: meta key: set when the run under way has recorded its sources (its articles are kept).
 RUN_RECORDED = "run_recorded"
@@ -487,16 +500,16 @@ def start_run(conn: sqlite3.Connection, started_by: str, total: int, pid: int) -
     if db is conn:
         cursor = _write(
             conn,
-            "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid)"
-            " VALUES (?, ?, 'running', 'starting', 0, ?, ?)",
-            (_now(), started_by, total, pid),
+            "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid, heartbeat)"
+            " VALUES (?, ?, 'running', 'starting', 0, ?, ?, ?)",
+            (_now(), started_by, total, pid, _beat_stamp()),
         )
         return int(cursor.lastrowid)
     return _insert_id(
         db,
-        "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid, host)"
-        " VALUES (?, ?, 'running', 'starting', 0, ?, ?, ?) RETURNING id",
-        (_now(), started_by, total, pid, _host()),
+        "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid, host,"
+        " heartbeat) VALUES (?, ?, 'running', 'starting', 0, ?, ?, ?, ?) RETURNING id",
+        (_now(), started_by, total, pid, _host(), _beat_stamp()),
     )
 
 
@@ -504,8 +517,18 @@ def set_run_stage(conn: sqlite3.Connection, run_id: int, stage: str, done: int, 
     """Where a running compile is: its stage and how many of its items are done."""
     _write(
         runs_connection(conn),
-        "UPDATE runs SET stage = ?, done = ?, total = ? WHERE id = ? AND state = 'running'",
-        (stage, done, total, run_id),
+        "UPDATE runs SET stage = ?, done = ?, total = ?, heartbeat = ?"
+        " WHERE id = ? AND state = 'running'",
+        (stage, done, total, _beat_stamp(), run_id),
+    )
+
+
+def beat_run(conn: sqlite3.Connection, run_id: int) -> None:
+    """The running compile ``run_id`` is alive now (its heartbeat)."""
+    _write(
+        runs_connection(conn),
+        "UPDATE runs SET heartbeat = ? WHERE id = ? AND state = 'running'",
+        (_beat_stamp(), run_id),
     )
 
 
@@ -529,17 +552,57 @@ def compile_under_way(conn: sqlite3.Connection) -> Any:
     """The newest run still going (its process alive on this machine), or None."""
     db = runs_connection(conn)
     for row in db.execute("SELECT * FROM runs WHERE state = 'running' ORDER BY id DESC"):
-        if row["pid"] and _here(row) and pid_alive(row["pid"]):
+        if row["pid"] and _here(row) and pid_alive(row["pid"]) and not run_died(row):
             return row
     return None
 
 
+def run_condition(row: Any, now: datetime | None = None) -> str:
+    """A run's state as Status shows it: its recorded state (done, failed, interrupted),
+    or, for one marked running, ``running`` while it lives, ``stopped`` when its process
+    is gone from this machine, ``died`` when its heartbeat stopped (killed, or on a
+    machine that is gone: only its heartbeat can tell from here)."""
+    state = row["state"] or "done"  # runs recorded before runs were tracked as they went
+    if state != "running":
+        return state
+    if run_stopped(row):
+        return "stopped"
+    if run_died(row, now):
+        return "died"
+    return state
+
+
 def run_stopped(row: Any) -> bool:
     """Whether a run marked running was stopped: its process is gone from this machine
-    (a run on another machine is as that machine last wrote it)."""
+    (a run on another machine is seen dead by its heartbeat: :func:`run_died`)."""
     return (
         row["state"] == "running" and bool(row["pid"]) and _here(row) and not pid_alive(row["pid"])
     )
+
+
+def run_died(row: Any, now: datetime | None = None) -> bool:
+    """Whether a run marked running has given no sign of life for RUN_STALE_SECONDS:
+    its heartbeat (or, for a run recorded before heartbeats, its start) is that old."""
+    if row["state"] != "running":
+        return False
+    last = last_sign_of_life(row)
+    if last is None:
+        return False
+    return ((now or datetime.now(UTC)) - last).total_seconds() > RUN_STALE_SECONDS
+
+
+def last_sign_of_life(row: Any) -> datetime | None:
+    """When a run last said it lives: its heartbeat, else its start."""
+    names = row.keys()
+    for key in ("heartbeat", "started_at"):
+        value = row[key] if key in names else None
+        if value:
+            try:
+                when = datetime.fromisoformat(str(value))
+            except ValueError:
+                continue
+            return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return None
 
 
 def _here(row: Any) -> bool:
@@ -633,3 +696,7 @@ def _stamp(value: datetime | str) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _beat_stamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

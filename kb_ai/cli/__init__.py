@@ -414,6 +414,8 @@ def status(ctx: Context, as_json: bool) -> None:
         )
     else:
         click.echo("  last run  never (kb-ai compile <paths>)")
+    for r in report["unfinished_runs"]:
+        click.echo(f"  {r['state']:<9} {_unfinished_line(r)}")
     u = report["usage"]
     click.echo(
         f"  model use {u['calls']} call(s), {u['prompt_tokens']:,} prompt + "
@@ -427,6 +429,21 @@ def status(ctx: Context, as_json: bool) -> None:
         )
     if remote is not None:
         click.echo(f"  remote    {remote.url}: " + _remote_line(remote))
+
+
+def _unfinished_line(run: dict[str, Any]) -> str:
+    """A run not finished, in one line after its state (running, stopped, died)."""
+    where = f", on {run['host']}" if run["host"] else ""
+    head = f"run {run['id']} ({run['started_by'] or '?'}{where}, started {run['started_at']})"
+    if run["state"] == "died":
+        return (
+            f"{head}: no sign of life since {run['last_seen']}; its process was killed or"
+            " its machine is gone (what it had not committed compiles again)"
+        )
+    if run["state"] == "stopped":
+        return f"{head}: its process is gone from this machine"
+    count = f" {run['done']}/{run['total']}" if run["total"] else ""
+    return f"{head}: {run['stage'] or 'starting'}{count}"
 
 
 def _remote_line(remote: Any) -> str:

@@ -49,6 +49,26 @@ def test_a_lease_that_expires_is_claimed_again(queue):
     assert [t["id"] for t in second] == [task["id"]] and second[0]["attempts"] == 2
 
 
+def test_a_worker_whose_lease_was_taken_over_cannot_finish_the_task(queue, caplog):
+    """The first worker's lease ran out and another took the task: the first one's late
+    outcome (done or failed) is not recorded over the second's compile, the copy stays
+    for it, and the log says the task was taken over."""
+    task, _ = queue.submit("Release train", NOTE)
+    queue.claim("worker-a", lease_seconds=0.05)
+    time.sleep(0.1)
+    assert [t["id"] for t in queue.claim("worker-b")] == [task["id"]]
+    with caplog.at_level("WARNING", logger="compiler.queue"):
+        assert not queue.finish(task["id"], error="model timed out", owner="worker-a")
+        assert not queue.finish(task["id"], result={"commit": "abc"}, owner="worker-a")
+    assert "taken over by another worker" in caplog.text
+    now = queue.get(task["id"])
+    assert now["state"] == "running" and now["lease_owner"] == "worker-b"
+    assert now["error"] is None and queue.read_content(task["id"]) == NOTE
+    assert queue.finish(task["id"], result={"commit": "def"}, owner="worker-b")
+    done = queue.get(task["id"])
+    assert done["state"] == "done" and done["result"] == {"commit": "def"}
+
+
 HOLDER = """
 import sys, time
 from contextlib import closing

@@ -8,6 +8,7 @@ import logging
 import sqlite3
 import time
 from contextlib import closing
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -118,11 +119,13 @@ def test_a_run_of_another_machine_is_shown_as_it_wrote_itself(shared):
 
         runs = runs_connection(conn)
         dead = 2**22 + 12345  # above any pid this machine hands out by default
+        beat = datetime.now(UTC).isoformat()  # both still beating (see test_shared_runs.py)
         for host in ("elsewhere", None):
             runs.execute(
-                "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid, host)"
-                " VALUES ('2026-12-02T05:00:00+00:00', 'worker', 'running', 'write', 1, 3, ?, ?)",
-                (dead, host),
+                "INSERT INTO runs (started_at, started_by, state, stage, done, total, pid, host,"
+                " heartbeat) VALUES ('2026-12-02T05:00:00+00:00', 'worker', 'running', 'write',"
+                " 1, 3, ?, ?, ?)",
+                (dead, host, beat),
             )
         import socket
 

@@ -117,3 +117,44 @@ def test_a_worker_whose_tasks_were_taken_leaves_them_and_takes_its_lock_again(sh
     assert now["state"] == "running" and now["lease_owner"] == "other-worker"  # its, once
     assert list_articles(shared) == []  # the first worker's run left nothing
     assert len(git(shared, "log", "--format=%s").splitlines()) == 1  # no commit
+
+
+def test_a_compile_that_lost_its_lock_after_indexing_does_not_commit(
+    shared, pg_url, tmp_path, monkeypatch
+):
+    """The lock lost later, between the index stage (sources recorded, indexes and
+    log.md written) and the commit: the run looks again just before committing, puts
+    back what it recorded and wrote, and commits nothing; the next run compiles it."""
+    import compiler.stages as stages
+
+    settings = load_settings(shared.root, {"model": "fake/model"}, environ={})
+    note = tmp_path / "release.md"
+    note.write_text(NOTE, encoding="utf-8")
+    log_before = (shared.root / "log.md").read_text(encoding="utf-8")
+    ended = []
+    real_log_run = stages.log_run
+
+    def log_then_lose_the_lock(kb, result, **kwargs):  # the index stage's last step
+        real_log_run(kb, result, **kwargs)
+        ended.append(terminate_lock_holder(pg_url, LOCK_COMPILE, "compile"))
+
+    monkeypatch.setattr(stages, "log_run", log_then_lose_the_lock)
+    before = git(shared, "rev-parse", "HEAD").strip()
+    with pytest.raises(StorageError, match="Lost the compile lock"):
+        asyncio.run(compile_run(shared, settings, [note],
+                                   llm_factory=lambda s, **k: FakeLLM(responder_handler)))  # fmt: skip
+
+    assert ended == [1]
+    assert git(shared, "rev-parse", "HEAD").strip() == before  # no commit
+    assert list_articles(shared) == []
+    assert not git(shared, "status", "--porcelain", "--", "wiki", "index").strip()
+    logged = (shared.root / "log.md").read_text(encoding="utf-8")
+    assert logged.startswith(log_before)  # the run's entry gone again; the rollback's said
+    assert " compile\n" not in logged[len(log_before) :] and " recover\n" in logged
+    with closing(open_state(shared)) as conn:
+        assert not all_sources(conn)  # nothing recorded: it compiles again in full
+    monkeypatch.setattr(stages, "log_run", real_log_run)
+    again = asyncio.run(compile_run(shared, settings, [note],
+                                       llm_factory=lambda s, **k: FakeLLM(responder_handler)))  # fmt: skip
+    assert again.created == ["wiki/concept/release-train.md"] and again.commit
+    assert git(shared, "log", "-1", "--format=%s").startswith("compile: 1 source(s)")

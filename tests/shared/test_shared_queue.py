@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -124,6 +125,26 @@ def test_a_worker_killed_mid_task_is_taken_over_and_done_once(shared, second, pg
     assert done["state"] == "done" and done["attempts"] == 2
     assert list_articles(shared) == ["wiki/concept/release-train.md"]
     assert len(git(shared, "log", "--format=%s").splitlines()) == 2  # init + one compile
+
+
+def test_a_worker_whose_lease_was_taken_over_on_another_server_cannot_finish_it(
+    shared, second, caplog
+):
+    q1, c1 = queue_of(shared)
+    q2, c2 = queue_of(second)
+    with closing(c1), closing(c2):
+        task, _ = q1.submit("Release train", NOTE)
+        q1.claim("server-1", lease_seconds=0.05)
+        time.sleep(0.1)
+        assert [t["id"] for t in q2.claim("server-2")] == [task["id"]]
+        with caplog.at_level("WARNING", logger="compiler.queue"):
+            assert not q1.finish(task["id"], error="model timed out", owner="server-1")
+        assert "taken over by another worker" in caplog.text
+        now = q2.get(task["id"])
+        assert (now["state"], now["lease_owner"], now["error"]) == ("running", "server-2", None)
+        assert q2.read_content(task["id"])  # its copy kept for the worker compiling it
+        assert q2.finish(task["id"], result={"commit": "abc"}, owner="server-2")
+        assert q1.get(task["id"])["state"] == "done"
 
 
 def test_a_submission_wakes_a_listening_worker(shared, second):

@@ -175,8 +175,9 @@ function runRow(r) {
   const state = el("td", {}, el("span", { class: `pill ${r.state}`, text: r.state }));
   if (r.stage) state.append(" ", el("span", { class: "muted stage", text: r.stage + (r.total ? ` ${r.done}/${r.total}` : "") }));
   const result = el("td", {});
-  if (r.state !== "running") result.append((r.removed ? `removed ${r.removed} source(s)` : `compiled ${r.compiled}`) + (r.failed ? `, failed ${r.failed}` : ""));
+  if (!["running", "died", "stopped"].includes(r.state)) result.append((r.removed ? `removed ${r.removed} source(s)` : `compiled ${r.compiled}`) + (r.failed ? `, failed ${r.failed}` : ""));
   if (r.error) result.append(el("p", { class: "error", text: r.error }));
+  if (r.note) result.append(el("p", { class: "muted run-note", text: r.note }));
   for (const p of [...r.created, ...r.updated]) result.append(" ", el("a", { class: "made", href: "/" + p, text: p }));
   for (const p of r.deleted || []) result.append(" ", el("del", { class: "gone", title: "deleted: no source left", text: p }));
   if ((r.held || []).length) result.append(heldNote(r.held));
