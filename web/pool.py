@@ -54,6 +54,7 @@ class WorkerPool:
         lease_seconds: float = 600.0,
         retry_seconds: float = 1.0,
         max_retry_seconds: float = 60.0,
+        batch: int | None = None,
     ) -> None:
         self.okb = okb  # through the application layer, as its actor (see compiling.worker)
         self.kb = okb.kb
@@ -62,6 +63,7 @@ class WorkerPool:
         self.lease_seconds = lease_seconds
         self.retry_seconds = retry_seconds
         self.max_retry_seconds = max(retry_seconds, max_retry_seconds)
+        self.batch = batch  # tasks a compile claims (None: the worker's default)
         self.workers: list[Worker] = []
         self.states: dict[str, WorkerState] = {}
         self.restarts = 0  # times the pool's thread had ended and was started again
@@ -145,7 +147,10 @@ class WorkerPool:
         self._main = asyncio.current_task()
         self.workers = [
             compiling.worker(
-                self.okb, poll_seconds=self.poll_seconds, lease_seconds=self.lease_seconds
+                self.okb,
+                poll_seconds=self.poll_seconds,
+                lease_seconds=self.lease_seconds,
+                **({} if self.batch is None else {"batch": self.batch}),
             )
             for _ in range(self.size)
         ]

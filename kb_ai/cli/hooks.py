@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -230,10 +229,32 @@ def worker(ctx: Context, drain: bool, batch: int) -> None:
     settings = ctx.settings()
     okb = open_kb(settings=settings, actor=Actor.worker())  # submitters author their tasks
     ctx.announce(settings)
-    w = compiling.worker(okb, batch=batch)
     if drain:
-        n = asyncio.run(w.drain())
+        n = asyncio.run(compiling.worker(okb, batch=batch).drain())
         click.echo(f"Compiled {n} queued task(s)")
     else:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(w.run_forever())
+        _serve_queue(okb, batch)
+
+
+def _serve_queue(okb, batch: int) -> None:
+    """Compile what is queued until Ctrl-C or SIGTERM, surviving failures as `kb-ai
+    serve`'s workers do: the shared database away (a storage fault) hands the tasks held
+    back to the queue and the worker tries again, pausing longer after each failure in a
+    row, so it recovers by itself once the database answers (it used to exit)."""
+    import signal
+    import threading
+
+    from web.pool import WorkerPool
+
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # a container's stop
+    pool = WorkerPool(okb, size=1, batch=batch, poll_seconds=0.5)
+    pool.start()
+    try:
+        while not stop.wait(1.0):
+            pool.health()  # (starts its thread again, were it ever to end)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        pool.stop()  # as Ctrl-C stops a compile: finished work committed, the rest queued
+        signal.signal(signal.SIGTERM, previous)

@@ -153,3 +153,56 @@ def test_a_worker_killed_after_extracting_while_it_waits_for_the_lock_loses_noth
     assert "wiki/concept/release-train.md" in list_articles(shared)
     assert len(git(shared, "log", "--format=%s").splitlines()) == 2
     assert git(shared, "status", "--porcelain").strip() == ""
+
+
+def test_a_worker_outlives_the_database_going_away_mid_compile(shared, pg_url, slow_model):
+    """`kb-ai worker` on its own (as compose.scaled.yaml runs it), its database behind a
+    proxy the test stops in the middle of a compile: the worker used to exit with an
+    error; it waits, says so in one line each way, compiles the note once the database
+    is back and what was queued meanwhile, and stops cleanly on SIGTERM."""
+    from tests.shared.proxy import TcpProxy
+
+    proxy = TcpProxy(("127.0.0.1", 5432))
+    proxy.start()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env["KB_AI_DATABASE_URL"] = proxy.url(pg_url.rsplit("/", 1)[1])
+    said = shared.root.parent / "worker.err"
+    with said.open("wb") as err:  # (a file: a pipe nobody reads could fill and block it)
+        worker = subprocess.Popen([sys.executable, "-m", "kb_ai", "--kb", str(shared.root),
+                                   "worker"], env=env, stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+    try:
+        with closing(open_state(shared)) as conn:
+            TaskQueue(shared, conn).submit(
+                "Release train", b"# Release train\n\nReleases leave every Tuesday.\n"
+            )
+        assert _wait_until(lambda: _states(shared) == ["running"] and slow_model.requests, 60)
+        proxy.stop()  # the database away for the worker (not for the test), mid-compile
+        with closing(open_state(shared)) as conn:
+            TaskQueue(shared, conn).submit(
+                "On call", b"# On call\n\nThe on-call rota changes every Monday.\n"
+            )
+        time.sleep(8)  # the compile's calls end, its recording and the retries fail
+        assert worker.poll() is None, said.read_text()  # still there
+        proxy.start()
+        assert _wait_until(lambda: _states(shared) == ["done", "done"], 120), _states(shared)
+        assert worker.poll() is None
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)  # as a container is stopped
+        try:
+            worker.wait(30)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+            proxy.stop()
+    assert worker.returncode == 0, said.read_text()
+    lines = said.read_text().splitlines()
+    assert sum("does not answer" in line for line in lines) == 1, lines
+    assert sum("answers again" in line for line in lines) == 1, lines
+    subjects = git(shared, "log", "--format=%s").splitlines()
+    compiled = [int(s.split()[1]) for s in subjects if s.startswith("compile:")]
+    assert sum(compiled) == 2, subjects  # each note compiled once (a run may take both)
+    assert {"wiki/concept/release-train.md", "wiki/concept/on-call.md"} <= set(
+        list_articles(shared)
+    )
+    assert git(shared, "status", "--porcelain").strip() == ""
