@@ -14,6 +14,7 @@ from typing import Any
 from kb_ai.errors import ConfigError
 from kb_ai.stages import STAGES, own_stages, stage_of
 
+JUDGE_MODES = ("auto", "on", "off")
 STRUCTURED_MODES = ("auto", "json_schema", "json_object", "prompt")
 REVIEW_POLICIES = ("none", "contributors", "hand-edited", "all")
 ROLES = ("reader", "contributor", "reviewer", "admin")
@@ -132,6 +133,7 @@ class Settings:
     max_tokens_select: int = _max_tokens("select")
     max_tokens_rewrite: int = _max_tokens("rewrite")
     max_tokens_answer: int = _max_tokens("answer")
+    max_tokens_judge: int = _max_tokens("judge")
     max_tokens_lint: int = _max_tokens("lint")
     max_prompt_chars: int = _setting(
         4_000_000,
@@ -150,6 +152,7 @@ class Settings:
     timeout_select: float = _timeout("select")
     timeout_rewrite: float = _timeout("rewrite")
     timeout_answer: float = _timeout("answer")
+    timeout_judge: float = _timeout("judge")
     timeout_lint: float = _timeout("lint")
     max_source_bytes: int = _setting(5_000_000, "Sources larger than this are refused.")
     max_transcript_bytes: int = _setting(
@@ -248,6 +251,13 @@ class Settings:
         "pages read must hold for it to count as covered (with its names, and an answer of "
         "the kind it asks for); below it the answer says the wiki does not cover it "
         "(retrieval/coverage.py). 0 turns the check off.",
+    )
+    coverage_judge: str = _setting(
+        "auto",
+        "After the evidence check passes, ask the model whether one of the few best "
+        "sentences read answers the question; when none does, the answer says the wiki does "
+        "not cover it (retrieval/judge.py). on, off, or auto: on for every model but the "
+        "embedded 0.5B one (local/default), which judges no better than chance.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
     corpus_budget_tokens: int = _setting(
@@ -348,6 +358,14 @@ class Settings:
         return self.is_local or self.small_model
 
     @property
+    def judges_coverage(self) -> bool:
+        """Whether the coverage judge runs (``coverage_judge``; auto: see its help and
+        README, chosen on bench/ask/coverage.py --judge)."""
+        if self.coverage_judge != "auto":
+            return self.coverage_judge == "on"
+        return self.model not in AUTO_JUDGE_OFF
+
+    @property
     def writes_from_sources(self) -> bool:
         """Small models name each source and keep its text as the article
         (compiler/source_article.py) rather than write articles."""
@@ -358,6 +376,9 @@ class Settings:
         """The model runs in this process (llama.cpp): ``local/<file.gguf>`` or local/default."""
         return bool(self.model and self.model.startswith("local/"))
 
+
+# The models ``coverage_judge = "auto"`` does not judge with (docs/benchmarks.md, Coverage).
+AUTO_JUDGE_OFF = frozenset({"local/default"})
 
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 TOML_KEYS = sorted(name for name in FIELDS if name not in ("kb_dir", "model_source"))
@@ -445,6 +466,7 @@ def _postgres_url(name: str, value: Any) -> ConfigError | None:
 CHECKS: dict[str, Check] = {
     "api_base": _http_url,
     "transport": _one_of(TRANSPORTS),
+    "coverage_judge": _one_of(JUDGE_MODES, "; e.g. KB_AI_COVERAGE_JUDGE=off"),
     "structured_output": _one_of(STRUCTURED_MODES),
     "review_policy": _one_of(
         REVIEW_POLICIES, '; e.g. review_policy = "contributors" in kb-ai.toml'
