@@ -258,7 +258,7 @@ class Settings:
         "sentences read answers the question; when none does, the answer says the wiki does "
         "not cover it (retrieval/judge.py). on, off, or auto: on for every model but one "
         "running in process on the CPU (local/...), where the 1.5B and 0.5B models measured "
-        "declined few more questions and cost a call of 10 s or more a question.",
+        "declined few more questions, or lost right answers, for a call of seconds a question.",
     )
     read_chars: int = _setting(16_000, "Characters of each page read to answer; the rest is cut.")
     corpus_budget_tokens: int = _setting(
