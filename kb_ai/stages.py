@@ -63,6 +63,16 @@ STAGES: dict[str, Stage] = {
             answering=True,
         ),
         Stage("answer", "answer call", 180.0, 600.0, 4_096, 1_024, answering=True),
+        # the coverage judge (retrieval/judge.py): a sentence number and a short answer,
+        # under a grammar; on the CPU a few hundred prompt tokens and a dozen generated
+        Stage(
+            "judge",
+            "coverage judge call (does a sentence read answer the question)",
+            60.0,
+            300.0,
+            128,
+            answering=True,
+        ),
         Stage("lint", "kb-ai lint --deep call", 120.0, 900.0, 0),
         # `kb-ai doctor`'s one short question: waits as long as an answer would, and
         # sends a budget of its own (a few tokens)

@@ -83,7 +83,8 @@ class Answer:
 @dataclass(frozen=True)
 class Status:
     """What the answer is doing: rewriting, selecting, reading (``paths``, and the
-    follow-up's ``query``), choosing (among ``sentences``), answering."""
+    follow-up's ``query``), judging (whether a sentence read answers, judge.py),
+    choosing (among ``sentences``), answering."""
 
     type: ClassVar[str] = "status"
     stage: str

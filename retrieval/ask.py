@@ -8,7 +8,8 @@ the end. No step ever answers without context silently: a failed selection is an
 error the user sees, and a question the pages do not cover is answered as such: without
 a model call when no candidate page shares a meaningful term with the question (see
 terms.py); without an answer call when the pages read hold too little of the question's
-own terms (coverage.py: the answer names nearby pages as "see also"); and after the
+own terms (coverage.py: the answer names nearby pages as "see also"), or when the
+model, asked, judges that none of the best sentences read answers it (judge.py); and after the
 answer's checks (checks.py) when nothing the model said is in the pages read.
 """
 
@@ -28,6 +29,7 @@ from retrieval.checks import LEFT_OUT, NOT_COVERED, AnswerCheck, Finding
 from retrieval.chunks import SentenceCutter
 from retrieval.coverage import measure, not_covered
 from retrieval.follow import Hop
+from retrieval.judge import judge
 from retrieval.pages import Page, check_paths
 from retrieval.picking import PROMPTS, PagePicker
 from retrieval.places import Placer
@@ -170,6 +172,20 @@ class Asker(PagePicker):
             yield Delta(answer.answer)
             yield Done(answer)
             return
+        # Past the evidence check, the model judges whether one of the few best sentences
+        # answers (judge.py); no usable verdict leaves the evidence check's decision.
+        if gate and threshold > 0 and self.settings.judges_coverage:
+            yield Status("judging")
+            verdict = await judge(self.llm, PROMPTS, standalone, pages, self._paid)
+            if verdict.answers is False:
+                answer = not_covered(
+                    coverage, pages, self.usage, standalone, hops, self.findings, verdict.finding
+                )
+                yield Delta(answer.answer)
+                yield Done(answer)
+                return
+            if verdict.answers is None:
+                self.findings.append(verdict.finding)
         # Each sentence is checked against the pages before it is shown (checks.py).
         check = AnswerCheck(
             pages, standalone, searched, cite_uncited=not self.settings.answers_extractively

@@ -186,13 +186,15 @@ def not_covered(
     question: str,
     hops: list[Hop],
     findings: list[Finding],
+    judged: Finding | None = None,
 ) -> Answer:
     """The answer to a question the pages read do not answer: says so, names the nearby
-    pages, cites nothing."""
+    pages, cites nothing. ``judged``: the coverage judge's finding, when it decided
+    (retrieval/judge.py), else the evidence check's is given."""
     nearby = see_also(coverage, pages)
     lacking = ", ".join(sorted(coverage.missing)[:8]) or "none"
     why = f"; {coverage.lacks}" if coverage.lacks else ""
-    finding = Finding(
+    finding = judged or Finding(
         "coverage",
         f"not covered: the best sentences of the pages read hold {coverage.score:.0%} of the "
         f"question's terms by weight (terms no page read has: {lacking}){why}, so no answer "

@@ -64,6 +64,10 @@ def clean_environment(monkeypatch, tmp_path_factory):
     # No model found behind a test's back (a key, an Ollama server, the embedded model):
     # tests of detection turn it on themselves.
     monkeypatch.setenv("KB_AI_DETECT_MODEL", "0")
+    # The coverage judge (retrieval/judge.py) is one more model call per question, between
+    # the evidence check and the answer: tests that script the model's replies in stage
+    # order would get theirs shifted. Tests of the judge turn it on themselves.
+    monkeypatch.setenv("KB_AI_COVERAGE_JUDGE", "off")
     # The fakes listen on loopback: a proxy the machine uses for the outside world (CI's
     # package registries) must not carry the tests' own requests.
     for name in ("NO_PROXY", "no_proxy"):
@@ -113,10 +117,11 @@ def kb(tmp_path):
 
 @pytest.fixture
 def settings(kb):
-    """Settings for ``kb`` with a model name, and nothing from the environment."""
+    """Settings for ``kb`` with a model name, and nothing from the environment (the
+    coverage judge off, as in clean_environment)."""
     from kb_ai.settings import load_settings
 
-    return load_settings(kb.root, {"model": "fake/model"}, environ={})
+    return load_settings(kb.root, {"model": "fake/model", "coverage_judge": "off"}, environ={})
 
 
 def compile_notes(kb, notes: dict[str, str], tmp_path) -> None:

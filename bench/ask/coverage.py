@@ -23,6 +23,18 @@ uncovered question declined (right abstention), answered (wrong answer).
     python bench/ask/coverage.py --tune          # the development sets, thresholds swept
     python bench/ask/coverage.py --threshold 0   # the gate off, held-out sets
     python bench/ask/coverage.py                 # the shipped threshold, held-out sets
+
+The coverage judge (retrieval/judge.py), ``--judge MODEL``: each question the evidence
+check lets through is also put to the judge (local/default, local/<file.gguf>, any model
+kb-ai names; ``oracle``: a stand-in that knows the gold answer and says a sentence shown
+answers exactly when it states it, the ceiling of the sentences shown; ``stand-in``: the
+tests' stand-in, tests/fakes/kb_responder.judge). The stand-in still selects and picks,
+so the answer quoted is the one the gate let through; the judge only decides whether it
+is given (as in retrieval/ask.py, where it sits between the evidence check and the
+answer). ``--half dev`` judges the development half of a held-out construction (tuning),
+the default its held-out half:
+
+    python bench/ask/coverage.py --sets hops-own --judge local/default --half dev
 """
 
 from __future__ import annotations
@@ -82,6 +94,29 @@ def stand_in(stage: str, messages: list[dict], schema: dict | None) -> Any:
     return "The wiki does not cover this question."
 
 
+def oracle(gold: list[str]):
+    """A judge that knows the gold answer: the first sentence shown that states it."""
+    import re
+
+    def reply(stage: str, messages: list[dict], schema: dict | None) -> Any:
+        shown = re.findall(r'^(\d+)\. \(from ".*?"\) (.+)$', messages[-1]["content"], re.M)
+        for n, text in shown:
+            for g in gold:
+                if g and right(text, [g]):
+                    return {"answer": g, "sentence": n}
+        return {"answer": "none", "sentence": "none"}
+
+    return reply
+
+
+def kb_stand_in(stage: str, messages: list[dict], schema: dict | None) -> Any:
+    from tests.fakes.kb_responder import judge
+
+    return judge(
+        {"messages": messages, "response_format": {"type": "json_object", "schema": schema}}
+    )
+
+
 def right(answer: str, gold: list[str]) -> bool:
     from bench.ask.coverage_sets import _states
 
@@ -95,9 +130,11 @@ async def run_set(
     half: str,
     model: str | None = None,
     sample: int = 0,
+    judge_model: str | None = None,
 ) -> list[dict]:
     """Ask the set's questions of ``half``; with ``model`` (e.g. local/default), that
-    model instead of the stand-in, on the first ``sample`` covered and uncovered ones."""
+    model instead of the stand-in, on the first ``sample`` covered and uncovered ones;
+    with ``judge_model``, each question the evidence check lets through put to it."""
     from kb_ai.llm import open_llm
     from kb_ai.settings import load_settings
     from retrieval import ask
@@ -110,6 +147,7 @@ async def run_set(
     build(kb_dir, questions)
     kb = KnowledgeBase.open(kb_dir)
     overrides = {"model": model or "fake/model", "coverage_threshold": threshold}
+    overrides["coverage_judge"] = "off"  # asked below, beside the answer (see the module)
     if not model:
         overrides["small_model"] = True
     settings = load_settings(kb_dir, overrides, detect=False)
@@ -134,8 +172,11 @@ async def run_set(
         pages = [read_page(kb, p, settings.read_chars) for p in answer.read]
         query = answer.hops[0].query if answer.hops else q["question"]
         gate = measure(query, pages) if pages else None
+        judged = None
+        if judge_model and gate is not None and gate.covered(threshold):
+            judged = await judge_one(judge_model, kb, query, pages, q["answers"])
         rows.append(
-            {"set": name, "half": q["half"], "uncovered": q["uncovered"],
+            {"set": name, "half": q["half"], "uncovered": q["uncovered"], "judged": judged,
              "question": q["question"], "covered": answer.covered,
              "right": answer.covered and right(answer.answer, q["answers"]),
              "score": round(gate.score, 3) if gate else 0.0,
@@ -148,12 +189,74 @@ async def run_set(
     return rows
 
 
-def outcomes(rows: list[dict], threshold: float | None = None) -> dict[str, int]:
-    """Counts; with ``threshold``, as if the gate were at it (rows run with the gate off)."""
+_JUDGES: dict[str, Any] = {}
+
+
+async def judge_one(judge_model: str, kb: Any, question: str, pages: list, gold: list[str]) -> dict:
+    """The judge's verdict on one question (retrieval.judge, as ask.py calls it), with
+    its reply, its seconds, the machine's load and where the gold answer is among the
+    best sentences (``gold_at``: 1-based, 0 when none of the 8 best states it)."""
+    from kb_ai.llm import open_llm
+    from kb_ai.settings import load_settings
+    from retrieval import judge
+    from retrieval.picking import PROMPTS
+    from tests.fakes.fake_llm import FakeLLM
+
+    if judge_model == "oracle":
+        llm = FakeLLM(oracle(gold))
+    elif judge_model == "stand-in":
+        llm = FakeLLM(kb_stand_in)
+    else:
+        if judge_model not in _JUDGES:
+            settings = load_settings(kb.root, {"model": judge_model}, detect=False)
+            _JUDGES[judge_model] = settings
+        llm = open_llm(_JUDGES[judge_model])
+    replies: list = []
+
+    def paid(reply: Any) -> Any:
+        replies.append(reply)
+        return reply
+
+    load = os.getloadavg()[0]
+    started = time.monotonic()
+    try:
+        verdict = await judge.judge(llm, PROMPTS, question, pages, paid)
+    finally:
+        if hasattr(llm, "aclose"):
+            await llm.aclose()
+    best = judge.candidates(question, pages, 8)
+    gold_at = next((i for i, s in enumerate(best, 1) if right(s.shown, gold)), 0)
+    return {
+        "answers": verdict.answers, "sentence": verdict.sentence, "answer": verdict.answer,
+        "detail": verdict.detail, "shown": verdict.shown, "gold_at": gold_at,
+        "seconds": round(time.monotonic() - started, 2), "load": round(load, 1),
+        "reply": replies[0].text[:300] if replies else "",
+        "prompt_tokens": replies[0].usage.prompt_tokens if replies else 0,
+    }  # fmt: skip
+
+
+def judged_covered(r: dict, rule: str = "judge") -> bool:
+    """Whether the row counts as covered: the evidence check's decision, and with
+    ``rule`` "judge" the judge's verdict too (no verdict: the check's stands); "loose":
+    only the sentence it names (its answer unchecked)."""
+    j = r.get("judged")
+    if not r["covered"] or j is None or rule == "lexical":
+        return r["covered"]
+    if rule == "loose":
+        return j["sentence"] not in ("none", "")
+    return j["answers"] is not False
+
+
+def outcomes(
+    rows: list[dict], threshold: float | None = None, rule: str = "lexical"
+) -> dict[str, int]:
+    """Counts; with ``threshold``, as if the gate were at it (rows run with the gate off);
+    with ``rule``, the judge's verdict applied as judged_covered says."""
 
     def covered(r: dict) -> bool:
         gated = threshold is not None and threshold > 0
-        return r["covered"] and (not gated or (r["score"] >= threshold and not r["lacks"]))
+        ok = judged_covered(r, rule)
+        return ok and (not gated or (r["score"] >= threshold and not r["lacks"]))
 
     c = [r for r in rows if not r["uncovered"]]
     u = [r for r in rows if r["uncovered"]]
@@ -179,9 +282,28 @@ def main() -> None:
     ap.add_argument("--model", help="a real model (e.g. local/default) instead of the stand-in")
     ap.add_argument("--sample", type=int, default=0, help="with --model: N covered + N uncovered")
     ap.add_argument("--sets", help="comma-separated set names (default: all of the kind)")
+    ap.add_argument(
+        "--judge",
+        help="judge each question the evidence check lets through "
+        "with this model (local/default, local/<file.gguf>, oracle, stand-in)",
+    )
+    ap.add_argument(
+        "--half",
+        choices=["dev", "held-out"],
+        default="held-out",
+        help="without --tune: the development sets at the shipped threshold",
+    )
+    ap.add_argument("--shown", type=int, help="sentences shown to the judge (default JUDGED)")
     args = ap.parse_args()
     from bench.ask.coverage_sets import DEV, DEV_ZH, FRESH, FRESH2, FRESH3, OWN, split
 
+    if args.shown:
+        from retrieval import judge
+
+        judge.JUDGED = args.shown
+
+    if args.half == "dev":
+        args.tune = True
     half = "dev" if args.tune else "held-out"
     chosen = {**DEV, **DEV_ZH} if args.tune else {**FRESH, **FRESH2, **FRESH3}
     wanted = args.sets.split(",") if args.sets else [*chosen, *OWN]
@@ -190,10 +312,12 @@ def main() -> None:
         for n, load in chosen.items()
         if n in wanted
     }
-    threshold = 0.0 if args.tune else args.threshold
+    threshold = 0.0 if args.tune and args.half != "dev" else args.threshold
     rows = []
     for name, questions in sets.items():
-        rows += asyncio.run(run_set(name, questions, threshold, half, args.model, args.sample))
+        rows += asyncio.run(
+            run_set(name, questions, threshold, half, args.model, args.sample, args.judge)
+        )
     for name, make in OWN.items():
         if name in wanted:  # one small wiki per group (see coverage_sets.hops_own)
             groups = make(half)
@@ -202,13 +326,19 @@ def main() -> None:
                 c = [(n, qs[:1]) for n, qs in groups if not qs[0]["uncovered"]][: args.sample]
                 groups = u + c
             for wiki, questions in groups:
-                got = asyncio.run(run_set(wiki, questions, threshold, half, args.model))
+                got = asyncio.run(
+                    run_set(wiki, questions, threshold, half, args.model, 0, args.judge)
+                )
                 rows += [{**r, "set": name, "wiki": wiki} for r in got]
             sets[name] = []
     OUT.mkdir(parents=True, exist_ok=True)
     tag = f"-{args.model.replace('/', '_')}" if args.model else ""
+    tag += f"-judge-{Path(args.judge).name}-{args.shown or ''}" if args.judge else ""
     out = OUT / f"rows-{half}-{threshold}{tag}.json"
     out.write_text(json.dumps(rows, indent=1, ensure_ascii=False))
+    if args.judge:
+        report_judge(rows, [n for n in sets], half)
+        return
     if args.tune:
         print("| threshold | set | " + " | ".join(outcomes(rows)) + " |")
         for t in [0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]:
@@ -222,6 +352,29 @@ def main() -> None:
     for name in sets:
         o = outcomes([r for r in rows if r["set"] == name])
         print(f"| {name} ({half}) | " + " | ".join(map(str, o.values())) + " |")
+
+
+def report_judge(rows: list[dict], names: list[str], half: str) -> None:
+    """The outcomes without and with the judge, per set, and the judge's seconds."""
+    print("| set | rule | " + " | ".join(outcomes(rows)) + " |")
+    print("|---" * 9 + "|")
+    for name in names:
+        mine = [r for r in rows if r["set"] == name]
+        for rule in ("lexical", "judge", "loose"):
+            o = outcomes(mine, rule=rule)
+            print(f"| {name} ({half}) | {rule} | " + " | ".join(map(str, o.values())) + " |")
+    judged = [r["judged"] for r in rows if r.get("judged")]
+    if judged:
+        secs = sorted(j["seconds"] for j in judged)
+        loads = sorted(j["load"] for j in judged)
+        unusable = sum(j["answers"] is None for j in judged)
+        at = [j["gold_at"] for r in rows if (j := r.get("judged")) and not r["uncovered"]]
+        print(
+            f"judged {len(judged)}: median {secs[len(secs) // 2]} s ({secs[0]}-{secs[-1]}), "
+            f"load {loads[0]}-{loads[-1]}; no usable verdict {unusable}; gold answer among "
+            f"the sentences shown of covered ones: "
+            + ", ".join(f"top-{k} {sum(0 < a <= k for a in at)}/{len(at)}" for k in (2, 4, 6, 8))
+        )
 
 
 if __name__ == "__main__":

@@ -99,6 +99,7 @@ def stage_of(request: dict[str, Any]) -> str:
         ("question", "rewrite"),
         ("issues", "lint"),
         ("enough", "follow"),
+        ("sentence", "judge"),
         ("type", "name"),
     ):
         if key in props:
@@ -374,6 +375,27 @@ def answer(request: dict[str, Any]) -> str:
     return f"{fact} [{title}]({path})"
 
 
+def judge(request: dict[str, Any]) -> dict[str, Any]:
+    """The coverage judge (retrieval/judge.py): the first numbered sentence holding half
+    the question's words or more answers, with its first words the question lacks."""
+    user = _user(request)
+    q = re.search(r"^Question: (.+)$", user, re.M)
+    words = set(_WORD.findall((q.group(1) if q else "").lower())) - _STOP
+    for n, text in re.findall(r'^(\d+)\. \(from ".*?"\) (.+)$', user, re.M):
+        have = set(_WORD.findall(text.lower()))
+        if words and len(words & have) * 2 >= len(words):
+            found = list(re.finditer(r"[\w'-]+", text))
+            new = (
+                i
+                for i, m in enumerate(found)
+                if _WORD.fullmatch(m.group()) and m.group().lower() not in words | _STOP
+            )
+            first = next(new, 0)
+            run = found[first : first + 3]
+            return {"answer": text[run[0].start() : run[-1].end()] if run else "", "sentence": n}
+    return {"answer": "none", "sentence": "none"}
+
+
 def lint(request: dict[str, Any]) -> dict[str, Any]:
     """`lint --deep`: a sentence of an article with a number its source material lacks."""
     issues = []
@@ -432,6 +454,7 @@ HANDLERS = {
     "select": select,
     "rewrite": rewrite,
     "lint": lint,
+    "judge": judge,
     "follow": lambda request: {"enough": True, "search": []},
 }
 

@@ -10,6 +10,7 @@ from kb_ai.settings import CHECKS, load_settings
 BAD = {  # (a bad value, what the error says of it)
     "api_base": ("localhost:8000/v1", "is not an http(s) URL"),
     "transport": ("grpc", "must be one of auto, http, litellm"),
+    "coverage_judge": ("maybe", "must be one of auto, on, off"),
     "structured_output": ("xml", "must be one of auto, json_schema"),
     "review_policy": ("some", "must be one of none, contributors"),
     "default_role": ("owner", "must be one of reader, contributor, reviewer, admin"),
@@ -23,6 +24,7 @@ BAD = {  # (a bad value, what the error says of it)
 GOOD = {
     "api_base": "http://localhost:8000/v1",
     "transport": "http",
+    "coverage_judge": "off",
     "structured_output": "prompt",
     "review_policy": "contributors",
     "default_role": "reviewer",

@@ -239,7 +239,8 @@ function initChat() {
   const messages = $("#messages");
   const STAGES = { rewriting: "Reading the conversation…", selecting: "Choosing pages…",
     reading: "Reading…", answering: "Writing the answer…",
-    choosing: "Choosing the sentences that answer…" };
+    choosing: "Choosing the sentences that answer…",
+    judging: "Checking that the pages read answer the question…" };
   // What the answer is doing now, in words: the pages being read by name, how many
   // sentences a small model chooses among.
   const stageText = (d) => {
