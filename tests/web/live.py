@@ -112,4 +112,7 @@ def model_env(base_url: str, kb_dir: Path) -> dict[str, str]:
         "KB_AI_API_BASE": base_url,
         "KB_AI_API_KEY": "x",
         "KB_AI_RETRY_BACKOFF": "0.01",
+        # the coverage judge off, as tests/conftest.py has it for every test (a server a
+        # module-scoped fixture starts sees the environment before that fixture runs)
+        "KB_AI_COVERAGE_JUDGE": "off",
     }

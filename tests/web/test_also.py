@@ -22,7 +22,7 @@ def test_an_answer_cites_the_team_knowledge_base_by_name(tmp_path, kb, model):
                               ["deploys"], ["raw/none.md"], "2026-01-01", "2026-01-01",
                               "# Deploy window\n\nDeploys run on Tuesdays.\n"))  # fmt: skip
     kb.config_path.write_text(f'also = ["{team.root}"]\n', encoding="utf-8")
-    settings = load_settings(kb.root, {"model": "fake/model"}, environ={})
+    settings = load_settings(kb.root, {"model": "fake/model", "coverage_judge": "off"}, environ={})
     with make_client(settings, model) as client:
         with client.stream(
             "POST", "/api/ask", json={"question": "How many approvals does a change need?"}
