@@ -30,10 +30,11 @@ RULES = {
     "kb_ai.llm": (("kb_ai.cli", *UPPER), ()),
     # the ground wiki stands on: the error tree, and the mechanical checks over text
     # (pure functions, no files, no model) that lint shares with compile and ask, and
-    # the search's words and weights, which the agents' prompt hook shares
+    # the search's words and weights, which the agents' prompt hook shares, and the
+    # shape of a database_url, which the settings judge too
     "wiki": (
         ("kb_ai", "compiler", "retrieval", "web", "bench", "tests"),
-        ("kb_ai.errors", "kb_ai.grounding", "kb_ai.lexicon"),
+        ("kb_ai.errors", "kb_ai.grounding", "kb_ai.lexicon", "kb_ai.pgurl"),
     ),
     # the application layer: above compiler and retrieval, below every edge
     "kb_ai.service": (("kb_ai.cli", "web", "bench", "tests"), ()),

@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from kb_ai.errors import ConfigError, DatabaseAwayError
+from kb_ai.pgurl import url_problem
 from wiki.held import Held
 from wiki.schema import apply_migrations
 
@@ -96,45 +96,9 @@ def shown_url(url: str) -> str:
 
 def check_url(url: str) -> None:
     """A URL that names no PostgreSQL database is refused before anything connects."""
-    if not re.match(r"^postgres(ql)?://", url):
-        raise ConfigError(
-            f"database_url {shown_url(url)!r} is not a PostgreSQL URL",
-            hint="write postgresql://user@host:5432/dbname, or leave database_url unset"
-            " to keep the state in .kb-ai/state.db",
-        )
-    if not port_is_valid(url):
-        raise ConfigError(
-            f"database_url {shown_url(url)!r} has a port that is not a number from 1 to 65535",
-            hint="write postgresql://user@host:5432/dbname (5432 is PostgreSQL's own port)",
-        )
-    if not names_database(url):
-        raise ConfigError(
-            f"database_url {shown_url(url)!r} names no database",
-            hint="add the database's name after the host (postgresql://user@host:5432/kb):"
-            " without one PostgreSQL takes the database named after the user, which may"
-            " hold something else",
-        )
-
-
-def names_database(url: str) -> bool:
-    """Whether a PostgreSQL URL names its database (in its path, or ``?dbname=``)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # a malformed URL: the connection says what is wrong with it
-        return True
-    return bool(unquote(parts.path).strip("/")) or "dbname" in parse_qs(parts.query)
-
-
-def port_is_valid(url: str) -> bool:
-    """Whether a PostgreSQL URL's port, if it names one, is a number from 1 to 65535 (a
-    URL of several hosts, ``h1:5432,h2:5432``, is left to the connection to judge)."""
-    try:
-        parts = urlsplit(url)
-        if "," in parts.netloc:
-            return True
-        return parts.port is None or parts.port > 0
-    except ValueError:  # not a number, or out of range
-        return False
+    found = url_problem(url)
+    if found is not None:
+        raise ConfigError(f"database_url {shown_url(url)!r} {found[0]}", hint=found[1])
 
 
 def kb_id(kb: KnowledgeBase) -> str:

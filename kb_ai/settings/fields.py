@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from kb_ai.errors import ConfigError
+from kb_ai.pgurl import url_problem
 from kb_ai.stages import STAGES, own_stages, stage_of
 
 JUDGE_MODES = ("auto", "on", "off")
@@ -452,46 +452,8 @@ def _networks(name: str, value: Any) -> ConfigError | None:
 
 def _postgres_url(name: str, value: Any) -> ConfigError | None:
     url = str(value or "").strip()
-    if not url:
-        return None
-    if not url.startswith(("postgresql://", "postgres://")):
-        return ConfigError(
-            f"{name} must be a PostgreSQL URL (postgresql://user@host:5432/db)",
-            hint="or leave it unset to keep the state in .kb-ai/state.db",
-        )
-    if not port_is_valid(url):
-        return ConfigError(
-            f"{name} has a port that is not a number from 1 to 65535",
-            hint="write postgresql://user@host:5432/db (5432 is PostgreSQL's own port)",
-        )
-    if not names_database(url):
-        return ConfigError(
-            f"{name} names no database (postgresql://user@host:5432/db)",
-            hint="add the database's name after the host: without one PostgreSQL takes the"
-            " database named after the user, which may hold something else",
-        )
-    return None
-
-
-def names_database(url: str) -> bool:
-    """Whether a PostgreSQL URL names its database (in its path, or ``?dbname=``)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # a malformed URL: the connection says what is wrong with it
-        return True
-    return bool(unquote(parts.path).strip("/")) or "dbname" in parse_qs(parts.query)
-
-
-def port_is_valid(url: str) -> bool:
-    """Whether a PostgreSQL URL's port, if it names one, is a number from 1 to 65535 (a
-    URL of several hosts, ``h1:5432,h2:5432``, is left to the connection to judge)."""
-    try:
-        parts = urlsplit(url)
-        if "," in parts.netloc:
-            return True
-        return parts.port is None or parts.port > 0
-    except ValueError:  # not a number, or out of range
-        return False
+    found = url_problem(url) if url else None
+    return ConfigError(f"{name} {found[0]}", hint=found[1]) if found else None
 
 
 #: What a setting's value must be, for the settings whose type alone does not say it;
