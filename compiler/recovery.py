@@ -171,22 +171,19 @@ def put_back(kb: KnowledgeBase, before: Recorded) -> None:
     """Undo a run's recording (see :class:`Recorded`): its sources' rows, the meta keys
     and the files as they were; then :func:`reconcile` rolls its articles back."""
     with closing(open_state(kb)) as conn:
+        # (on an error the transaction is left uncommitted: closing discards it)
         conn.execute("BEGIN IMMEDIATE")
-        try:
-            for origin, row in before.sources.items():
-                if row is None:
-                    delete_source(conn, origin)
-                else:
-                    upsert_source(conn, **row)
-            for key, value in before.meta.items():
-                if value is None:
-                    conn.execute("DELETE FROM meta WHERE key = ?", (key,))
-                else:
-                    set_meta(conn, key, value)
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
+        for origin, row in before.sources.items():
+            if row is None:
+                delete_source(conn, origin)
+            else:
+                upsert_source(conn, **row)
+        for key, value in before.meta.items():
+            if value is None:
+                conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                set_meta(conn, key, value)
+        conn.commit()
     touched = []
     for rel, data in before.files.items():
         path = kb.root / rel
