@@ -31,6 +31,11 @@ MIGRATIONS = (
     # Who began the session (a person's name); NULL for the sessions no person owns.
     "ALTER TABLE chat_sessions ADD COLUMN owner TEXT",
     "CREATE INDEX chat_sessions_owner ON chat_sessions(owner, updated_at)",
+    # What was shown with an answer besides its text and sources, so that a reopened
+    # session shows it again: the citation-faithfulness line ("Cited claims: ...") and
+    # the notes above the answer (a JSON list). NULL in the rows from before: no line.
+    "ALTER TABLE chat_messages ADD COLUMN checked TEXT",
+    "ALTER TABLE chat_messages ADD COLUMN notes TEXT",
 )
 TITLE_MAX = 120
 
@@ -95,9 +100,17 @@ class ChatStore:
         if row is None:
             raise NotFoundError(f"No chat session {sid!r}")
         messages = [
-            {"role": r[0], "content": r[1], "citations": json.loads(r[2]), "created_at": r[3]}
+            {
+                "role": r[0],
+                "content": r[1],
+                "citations": json.loads(r[2]),
+                "created_at": r[3],
+                "checked": r[4] or "",
+                "notes": json.loads(r[5]) if r[5] else [],
+            }
             for r in self.conn.execute(
-                "SELECT role, content, citations, created_at FROM chat_messages WHERE session_id = ? ORDER BY id",
+                "SELECT role, content, citations, created_at, checked, notes FROM chat_messages"
+                " WHERE session_id = ? ORDER BY id",
                 (sid,),
             )
         ]
@@ -113,16 +126,36 @@ class ChatStore:
         return [Turn(m["role"], m["content"]) for m in self.get(sid)["messages"]]
 
     def append(
-        self, sid: str, role: str, content: str, citations: list[dict] | None = None
+        self,
+        sid: str,
+        role: str,
+        content: str,
+        citations: list[dict] | None = None,
+        *,
+        checked: str = "",
+        notes: list[str] | None = None,
     ) -> None:
+        """Add a message; an answer's with what was shown beside it: its sources
+        (``citations``), its citation-faithfulness line (``checked``, Answer.checked)
+        and the notes above it."""
         if role not in ("user", "assistant"):
             raise UsageError(f"unknown role {role!r}")
         self.get(sid)
         now = _now()
+        shown = json.dumps(notes, ensure_ascii=False) if notes else None
         with self.conn:
             self.conn.execute(
-                "INSERT INTO chat_messages (session_id, role, content, citations, created_at) VALUES (?, ?, ?, ?, ?)",
-                (sid, role, content, json.dumps(citations or [], ensure_ascii=False), now),
+                "INSERT INTO chat_messages (session_id, role, content, citations, created_at,"
+                " checked, notes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sid,
+                    role,
+                    content,
+                    json.dumps(citations or [], ensure_ascii=False),
+                    now,
+                    checked or None,
+                    shown,
+                ),
             )
             self.conn.execute("UPDATE chat_sessions SET updated_at = ? WHERE id = ?", (now, sid))
 

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from kb_ai.errors import LLMError, StorageError, UsageError
 from kb_ai.service import OpenKb, corpora, error_body, error_fields
 from kb_ai.service.asking import ask_events
-from retrieval import Answer, AskEvent, Done, Error, Turn, check_question
+from retrieval import Answer, AskEvent, Done, Error, Note, Turn, check_question
 from web import content
 from web.people import Visitor, chat_store, visitor
 from web.render import render_markdown
@@ -158,13 +158,16 @@ async def _answer(
     corpus: str | None = None,
 ) -> None:
     answered = False  # saved with its answer
+    notes: list[str] = []  # shown above the answer, and kept with it
     try:
         events = ask_events(
             okb, question, history=history, paths=paths or None, llm=llm, corpus=corpus
         )
         async for event in events:
+            if isinstance(event, Note):
+                notes.append(event.text)
             if isinstance(event, Done) and sid:
-                await svc.run(_save, svc, who, sid, question, event.answer)
+                await svc.run(_save, svc, who, sid, question, event.answer, notes)
                 answered = True
             if isinstance(event, Error) and isinstance(event.error, LLMError):
                 svc.drop_chat_llm(llm)  # incl. an open breaker and a failed selection
@@ -204,8 +207,15 @@ def _save_question(svc: Services, who: Visitor, sid: str, question: str) -> None
         chat_store(conn, who).append(sid, "user", question)
 
 
-def _save(svc: Services, who: Visitor, sid: str, question: str, answer: Answer) -> None:
+def _save(
+    svc: Services, who: Visitor, sid: str, question: str, answer: Answer, notes: list[str]
+) -> None:
+    """Keep the question and its answer with what the page showed beside it (sources,
+    the "Cited claims" line, the notes), so that reopening the session shows it so."""
     with svc.db() as conn:
         store = chat_store(conn, who)
         store.append(sid, "user", question)
-        store.append(sid, "assistant", answer.answer, [c.as_dict() for c in answer.citations])
+        citations = [c.as_dict() for c in answer.citations]
+        store.append(
+            sid, "assistant", answer.answer, citations, checked=answer.checked, notes=notes
+        )

@@ -40,8 +40,10 @@ async def _stream_answer(
     llm: LLM | None = None,
     corpus: str | None = None,
     as_json: bool,
+    notes: list[str] | None = None,
 ) -> Answer:
-    """Run one question; print deltas as they come (unless --json); return the answer."""
+    """Run one question; print deltas as they come (unless --json); return the answer.
+    ``notes``: a list to which the notes said before the answer are added."""
     from kb_ai.service.asking import ask_events
     from retrieval import Delta, Done, Error, Note, Status
 
@@ -54,6 +56,8 @@ async def _stream_answer(
             sys.stdout.flush()
         elif isinstance(event, Note):
             click.echo(event.text, err=True)
+            if notes is not None:
+                notes.append(event.text)
         elif isinstance(event, Status) and not as_json and sys.stderr.isatty():
             click.echo(f"\r\x1b[2m{_doing(event)}…\x1b[0m\x1b[K", nl=False, err=True)
         elif isinstance(event, Error):
@@ -198,10 +202,17 @@ def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | 
                     session = store.create(question)
                     click.echo(f"(chat {session['id']})", err=True)
                 history = store.history(session["id"])
+                notes: list[str] = []
                 try:
                     answer = loop.run_until_complete(
                         _stream_answer(
-                            okb, question, history=history, llm=llm, corpus=corpus, as_json=False
+                            okb,
+                            question,
+                            history=history,
+                            llm=llm,
+                            corpus=corpus,
+                            as_json=False,
+                            notes=notes,
                         )
                     )
                 except (CliError, UsageError) as exc:
@@ -210,7 +221,14 @@ def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | 
                 _print_sources(answer)
                 store.append(session["id"], "user", question)
                 citations = [c.as_dict() for c in answer.citations]
-                store.append(session["id"], "assistant", answer.answer, citations)
+                store.append(  # with what the chat page shows of it when reopened there
+                    session["id"],
+                    "assistant",
+                    answer.answer,
+                    citations,
+                    checked=answer.checked,
+                    notes=notes,
+                )
         finally:
             loop.run_until_complete(llm.aclose())
             loop.close()

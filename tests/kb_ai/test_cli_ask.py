@@ -163,6 +163,16 @@ def test_chat_rewrites_follow_ups_and_keeps_the_session(kb, server):
     session_id = result.output.rsplit("kb-ai chat --session ", 1)[1].strip()
     again = cli(kb, "chat", "--session", session_id, input="\n")
     assert "2 message(s)" not in again.output and "4 message(s)" in again.output
+    # each answer is kept with the "Cited claims" line printed under it (the chat page
+    # shows it when the session is opened there)
+    from retrieval import ChatStore
+    from wiki import open_state
+
+    printed = [line for line in result.output.splitlines() if line.startswith("Cited claims:")]
+    with closing(open_state(kb)) as conn:
+        messages = ChatStore(conn).get(session_id)["messages"]
+    kept = [m["checked"] for m in messages if m["role"] == "assistant"]
+    assert printed and [k for k in kept if k] == printed, (kept, printed)
 
 
 def test_a_whole_ask_process_does_not_import_litellm(kb, server):

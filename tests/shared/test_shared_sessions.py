@@ -80,3 +80,45 @@ def test_a_shared_database_from_before_owners_is_upgraded(shared):
                 "SELECT version FROM kb_ai_schema WHERE component = 'chat'"
             ).fetchone()[0]
         assert version == len(MIGRATIONS)
+
+
+def test_an_answer_keeps_its_checked_line_and_notes_on_every_server(shared, second):
+    checked = "Cited claims: 1 of 1 supported by the lines they cite."
+    note = "Answered from corpus releases: its 3 article(s) read whole."
+    with closing(open_state(shared)) as conn:
+        here = ChatStore(conn)
+        sid = here.create("Release questions")["id"]
+        here.append(sid, "user", "When do releases leave?")
+        here.append(sid, "assistant", "Every Tuesday.", [], checked=checked, notes=[note])
+    with closing(open_state(second)) as conn:
+        asked, answered = ChatStore(conn).get(sid)["messages"]
+    assert (answered["checked"], answered["notes"]) == (checked, [note])
+    assert (asked["checked"], asked["notes"]) == ("", [])
+
+
+def test_answers_kept_before_the_checked_line_are_upgraded_without_one(shared):
+    """Chat schema version 5 in PostgreSQL: its answers open with no "Cited claims"
+    line and no notes, and new answers keep theirs."""
+    from retrieval.sessions import MIGRATIONS
+    from wiki.database import PgConnection, forget_databases, shared_database
+
+    db = shared_database(shared)
+    db.migrate("chat", MIGRATIONS[:5])
+    then = "2026-01-01T00:00:00+00:00"
+    with PgConnection(db) as old:
+        old.execute(
+            "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            ("s1", "Kept from before", then, then),
+        )
+        old.execute(
+            "INSERT INTO chat_messages (session_id, role, content, citations, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            ("s1", "assistant", "Every Tuesday.", '[{"path": "wiki/a.md"}]', then),
+        )
+    forget_databases()  # as a new process of this kb-ai opens it
+    with closing(open_state(shared)) as conn:
+        store = ChatStore(conn)
+        (kept,) = store.get("s1")["messages"]
+        assert (kept["content"], kept["checked"], kept["notes"]) == ("Every Tuesday.", "", [])
+        store.append("s1", "assistant", "Again.", checked="Cited claims: 0 of 1 supported.")
+        assert store.get("s1")["messages"][1]["checked"] == "Cited claims: 0 of 1 supported."

@@ -129,3 +129,58 @@ def test_after_a_model_failure_the_next_question_gets_a_fresh_client(compiled, m
     _, events = ask(compiled, QUESTION)
     assert events[-1][0] == "done" and events[-1][1]["citations"]
     assert len(opened) == 2  # the failed client was dropped, not reused
+
+
+def test_a_reopened_session_shows_each_answer_with_its_checked_line(compiled):
+    sid, events = ask(compiled, QUESTION)
+    done = events[-1][1]
+    assert done["checked"].startswith("Cited claims: 1 of 1")
+    page = compiled.get(f"/chat/{sid}").text
+    answer = page.split('<li class="msg assistant">', 1)[1].split("</li>", 1)[0]
+    assert done["html"] in answer  # the cited lines' links (#L...) as shown live
+    assert f'<p class="checked">{done["checked"]}</p>' in answer
+    assert f'Sources: <a href="/{ARTICLE}">Nightly backups</a>' in answer
+    (_, saved) = compiled.get(f"/api/sessions/{sid}").json()["session"]["messages"]
+    assert saved["checked"] == done["checked"] and saved["notes"] == []
+
+
+def test_an_answer_kept_before_the_checked_line_opens_without_one(kb, settings, model):
+    """A state.db whose chat schema is from before answers kept their "Cited claims"
+    line (version 5): upgraded when the chat opens, its answers shown without it."""
+    from contextlib import closing
+
+    from retrieval.sessions import MIGRATIONS
+    from tests.web.conftest import make_client
+    from wiki import open_state
+    from wiki.schema import apply_migrations
+
+    then = "2026-01-01T00:00:00+00:00"
+    with closing(open_state(kb)) as conn:
+        apply_migrations(conn, "chat", MIGRATIONS[:5])
+        conn.execute(
+            "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            ("s1", "Backups, asked before", then, then),
+        )
+        conn.executemany(
+            "INSERT INTO chat_messages (session_id, role, content, citations, created_at)"
+            " VALUES ('s1', ?, ?, ?, ?)",
+            [
+                ("user", "When do backups run?", "[]", then),
+                (
+                    "assistant",
+                    f"Nightly at 02:00 [Nightly backups]({ARTICLE}#L7).",
+                    f'[{{"title": "Nightly backups", "path": "{ARTICLE}"}}]',
+                    then,
+                ),
+            ],
+        )
+        conn.commit()
+    with make_client(settings, model) as client:
+        r = client.get("/chat/s1")
+        assert r.status_code == 200, r.text
+        answer = r.text.split('<li class="msg assistant">', 1)[1].split("</li>", 1)[0]
+        assert "Nightly at 02:00" in answer and f'href="/{ARTICLE}#L7"' in answer
+        assert f'Sources: <a href="/{ARTICLE}">Nightly backups</a>' in answer
+        assert 'class="checked"' not in answer and 'class="note"' not in answer
+        (_, saved) = client.get("/api/sessions/s1").json()["session"]["messages"]
+        assert saved["checked"] == "" and saved["notes"] == []

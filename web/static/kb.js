@@ -292,7 +292,10 @@ function initChat() {
       }
       for await (const event of sseEvents(r)) {
         if (event.type === "status") stage.textContent = stageText(event.data);
-        else if (event.type === "note") item.prepend(el("p", { class: "note", role: "note", text: event.data.text }));
+        else if (event.type === "note") {  // above the answer, in the order said (as on reload)
+          const after = [...item.children].find((c) => !c.classList.contains("note")) || null;
+          item.insertBefore(el("p", { class: "note", role: "note", text: event.data.text }), after);
+        }
         else if (event.type === "delta") { stage.remove(); answer.append(event.data.text); follow(); }
         else if (event.type === "done") {
           stage.remove();

@@ -1,0 +1,96 @@
+"""A chat reopened in a real browser (reloaded, or chosen again from the side list)
+shows each earlier answer as it was shown live: the note above it, the answer with its
+links to the cited lines, its sources and its "Cited claims" line."""
+
+import re
+
+import pytest
+
+from kb_ai.service import corpora, open_kb
+from tests.fakes.kb_responder import respond
+from tests.web.conftest import BROWSER, serving
+from wiki import Article, KnowledgeBase, build_catalog, commit_all, write_article
+from wiki.catalog import write_indexes
+from wiki.corpora import CorpusFilter
+
+pytestmark = BROWSER
+expect = pytest.importorskip("playwright.sync_api").expect
+
+ARTICLES = [
+    ("wiki/decision/worker-retries.md", "Worker retries", "decision",
+     "We decided that the worker retries a failed capture with backoff. A capture failed "
+     "twenty times in a row while the spool was locked."),
+    ("wiki/decision/worker-leases.md", "Worker leases", "decision",
+     "We decided that a worker holds a task lease of ten minutes. Two workers compiled the "
+     "same session while the lease was missing."),
+    ("wiki/concept/nightly-backups.md", "Nightly backups", "concept",
+     "Backups of the main database run nightly at 02:00. Backup copies are kept for thirty "
+     "days in a separate account."),
+]  # fmt: skip
+
+# Each part of every answer on the page, as the reader sees it: its blocks in order
+# (class and text) and where each of its links goes.
+SHOWN = """() => [...document.querySelectorAll(".msg.assistant")].map((item) => ({
+    blocks: [...item.children].map((c) => [c.className, c.innerText.trim()]),
+    links: [...item.querySelectorAll("a")].map((a) => a.getAttribute("href")),
+}))"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    kb = KnowledgeBase.init(tmp_path_factory.mktemp("browser-reload") / "kb")
+    for path, title, kind, body in ARTICLES:
+        write_article(kb, Article(path, title, kind, body.split(".")[0], [kind], ["raw/none.md"],
+                                  "2026-01-01", "2026-01-01", f"# {title}\n\n{body}\n"))  # fmt: skip
+    write_indexes(kb, build_catalog(kb))
+    commit_all(kb, "Add three articles")
+    okb = open_kb(kb.root, detect=False)
+    corpora.build(okb, "worker", CorpusFilter(types=("decision",)), description="The worker")
+    with serving(kb.root, respond) as live:
+        yield live
+
+
+def ask(page, question, corpus=""):
+    """The answer to ``question``, once it is done (a locator that stays on it)."""
+    asked = page.locator(".msg.assistant").count()
+    page.get_by_label("Answer from").select_option(corpus)
+    box = page.get_by_label("Your question")
+    box.fill(question)
+    box.press("Enter")
+    answer = page.locator(".msg.assistant").nth(asked)
+    expect(answer).not_to_have_attribute("aria-busy", "true", timeout=20_000)
+    return answer
+
+
+def test_a_reloaded_chat_shows_each_earlier_answer_as_it_was_shown_live(page):
+    page.goto("/chat")
+    backups = ask(page, "How long are nightly backups kept?")
+    expect(backups.locator(".answer a")).to_have_attribute(
+        "href",
+        re.compile(r"^/wiki/concept/nightly-backups\.md#L\d+"),  # the cited lines
+    )
+    corpus = ask(page, "What recurs in the worker decisions?", "worker")
+    expect(corpus.locator(".note")).to_contain_text("Answered from corpus worker")
+    expect(corpus.locator(".cites a")).to_have_text(["Worker leases", "Worker retries"])
+    for answer in (backups, corpus):
+        expect(answer.locator(".checked")).to_have_text(re.compile(r"^Cited claims: \d+ of \d+"))
+    declined = ask(page, "How long is the office carpet kept?")
+    expect(declined.locator(".answer")).to_contain_text("See also (nearby pages, not an answer)")
+    expect(declined.locator(".checked, .cites")).to_have_count(0)  # nothing cited
+    live = page.evaluate(SHOWN)
+    assert [[b[0] for b in a["blocks"]] for a in live] == [
+        ["md answer", "cites", "checked"],
+        ["note", "md answer", "cites", "checked"],
+        ["md answer"],
+    ]
+    sid = page.url.rsplit("/", 1)[1]
+
+    page.reload()
+    expect(page.locator(".msg.assistant")).to_have_count(3)
+    assert page.evaluate(SHOWN) == live
+
+    page.goto("/chat")  # a new chat, then the earlier one chosen from the side list
+    page.locator(f"#sessions a[href='/chat/{sid}']").click()
+    expect(page).to_have_url(re.compile(f"/chat/{sid}$"))
+    expect(page.locator(".msg.assistant")).to_have_count(3)
+    assert page.evaluate(SHOWN) == live
