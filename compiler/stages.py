@@ -200,11 +200,13 @@ async def extract(ctx: RunContext, w: Work) -> Work:
 async def _extract_claimed(ctx: RunContext, src: Source) -> Extraction:
     """The model's extraction of ``src``; with a shared database, once another run that
     is extracting the same text has done so (its replies then come from the shared
-    response cache: compiler/claims.py)."""
+    response cache: compiler/claims.py). Interrupted while it waits: cancelled, the
+    model not asked (the source is reported as interrupted before it finished)."""
     if ctx.claims is None:
         return await ctx.mode.extract(ctx.llm, src)
     key = claim_key(src, ctx.settings.model or "", ctx.mode)
-    await ctx.claims.take(key, wait=True, stopped=lambda: ctx.interrupted)
+    if not await ctx.claims.take(key, wait=True, stopped=lambda: ctx.interrupted):
+        raise asyncio.CancelledError  # the wait was stopped: no claim held, none dropped
     try:
         return await ctx.mode.extract(ctx.llm, src)
     finally:
