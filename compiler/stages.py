@@ -42,7 +42,7 @@ from compiler.record import (
     update_search,
     write_run_indexes,
 )
-from compiler.recovery import before_recording, finish_journal, journaled
+from compiler.recovery import after_learning, before_recording, finish_journal, journaled
 from compiler.result import COPY, Deletion, Failure, Revision
 from compiler.sources import Source
 from compiler.state import Plan, PlannedArticle, RunState, Work
@@ -445,6 +445,7 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     )
     if not ctx.interrupted:  # what the run's sessions taught, in lessons/ (compiler/lessons.py)
         learned = await run_io(learn_from_run, ctx.kb, ctx.settings, state.work, state.plan)
+        recorded = await run_io(after_learning, ctx.kb, recorded, learned.written)
         result = replace(
             result,
             lessons_found=result.lessons_found + learned.sightings,
