@@ -16,13 +16,16 @@ A run that finds, just before its commit, that it lost the compile lock (a datab
 restart ended its session, and another server may be writing) has recorded its sources
 already: :func:`before_recording` kept what recording changes as it was (the sources'
 rows, the indexes, log.md, lessons), and :func:`put_back` restores it, so that the
-articles are then rolled back as for a run that never recorded anything.
+articles are then rolled back as for a run that never recorded anything. Of lessons/,
+only the files the run wrote (:func:`after_learning`) are put back, and only those still
+as it wrote them: a person's edit there meanwhile (not committed yet) stays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import replace
 
 from compiler.record import INDEX_FINGERPRINT
 from compiler.state import Recorded
@@ -147,7 +150,8 @@ def _keep(kb: KnowledgeBase, paths: list[str]) -> str | None:
 
 def before_recording(kb: KnowledgeBase, origins: Iterable[str], *, lessons: bool) -> Recorded:
     """Keep what recording the run's sources (``origins``), its indexes, log.md and (with
-    ``lessons``) its lessons will change, for :func:`put_back`."""
+    ``lessons``) its lessons will change, for :func:`put_back` (the lesson files it wrote
+    are added by :func:`after_learning`)."""
     with closing(open_state(kb)) as conn:
         sources = {}
         for origin in dict.fromkeys(origins):
@@ -165,6 +169,19 @@ def before_recording(kb: KnowledgeBase, origins: Iterable[str], *, lessons: bool
             paths += [p.relative_to(kb.root).as_posix() for p in top.rglob("*") if p.is_file()]
     files = {p: (kb.root / p).read_bytes() if (kb.root / p).is_file() else None for p in paths}
     return Recorded(sources, meta, files, folders)
+
+
+def after_learning(kb: KnowledgeBase, before: Recorded, written: Iterable[str]) -> Recorded:
+    """``before`` with the lesson files the run wrote (``written``) as it wrote them:
+    all of lessons/ that :func:`put_back` may change."""
+    if LESSONS not in before.folders:
+        return before
+    wrote = dict(before.wrote)
+    for rel in written:
+        path = kb.root / rel
+        if path.is_file():
+            wrote[rel] = path.read_bytes()
+    return replace(before, wrote=wrote)
 
 
 def put_back(kb: KnowledgeBase, before: Recorded) -> None:
@@ -188,20 +205,26 @@ def put_back(kb: KnowledgeBase, before: Recorded) -> None:
     for rel, data in before.files.items():
         path = kb.root / rel
         now = path.read_bytes() if path.is_file() else None
-        if now == data:
+        if now == data or not _the_runs(before, rel, now):
             continue
         touched.append(rel)
         if data is None:
             path.unlink()
         else:
             atomic_write_bytes(path, data)
-    for folder in before.folders:  # files the recording made there
-        top = kb.root / folder
-        for path in sorted(top.rglob("*")) if top.is_dir() else []:
-            rel = path.relative_to(kb.root).as_posix()
-            if path.is_file() and rel not in before.files:
-                path.unlink()
-                touched.append(rel)
+    for rel, data in before.wrote.items():  # files the recording made there
+        path = kb.root / rel
+        if rel not in before.files and path.is_file() and path.read_bytes() == data:
+            path.unlink()
+            touched.append(rel)
     tracked = [p for p in touched if git(kb, "ls-files", "--", p).strip()]
     if tracked:  # staged ahead by the run: the git index as HEAD again for them
         git(kb, "reset", "-q", "--", *tracked)
+
+
+def _the_runs(before: Recorded, rel: str, now: bytes | None) -> bool:
+    """Whether ``rel`` is as the run's recording left it, to be put back: a file of
+    ``before.folders`` only when the run wrote it and no one changed it since."""
+    if not any(rel.startswith(f"{folder}/") for folder in before.folders):
+        return True
+    return rel in before.wrote and now == before.wrote[rel]

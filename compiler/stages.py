@@ -42,7 +42,7 @@ from compiler.record import (
     update_search,
     write_run_indexes,
 )
-from compiler.recovery import before_recording, finish_journal, journaled
+from compiler.recovery import after_learning, before_recording, finish_journal, journaled
 from compiler.result import COPY, Deletion, Failure, Revision
 from compiler.sources import Source
 from compiler.state import Plan, PlannedArticle, RunState, Work
@@ -200,11 +200,13 @@ async def extract(ctx: RunContext, w: Work) -> Work:
 async def _extract_claimed(ctx: RunContext, src: Source) -> Extraction:
     """The model's extraction of ``src``; with a shared database, once another run that
     is extracting the same text has done so (its replies then come from the shared
-    response cache: compiler/claims.py)."""
+    response cache: compiler/claims.py). Interrupted while it waits: cancelled, the
+    model not asked (the source is reported as interrupted before it finished)."""
     if ctx.claims is None:
         return await ctx.mode.extract(ctx.llm, src)
     key = claim_key(src, ctx.settings.model or "", ctx.mode)
-    await ctx.claims.take(key, wait=True, stopped=lambda: ctx.interrupted)
+    if not await ctx.claims.take(key, wait=True, stopped=lambda: ctx.interrupted):
+        raise asyncio.CancelledError  # the wait was stopped: no claim held, none dropped
     try:
         return await ctx.mode.extract(ctx.llm, src)
     finally:
@@ -443,6 +445,7 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     )
     if not ctx.interrupted:  # what the run's sessions taught, in lessons/ (compiler/lessons.py)
         learned = await run_io(learn_from_run, ctx.kb, ctx.settings, state.work, state.plan)
+        recorded = await run_io(after_learning, ctx.kb, recorded, learned.written)
         result = replace(
             result,
             lessons_found=result.lessons_found + learned.sightings,

@@ -30,7 +30,8 @@ class Recorded:
     sources: Mapping[str, dict[str, Any] | None]  # origin -> its row, None: not known
     meta: Mapping[str, str | None]  # state.db meta keys the recording sets
     files: Mapping[str, bytes | None]  # KB-relative path -> its bytes, None: absent
-    folders: tuple[str, ...] = ()  # folders whose files not in ``files`` are new
+    folders: tuple[str, ...] = ()  # folders of which only the files in ``wrote`` are the run's
+    wrote: Mapping[str, bytes] = field(default_factory=dict)  # in them: path -> what it wrote
 
 
 @dataclass(frozen=True)

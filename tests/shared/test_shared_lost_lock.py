@@ -4,6 +4,7 @@ before it records anything, puts its articles back and stops; a worker whose tas
 taken by another meanwhile leaves them to it and takes its own lock again."""
 
 import asyncio
+import json
 from contextlib import closing
 
 import pytest
@@ -158,3 +159,62 @@ def test_a_compile_that_lost_its_lock_after_indexing_does_not_commit(
                                        llm_factory=lambda s, **k: FakeLLM(responder_handler)))  # fmt: skip
     assert again.created == ["wiki/concept/release-train.md"] and again.commit
     assert git(shared, "log", "-1", "--format=%s").startswith("compile: 1 source(s)")
+
+
+def _session(folder, name, *asks):
+    """An agent session (a JSON list of messages): the user's ``asks``, one a turn."""
+    messages = []
+    for ask in asks:
+        messages += [
+            {"role": "user", "content": ask},
+            {"role": "assistant", "content": f"Done: {name} is in place and its tests pass."},
+        ]
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    return path
+
+
+def test_a_lost_lock_puts_back_the_runs_lessons_and_leaves_a_persons_edit(
+    shared, pg_url, tmp_path, monkeypatch
+):
+    """The lock lost just before the commit of a run that learned from a session: the
+    lessons it wrote (one seen again, one new) are as before the run again, while a
+    lesson a person edited meanwhile (not committed yet) keeps the person's words."""
+    import compiler.stages as stages
+    from kb_ai.lessons import read_lessons
+
+    settings = load_settings(shared.root, {"model": "fake/model"}, environ={})
+    push, sudo = "Never push to main without running pytest -x first.", "Never use sudo for pip."
+    first = _session(tmp_path, "queue-test", "Fix the flaky queue test.", push, sudo)
+    asyncio.run(compile_run(shared, settings, [first],
+                            llm_factory=lambda s, **k: FakeLLM(responder_handler)))  # fmt: skip
+    lessons = {lesson.text: lesson for lesson in read_lessons(shared.root)}
+    assert sorted(lessons) == sorted([push, sudo])  # two lessons, committed
+    seen, edited = lessons[push].path, lessons[sudo].path
+    before = {p: (shared.root / p).read_bytes() for p in (seen, edited)}
+    mine = before[edited] + b"\nOnly in CI: locally sudo is fine.\n"
+
+    real_log_run = stages.log_run
+    ended, learned, changed = [], [], []
+
+    def a_person_edits_then_the_lock_is_lost(kb, result, **kwargs):
+        real_log_run(kb, result, **kwargs)  # the run has learned by now
+        learned.extend(lesson.text for lesson in read_lessons(kb.root))
+        changed.append((kb.root / seen).read_bytes() != before[seen])
+        (shared.root / edited).write_bytes(mine)
+        ended.append(terminate_lock_holder(pg_url, LOCK_COMPILE, "compile"))
+
+    monkeypatch.setattr(stages, "log_run", a_person_edits_then_the_lock_is_lost)
+    new = "Always run ruff before a commit."
+    second = _session(tmp_path, "export", "Add the export command.", push, new)
+    head = git(shared, "rev-parse", "HEAD").strip()
+    with pytest.raises(StorageError, match="Lost the compile lock"):
+        asyncio.run(compile_run(shared, settings, [second],
+                                   llm_factory=lambda s, **k: FakeLLM(responder_handler)))  # fmt: skip
+
+    assert ended == [1] and changed == [True] and sorted(learned) == sorted([push, sudo, new])
+    assert git(shared, "rev-parse", "HEAD").strip() == head  # no commit
+    assert (shared.root / seen).read_bytes() == before[seen]  # seen again: put back
+    assert sorted(lesson.text for lesson in read_lessons(shared.root)) == sorted([push, sudo])
+    assert (shared.root / edited).read_bytes() == mine  # the person's edit stays
+    assert git(shared, "status", "--porcelain", "--", "lessons").strip() == f"M {edited}"
