@@ -36,12 +36,21 @@ MIGRATIONS = (
     # the notes above the answer (a JSON list). NULL in the rows from before: no line.
     "ALTER TABLE chat_messages ADD COLUMN checked TEXT",
     "ALTER TABLE chat_messages ADD COLUMN notes TEXT",
+    # An answer that failed (the model timed out, the breaker was open...): the error in
+    # kb-ai's one error shape (JSON), its content empty. NULL in every other row.
+    "ALTER TABLE chat_messages ADD COLUMN error TEXT",
 )
 TITLE_MAX = 120
+#: How much of a failed answer's error message and hint is kept (a short entry).
+ERROR_MAX = 500
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= ERROR_MAX else text[: ERROR_MAX - 1] + "…"
 
 
 class ChatStore:
@@ -83,7 +92,9 @@ class ChatStore:
     def list(self) -> list[dict[str, Any]]:
         rows = self.conn.execute(
             "SELECT s.id, s.title, s.created_at, s.updated_at,"
-            " (SELECT count(*) FROM chat_messages m WHERE m.session_id = s.id) AS messages"
+            # questions and answers: a failed answer is none
+            " (SELECT count(*) FROM chat_messages m WHERE m.session_id = s.id"
+            " AND m.error IS NULL) AS messages"
             f" FROM chat_sessions s WHERE {self._scope} ORDER BY s.updated_at DESC, s.id",
             self._params,
         )
@@ -107,9 +118,11 @@ class ChatStore:
                 "created_at": r[3],
                 "checked": r[4] or "",
                 "notes": json.loads(r[5]) if r[5] else [],
+                "error": json.loads(r[6]) if r[6] else None,
             }
             for r in self.conn.execute(
-                "SELECT role, content, citations, created_at, checked, notes FROM chat_messages"
+                "SELECT role, content, citations, created_at, checked, notes, error"
+                " FROM chat_messages"
                 " WHERE session_id = ? ORDER BY id",
                 (sid,),
             )
@@ -123,7 +136,9 @@ class ChatStore:
         }
 
     def history(self, sid: str) -> list[Turn]:
-        return [Turn(m["role"], m["content"]) for m in self.get(sid)["messages"]]
+        """The conversation as the model is told it: a failed answer is no turn (its
+        question is, as a question the server stopped on is)."""
+        return [Turn(m["role"], m["content"]) for m in self.get(sid)["messages"] if not m["error"]]
 
     def append(
         self,
@@ -138,15 +153,39 @@ class ChatStore:
         """Add a message; an answer's with what was shown beside it: its sources
         (``citations``), its citation-faithfulness line (``checked``, Answer.checked)
         and the notes above it."""
+        self._insert(sid, role, content, citations, checked, notes, None)
+
+    def append_failed(
+        self, sid: str, error: dict[str, Any], notes: list[str] | None = None
+    ) -> None:
+        """Add an answer that failed: ``error`` in kb-ai's one error shape (error_fields),
+        its message and hint kept short; no text, no sources, no checked line."""
+        kept = {"ok": False, "error": _short(str(error.get("error") or "the answer failed"))}
+        kept |= {k: error[k] for k in ("status", "kind") if error.get(k) is not None}
+        if error.get("hint"):
+            kept["hint"] = _short(str(error["hint"]))
+        self._insert(sid, "assistant", "", None, "", notes, kept)
+
+    def _insert(
+        self,
+        sid: str,
+        role: str,
+        content: str,
+        citations: list[dict] | None,
+        checked: str,
+        notes: list[str] | None,
+        error: dict[str, Any] | None,
+    ) -> None:
         if role not in ("user", "assistant"):
             raise UsageError(f"unknown role {role!r}")
         self.get(sid)
         now = _now()
         shown = json.dumps(notes, ensure_ascii=False) if notes else None
+        failed = json.dumps(error, ensure_ascii=False) if error else None
         with self.conn:
             self.conn.execute(
                 "INSERT INTO chat_messages (session_id, role, content, citations, created_at,"
-                " checked, notes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " checked, notes, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sid,
                     role,
@@ -155,6 +194,7 @@ class ChatStore:
                     now,
                     checked or None,
                     shown,
+                    failed,
                 ),
             )
             self.conn.execute("UPDATE chat_sessions SET updated_at = ? WHERE id = ?", (now, sid))

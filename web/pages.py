@@ -138,7 +138,7 @@ async def chat(request: Request) -> Response:
             store = chat_store(conn, who)
             session = store.get(sid) if sid else None
             for m in session["messages"] if session else []:
-                if m["role"] == "assistant":
+                if m["role"] == "assistant" and not m["error"]:  # a failed one has no text
                     m["html"] = render_markdown(m["content"])
             return store.list(), session
 

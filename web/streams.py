@@ -4,7 +4,9 @@ An answer is produced by a task of its own, not by the response: a client that g
 mid-stream stops receiving, but the answer is still finished and saved to its chat
 session, so reopening the session shows it. Nothing a user asked is lost to a dropped
 connection, nor to the server stopping (SIGTERM): an open answer stream then ends with
-an ``error`` event in the one error shape, and the question is kept in its session.
+an ``error`` event in the one error shape, and the question is kept in its session. An
+answer that fails (the model timed out, the breaker is open...) is kept too, as the
+question and a failed entry with that error, so reopening the session shows it failed.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ PING_SECONDS = 15
 SHUTDOWN_GRACE_SECONDS = 2.0
 STOPPING = "the server is stopping before the answer is done: ask it again when the server is back"
 KEPT = " (the question is kept in its chat session)"
+BROKE = "the server failed while answering"
 
 
 async def task_stream(request: Request) -> EventSourceResponse:
@@ -157,7 +160,7 @@ async def _answer(
     out: asyncio.Queue,
     corpus: str | None = None,
 ) -> None:
-    answered = False  # saved with its answer
+    saved = False  # the question is kept, with its answer or its failure
     notes: list[str] = []  # shown above the answer, and kept with it
     try:
         events = ask_events(
@@ -168,22 +171,29 @@ async def _answer(
                 notes.append(event.text)
             if isinstance(event, Done) and sid:
                 await svc.run(_save, svc, who, sid, question, event.answer, notes)
-                answered = True
+                saved = True
             if isinstance(event, Error) and isinstance(event.error, LLMError):
                 svc.drop_chat_llm(llm)  # incl. an open breaker and a failed selection
-            await out.put({"type": event.type, "data": event_data(event, sid)})
+            data = event_data(event, sid)
+            if isinstance(event, Error) and sid and not saved:  # the reader hears this error
+                await svc.run(_keep_failed, svc, who, sid, question, data, notes)
+                saved = True
+            await out.put({"type": event.type, "data": data})
     except asyncio.CancelledError:  # the server is stopping: the question stays asked
-        if sid and not answered:
-            try:
-                _save_question(svc, who, sid, question)
-            except StorageError as exc:
-                log.warning("could not keep the question in chat session %s: %s", sid, exc)
+        if sid and not saved:
+            said = error_body(STOPPING + KEPT, 503, kind="ServerStopping")
+            _keep_failed(svc, who, sid, question, said, notes)
         raise
     except StorageError as exc:  # the one line that says what to do, in the one shape
-        await out.put({"type": "error", "data": {**error_fields(exc), "session": sid}})
+        data = {**error_fields(exc), "session": sid}
+        if sid and not saved:
+            await svc.run(_keep_failed, svc, who, sid, question, data, notes)
+        await out.put({"type": "error", "data": data})
     except Exception as exc:  # tell the reader the answer broke off, then let it surface
-        broke = error_body("the server failed while answering", 500, kind=type(exc).__name__)
-        await out.put({"type": "error", "data": {**broke, "session": sid}})
+        broke = {**error_body(BROKE, 500, kind=type(exc).__name__), "session": sid}
+        if sid and not saved:
+            await svc.run(_keep_failed, svc, who, sid, question, broke, notes)
+        await out.put({"type": "error", "data": broke})
         raise
     finally:
         out.put_nowait(None)
@@ -201,10 +211,26 @@ def event_data(event: AskEvent, sid: str | None) -> dict[str, Any]:
     return data
 
 
-def _save_question(svc: Services, who: Visitor, sid: str, question: str) -> None:
-    """Keep a question that was not answered (the server stopped meanwhile)."""
+def _save_failed(
+    svc: Services, who: Visitor, sid: str, question: str, error: dict, notes: list[str]
+) -> None:
+    """Keep a question whose answer failed, and the failure (its error as the ``error``
+    event carried it), so that reopening the session shows that it failed."""
     with svc.db() as conn:
-        chat_store(conn, who).append(sid, "user", question)
+        store = chat_store(conn, who)
+        store.append(sid, "user", question)
+        store.append_failed(sid, error, notes)
+
+
+def _keep_failed(
+    svc: Services, who: Visitor, sid: str, question: str, error: dict, notes: list[str]
+) -> None:
+    """:func:`_save_failed` where the database may be what failed: a failure to keep it
+    is logged, the reader is told the first error."""
+    try:
+        _save_failed(svc, who, sid, question, error, notes)
+    except StorageError as exc:
+        log.warning("could not keep the question in chat session %s: %s", sid, exc)
 
 
 def _save(

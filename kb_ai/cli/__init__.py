@@ -35,6 +35,7 @@ class CliError(click.ClickException):
 
     def __init__(self, error: KbAiError) -> None:
         super().__init__(str(error))
+        self.error = error  # its hint and kind (a chat keeps a failed answer's error)
         # naming something that is not there (a page, a task, a session) is bad usage too
         self.exit_code = (
             EXIT_USAGE if isinstance(error, UsageError | NotFoundError) else EXIT_FAILED

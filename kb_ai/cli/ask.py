@@ -153,8 +153,56 @@ def ask(
         _print_sources(answer)
 
 
+#: How much of a reopened chat is printed before its prompt: its last turns, each
+#: answer shortened to about this many characters.
+EARLIER_TURNS = 3
+EARLIER_CHARS = 400
+
+
+def _print_earlier(session: dict) -> None:
+    """A reopened chat's last few turns, briefly: each question, its answer (or that it
+    failed, with its error), the answer's sources and its checked line."""
+    messages = session["messages"]
+    kept = sum(1 for m in messages if not m["error"])  # a failed answer is no message
+    click.echo(f"Reopened chat {session['id']} ({session['title']}), {kept} message(s).")
+    turns: list[list[dict]] = []
+    for m in messages:
+        if m["role"] == "user" or not turns:
+            turns.append([])
+        turns[-1].append(m)
+    if len(turns) > EARLIER_TURNS:
+        click.echo(f"(the last {EARLIER_TURNS} of {len(turns)} questions)")
+    for turn in turns[-EARLIER_TURNS:]:
+        click.echo()
+        for m in turn:
+            if m["role"] == "user":
+                click.echo(f"you> {m['content']}")
+            elif m["error"]:  # its message says the hint too (KbAiError's str)
+                click.echo(f"No answer: {m['error']['error']}")
+            else:
+                click.echo(_brief(m["content"]))
+                if m["citations"]:
+                    click.echo(
+                        "Sources: " + ", ".join(c.get("title") or c["path"] for c in m["citations"])
+                    )
+                if m["checked"]:
+                    click.echo(m["checked"])
+
+
+def _brief(text: str, limit: int = EARLIER_CHARS) -> str:
+    """``text`` cut at a word to about ``limit`` characters, "…" where cut."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(None, 1)[0].rstrip() + " …"
+
+
 @main.command()
-@click.option("--session", "session_id", help="Reopen a saved chat session by its id.")
+@click.option(
+    "--session",
+    "session_id",
+    help="Reopen a saved chat session by its id; its last turns are printed first.",
+)
 @click.option("--corpus", metavar="NAME", help="Answer from this corpus only (kb-ai corpus list).")
 @click.option("--model", help="Model for this chat (overrides KB_AI_MODEL and kb-ai.toml).")
 @pass_context
@@ -178,9 +226,7 @@ def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | 
         store = ChatStore(conn)
         if session_id:
             session = store.get(session_id)
-            click.echo(
-                f"Reopened chat {session['id']} ({session['title']}), {len(session['messages'])} message(s)."
-            )
+            _print_earlier(session)
         else:
             session = None
         loop = asyncio.new_event_loop()
@@ -217,6 +263,12 @@ def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | 
                     )
                 except (CliError, UsageError) as exc:
                     click.echo(f"Error: {exc}", err=True)
+                    # kept as asked and failed, so that reopening the chat shows it so
+                    from kb_ai.service import error_fields
+
+                    store.append(session["id"], "user", question)
+                    failed = exc.error if isinstance(exc, CliError) else exc
+                    store.append_failed(session["id"], error_fields(failed), notes)
                     continue
                 _print_sources(answer)
                 store.append(session["id"], "user", question)

@@ -207,3 +207,49 @@ def test_a_question_over_the_length_limit_is_refused_before_any_model_call(kb, s
     with closing(open_state(kb)) as conn:
         titles = [s["title"] for s in ChatStore(conn).list()]
     assert titles == ["When do backups run nightly?"], titles
+
+
+def test_a_reopened_chat_prints_its_last_turns_before_the_prompt(kb, server):
+    """`kb-ai chat --session ID` shows the earlier exchange before asking: the last few
+    questions, each with its answer, sources and "Cited claims" line, or that its answer
+    failed (the terminal chat keeps a failure too)."""
+    from tests.fakes.faulty_server import FaultyModel
+
+    first = cli(
+        kb,
+        "chat",
+        input="When do backups of the main database run?\nHow long are backup copies kept?\n"
+        "Why did we move DNS records out of the puppet module?\n",
+    )
+    assert first.exit_code == 0, first.output
+    session_id = first.output.rsplit("kb-ai chat --session ", 1)[1].strip()
+    respond = server.responder
+    server.responder = FaultyModel("5xx", stages={"answer"})  # the model fails the next
+    failing = cli(kb, "chat", "--session", session_id, input="And who decided that?\n")
+    server.responder = respond
+    assert failing.exit_code == 0, failing.output
+    said = [
+        line.split("Error: ", 1)[1] for line in failing.output.splitlines() if "Error: " in line
+    ]
+    assert len(said) == 1, failing.output
+    again = cli(kb, "chat", "--session", session_id, input="\n")
+    assert again.exit_code == 0, again.output
+    out = again.output
+    assert "7 message(s)" in out  # 4 questions, 3 answers: the failed one is no answer
+    assert "(the last 3 of 4 questions)" in out
+    assert "you> When do backups" not in out  # the oldest is left out
+    shown = [
+        out.index("you> How long are backup copies kept?"),
+        out.index("nightly at 02:00"),  # its answer (the stand-in model's)
+        out.index("Sources: Nightly backups"),
+        out.index("Cited claims:"),
+        out.index("you> Why did we move DNS records out of the puppet module?"),
+        out.index("The wiki does not cover this question"),
+        out.index("you> And who decided that?"),
+        out.index("No answer: " + said[0]),
+    ]
+    assert shown == sorted(shown), out
+    assert out.rindex("you> ") > shown[-1]  # then the prompt, for the next question
+    # the earlier answers' "Cited claims" lines, as printed when they were given
+    printed = [line for line in first.output.splitlines() if line.startswith("Cited claims:")]
+    assert [line for line in out.splitlines() if line.startswith("Cited claims:")] == printed[1:]

@@ -122,3 +122,51 @@ def test_answers_kept_before_the_checked_line_are_upgraded_without_one(shared):
         assert (kept["content"], kept["checked"], kept["notes"]) == ("Every Tuesday.", "", [])
         store.append("s1", "assistant", "Again.", checked="Cited claims: 0 of 1 supported.")
         assert store.get("s1")["messages"][1]["checked"] == "Cited claims: 0 of 1 supported."
+
+
+def test_a_failed_answer_is_kept_as_failed_on_every_server(shared, second):
+    """Chat schema version 7 in PostgreSQL, upgraded: its rows read as no failure; a
+    failed answer kept on one server is read on another with its error, and is no turn
+    of the conversation and no message of the session's count."""
+    from retrieval.sessions import MIGRATIONS
+    from wiki.database import PgConnection, forget_databases, shared_database
+
+    db = shared_database(shared)
+    db.migrate("chat", MIGRATIONS[:7])
+    then = "2026-01-01T00:00:00+00:00"
+    with PgConnection(db) as old:
+        old.execute(
+            "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            ("s1", "Kept from before", then, then),
+        )
+        old.execute(
+            "INSERT INTO chat_messages (session_id, role, content, citations, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            ("s1", "assistant", "Every Tuesday.", "[]", then),
+        )
+    forget_databases()  # as a new process of this kb-ai opens it
+    timed_out = {
+        "ok": False,
+        "error": "openai/fake did not answer within 60 s (answer) (raise timeout_answer)",
+        "status": 502,
+        "kind": "LLMTimeoutError",
+        "hint": "raise timeout_answer",
+        "usage": {"calls": 1},  # (of the stream's event: not kept)
+        "session": "s1",
+    }
+    with closing(open_state(shared)) as conn:
+        here = ChatStore(conn)
+        (kept,) = here.get("s1")["messages"]
+        assert (kept["content"], kept["error"]) == ("Every Tuesday.", None)
+        here.append("s1", "user", "From which branch?")
+        here.append_failed("s1", timed_out)
+    with closing(open_state(second)) as conn:
+        there = ChatStore(conn)
+        *_, asked, failed = there.get("s1")["messages"]
+        assert (asked["content"], asked["error"]) == ("From which branch?", None)
+        assert failed["error"] == {
+            k: timed_out[k] for k in ("ok", "error", "status", "kind", "hint")
+        }
+        assert (failed["role"], failed["content"], failed["citations"]) == ("assistant", "", [])
+        assert [t.content for t in there.history("s1")] == ["Every Tuesday.", "From which branch?"]
+        assert [s["messages"] for s in there.list()] == [2]

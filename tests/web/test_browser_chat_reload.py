@@ -94,3 +94,36 @@ def test_a_reloaded_chat_shows_each_earlier_answer_as_it_was_shown_live(page):
     expect(page).to_have_url(re.compile(f"/chat/{sid}$"))
     expect(page.locator(".msg.assistant")).to_have_count(3)
     assert page.evaluate(SHOWN) == live
+
+
+def test_a_failed_answer_is_shown_after_a_reload_as_it_was_shown_live(browser, tmp_path):
+    """The model sends garbage for the answer: live, the answer is marked failed with
+    the error; reloaded, the question is still there and so is that failure (no answer
+    text, no sources, no "Cited claims" line)."""
+    from tests.fakes.faulty_server import FaultyModel
+    from tests.web.conftest import watched_page
+
+    kb = KnowledgeBase.init(tmp_path / "kb")
+    path, title, kind, body = ARTICLES[2]
+    write_article(kb, Article(path, title, kind, body.split(".")[0], [kind], ["raw/none.md"],
+                              "2026-01-01", "2026-01-01", f"# {title}\n\n{body}\n"))  # fmt: skip
+    write_indexes(kb, build_catalog(kb))
+    commit_all(kb, "Add an article")
+    with (
+        serving(kb.root, FaultyModel("bad_envelope", stages={"answer"})) as live,
+        watched_page(browser, live.url) as page,
+    ):
+        page.goto("/chat")
+        box = page.get_by_label("Your question")
+        box.fill("How long are nightly backups kept?")
+        box.press("Enter")
+        failed = page.locator(".msg.assistant")
+        expect(failed).not_to_have_attribute("aria-busy", "true", timeout=20_000)
+        expect(failed).to_have_class(re.compile(r"\bfailed\b"))
+        expect(failed.locator(".error")).to_have_text(re.compile(r"^No answer: \S"))
+        shown = page.evaluate(SHOWN)
+        assert [[b[0] for b in a["blocks"]] for a in shown] == [["error"]]
+        page.reload()
+        expect(page.locator(".msg.user")).to_have_text(["How long are nightly backups kept?"])
+        expect(page.locator(".msg.assistant.failed")).to_have_count(1)
+        assert page.evaluate(SHOWN) == shown

@@ -1,8 +1,12 @@
 """Answers streamed as server-sent events, and chat sessions kept in state.db."""
 
 import time
+from html import escape
+
+from starlette.testclient import TestClient
 
 from tests.web.conftest import sse
+from web import create_app
 
 QUESTION = {"question": "How long are nightly backups kept?"}
 ARTICLE = "wiki/concept/nightly-backups.md"
@@ -183,4 +187,65 @@ def test_an_answer_kept_before_the_checked_line_opens_without_one(kb, settings, 
         assert f'Sources: <a href="/{ARTICLE}">Nightly backups</a>' in answer
         assert 'class="checked"' not in answer and 'class="note"' not in answer
         (_, saved) = client.get("/api/sessions/s1").json()["session"]["messages"]
-        assert saved["checked"] == "" and saved["notes"] == []
+        assert saved["checked"] == "" and saved["notes"] == [] and saved["error"] is None
+
+
+def test_an_answer_that_fails_is_kept_as_failed_and_shown_so_on_reload(kb):
+    """The model (real HTTP, loopback) does not answer in time: the question and
+    a failed entry with the error event's message and hint are kept in the session, and
+    a reload shows them as a failed answer (no answer text, no sources, no checked
+    line), not as an answer; the next answer in the session is asked without it."""
+    from contextlib import closing
+
+    from kb_ai.settings import load_settings
+    from retrieval import ChatStore
+    from tests.fakes.faulty_server import FaultyModel, faulty_server
+    from wiki import Article, build_catalog, commit_all, open_state, write_article
+    from wiki.catalog import write_indexes
+
+    body = "# Nightly backups\n\nBackups of the main database run nightly at 02:00.\n"
+    write_article(kb, Article(ARTICLE, "Nightly backups", "concept", "Backups", ["concept"],
+                              ["raw/none.md"], "2026-01-01", "2026-01-01", body))  # fmt: skip
+    write_indexes(kb, build_catalog(kb))
+    commit_all(kb, "Add an article")
+    faulty = FaultyModel("hang", stages={"answer"})
+    with faulty_server(faulty) as server:
+        settings = load_settings(
+            kb.root,
+            {"model": "openai/fake", "api_base": server.base_url, "api_key": "x",
+             "retry_backoff": 0.01, "timeout_answer": 0.5, "coverage_judge": "off"},
+            environ={},
+        )  # fmt: skip
+        app = create_app(settings, status_interval=0.05, worker_poll_seconds=0.05)
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            sid, events = ask(client, {"question": "When do backups run?"})
+            kind, said = events[-1]
+            assert kind == "error" and said["kind"] == "LLMTimeoutError", events
+            page = client.get(f"/chat/{sid}").text
+            asked, failed = page.split('<li class="msg ')[1:3]
+            assert asked.startswith('user">') and "When do backups run?" in asked
+            failed = failed.split("</li>", 1)[0]
+            assert failed.startswith('assistant failed">')
+            assert f'<p class="error">No answer: {escape(said["error"])}</p>' in failed
+            assert said["hint"] in said["error"]  # (what to do, said in the message)
+            assert 'class="md answer"' not in failed and "Sources" not in failed
+            assert 'class="checked"' not in failed
+            (question, entry) = client.get(f"/api/sessions/{sid}").json()["session"]["messages"]
+            assert question["content"] == "When do backups run?" and question["error"] is None
+            shape = {k: said[k] for k in ("ok", "error", "status", "kind", "hint") if k in said}
+            assert entry["error"] == shape and entry["error"]["ok"] is False
+            assert (entry["role"], entry["content"], entry["citations"]) == ("assistant", "", [])
+            assert entry["checked"] == ""
+            (listed,) = client.get("/api/sessions").json()["sessions"]
+            assert listed["messages"] == 1  # the question; the failure is no answer
+
+            faulty.mode = "ok"  # the model is back: the question is asked again
+            again, events = ask(client, {"question": "When do backups run?", "session": sid})
+            assert events[-1][0] == "done", events
+            roles = [
+                m["role"] for m in client.get(f"/api/sessions/{sid}").json()["session"]["messages"]
+            ]
+            assert roles == ["user", "assistant", "user", "assistant"]
+            with closing(open_state(kb)) as conn:
+                history = ChatStore(conn).history(sid)
+            assert [t.role for t in history] == ["user", "user", "assistant"]

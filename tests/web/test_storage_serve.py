@@ -91,7 +91,11 @@ def test_sigterm_ends_an_answer_stream_with_an_error_event_and_keeps_the_questio
     assert (error["ok"], error["status"], error["session"]) == (False, 503, session)
     assert "stopping" in error["error"] and "ask it again" in error["error"]
     assert "kept in its chat session" in error["error"]
-    assert [(m["role"], m["content"]) for m in messages(kb, session)] == [("user", question)]
+    # the question, and that its answer failed so (a reload shows it; no answer)
+    asked, failed = messages(kb, session)
+    assert (asked["role"], asked["content"], asked["error"]) == ("user", question, None)
+    assert (failed["content"], failed["error"]["kind"]) == ("", "ServerStopping")
+    assert failed["error"]["error"] == error["error"]
 
 
 def test_a_question_answered_before_sigterm_is_saved_once(tmp_path):

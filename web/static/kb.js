@@ -232,6 +232,8 @@ function listSession(sid, title) {
   list.prepend(el("li", {}, el("a", { href: `/chat/${sid}`, "aria-current": "page", text: title })));
 }
 
+const FAILED = "No answer:";  // before the error of an answer that failed (chat.html too)
+
 function initChat() {
   const chat = $("#chat");
   const form = $("#ask-form");
@@ -314,9 +316,11 @@ function initChat() {
           // the citation-faithfulness check: how many cited claims their lines support
           if (event.data.checked) item.append(el("p", { class: "checked", text: event.data.checked }));
           follow();
-        } else if (event.type === "error") {
+        } else if (event.type === "error") {  // marked as failed, as a reload shows it
           stage.remove();
-          item.append(el("p", { class: "error", role: "alert", text: event.data.error }));
+          item.classList.add("failed");
+          if (!answer.textContent) answer.remove();
+          item.append(el("p", { class: "error", role: "alert", text: `${FAILED} ${event.data.error}` }));  // (its hint in it)
         }
       }
     } catch (e) {
