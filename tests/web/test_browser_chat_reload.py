@@ -6,27 +6,12 @@ import re
 
 import pytest
 
-from kb_ai.service import corpora, open_kb
 from tests.fakes.kb_responder import respond
 from tests.web.conftest import BROWSER, serving
-from wiki import Article, KnowledgeBase, build_catalog, commit_all, write_article
-from wiki.catalog import write_indexes
-from wiki.corpora import CorpusFilter
+from tests.web.worker_corpus import ARTICLES, articles_kb, worker_corpus_kb
 
 pytestmark = BROWSER
 expect = pytest.importorskip("playwright.sync_api").expect
-
-ARTICLES = [
-    ("wiki/decision/worker-retries.md", "Worker retries", "decision",
-     "We decided that the worker retries a failed capture with backoff. A capture failed "
-     "twenty times in a row while the spool was locked."),
-    ("wiki/decision/worker-leases.md", "Worker leases", "decision",
-     "We decided that a worker holds a task lease of ten minutes. Two workers compiled the "
-     "same session while the lease was missing."),
-    ("wiki/concept/nightly-backups.md", "Nightly backups", "concept",
-     "Backups of the main database run nightly at 02:00. Backup copies are kept for thirty "
-     "days in a separate account."),
-]  # fmt: skip
 
 # Each part of every answer on the page, as the reader sees it: its blocks in order
 # (class and text) and where each of its links goes.
@@ -38,14 +23,7 @@ SHOWN = """() => [...document.querySelectorAll(".msg.assistant")].map((item) => 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    kb = KnowledgeBase.init(tmp_path_factory.mktemp("browser-reload") / "kb")
-    for path, title, kind, body in ARTICLES:
-        write_article(kb, Article(path, title, kind, body.split(".")[0], [kind], ["raw/none.md"],
-                                  "2026-01-01", "2026-01-01", f"# {title}\n\n{body}\n"))  # fmt: skip
-    write_indexes(kb, build_catalog(kb))
-    commit_all(kb, "Add three articles")
-    okb = open_kb(kb.root, detect=False)
-    corpora.build(okb, "worker", CorpusFilter(types=("decision",)), description="The worker")
+    kb = worker_corpus_kb(tmp_path_factory.mktemp("browser-reload") / "kb")
     with serving(kb.root, respond) as live:
         yield live
 
@@ -103,12 +81,7 @@ def test_a_failed_answer_is_shown_after_a_reload_as_it_was_shown_live(browser, t
     from tests.fakes.faulty_server import FaultyModel
     from tests.web.conftest import watched_page
 
-    kb = KnowledgeBase.init(tmp_path / "kb")
-    path, title, kind, body = ARTICLES[2]
-    write_article(kb, Article(path, title, kind, body.split(".")[0], [kind], ["raw/none.md"],
-                              "2026-01-01", "2026-01-01", f"# {title}\n\n{body}\n"))  # fmt: skip
-    write_indexes(kb, build_catalog(kb))
-    commit_all(kb, "Add an article")
+    kb = articles_kb(tmp_path / "kb", ARTICLES[2:])  # the backups article alone
     with (
         serving(kb.root, FaultyModel("bad_envelope", stages={"answer"})) as live,
         watched_page(browser, live.url) as page,

@@ -4,39 +4,17 @@ only, a synthesis citing each record; the whole wiki stays the default."""
 
 import pytest
 
-from kb_ai.service import corpora, open_kb
 from tests.fakes.kb_responder import respond
 from tests.web.conftest import BROWSER, serving
-from wiki import Article, KnowledgeBase, build_catalog, commit_all, write_article
-from wiki.catalog import write_indexes
-from wiki.corpora import CorpusFilter
+from tests.web.worker_corpus import worker_corpus_kb
 
 pytestmark = BROWSER
 expect = pytest.importorskip("playwright.sync_api").expect
 
-ARTICLES = [
-    ("wiki/decision/worker-retries.md", "Worker retries", "decision",
-     "We decided that the worker retries a failed capture with backoff. A capture failed "
-     "twenty times in a row while the spool was locked."),
-    ("wiki/decision/worker-leases.md", "Worker leases", "decision",
-     "We decided that a worker holds a task lease of ten minutes. Two workers compiled the "
-     "same session while the lease was missing."),
-    ("wiki/concept/nightly-backups.md", "Nightly backups", "concept",
-     "Backups of the main database run nightly at 02:00. Backup copies are kept for thirty "
-     "days in a separate account."),
-]  # fmt: skip
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    kb = KnowledgeBase.init(tmp_path_factory.mktemp("browser-corpus") / "kb")
-    for path, title, kind, body in ARTICLES:
-        write_article(kb, Article(path, title, kind, body.split(".")[0], [kind], ["raw/none.md"],
-                                  "2026-01-01", "2026-01-01", f"# {title}\n\n{body}\n"))  # fmt: skip
-    write_indexes(kb, build_catalog(kb))
-    commit_all(kb, "Add three articles")
-    okb = open_kb(kb.root, detect=False)
-    corpora.build(okb, "worker", CorpusFilter(types=("decision",)), description="The worker")
+    kb = worker_corpus_kb(tmp_path_factory.mktemp("browser-corpus") / "kb")
     with serving(kb.root, respond) as live:
         yield live
 
