@@ -99,23 +99,7 @@ def test_an_answer_keeps_its_checked_line_and_notes_on_every_server(shared, seco
 def test_answers_kept_before_the_checked_line_are_upgraded_without_one(shared):
     """Chat schema version 5 in PostgreSQL: its answers open with no "Cited claims"
     line and no notes, and new answers keep theirs."""
-    from retrieval.sessions import MIGRATIONS
-    from wiki.database import PgConnection, forget_databases, shared_database
-
-    db = shared_database(shared)
-    db.migrate("chat", MIGRATIONS[:5])
-    then = "2026-01-01T00:00:00+00:00"
-    with PgConnection(db) as old:
-        old.execute(
-            "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-            ("s1", "Kept from before", then, then),
-        )
-        old.execute(
-            "INSERT INTO chat_messages (session_id, role, content, citations, created_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            ("s1", "assistant", "Every Tuesday.", '[{"path": "wiki/a.md"}]', then),
-        )
-    forget_databases()  # as a new process of this kb-ai opens it
+    _chat_at_version(shared, 5, '[{"path": "wiki/a.md"}]')
     with closing(open_state(shared)) as conn:
         store = ChatStore(conn)
         (kept,) = store.get("s1")["messages"]
@@ -128,23 +112,7 @@ def test_a_failed_answer_is_kept_as_failed_on_every_server(shared, second):
     """Chat schema version 7 in PostgreSQL, upgraded: its rows read as no failure; a
     failed answer kept on one server is read on another with its error, and is no turn
     of the conversation and no message of the session's count."""
-    from retrieval.sessions import MIGRATIONS
-    from wiki.database import PgConnection, forget_databases, shared_database
-
-    db = shared_database(shared)
-    db.migrate("chat", MIGRATIONS[:7])
-    then = "2026-01-01T00:00:00+00:00"
-    with PgConnection(db) as old:
-        old.execute(
-            "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-            ("s1", "Kept from before", then, then),
-        )
-        old.execute(
-            "INSERT INTO chat_messages (session_id, role, content, citations, created_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            ("s1", "assistant", "Every Tuesday.", "[]", then),
-        )
-    forget_databases()  # as a new process of this kb-ai opens it
+    _chat_at_version(shared, 7, "[]")
     timed_out = {
         "ok": False,
         "error": "openai/fake did not answer within 60 s (answer) (raise timeout_answer)",
@@ -170,3 +138,26 @@ def test_a_failed_answer_is_kept_as_failed_on_every_server(shared, second):
         assert (failed["role"], failed["content"], failed["citations"]) == ("assistant", "", [])
         assert [t.content for t in there.history("s1")] == ["Every Tuesday.", "From which branch?"]
         assert [s["messages"] for s in there.list()] == [2]
+
+
+def _chat_at_version(shared, version: int, citations: str) -> None:
+    """The shared database's chat tables at schema ``version`` holding one session "s1"
+    with one answer, "Every Tuesday." (``citations`` as JSON), as an older kb-ai left it;
+    then forgotten, as a new process of this kb-ai opens it."""
+    from retrieval.sessions import MIGRATIONS
+    from wiki.database import PgConnection, forget_databases, shared_database
+
+    db = shared_database(shared)
+    db.migrate("chat", MIGRATIONS[:version])
+    then = "2026-01-01T00:00:00+00:00"
+    with PgConnection(db) as old:
+        old.execute(
+            "INSERT INTO chat_sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            ("s1", "Kept from before", then, then),
+        )
+        old.execute(
+            "INSERT INTO chat_messages (session_id, role, content, citations, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            ("s1", "assistant", "Every Tuesday.", citations, then),
+        )
+    forget_databases()
