@@ -40,6 +40,16 @@ MAX_SENTENCE_CHARS = 600
 # added in tests/retrieval/test_extractive.py (0.45).
 ADDS_SHARE = 0.4
 NOT_COVERED = "The wiki does not cover this question."
+# A word of the question only the headings a sentence sits under hold (its page's title
+# first: a compiled page's sections are ## headings under it) weighs this much of one it
+# holds itself. On the development sets of bench/ask/coverage.py (the stand-in quoting
+# the first two offered; their pages have a title and no headings), right answers at
+# the shipped threshold went 127 -> 129, 131, 131, 132, 133 and 121 at 0.25, 0.5, 0.75,
+# 0.9, 1.0 and 1.5 ("He attended the district school and graduated from Hebron
+# Academy." under "Charles Andrews (Maine politician)"), abstentions unchanged: a
+# sentence is read with the headings above it as a list item is with its lead-in.
+HEADING_WEIGHT = 1.0
+TITLE_AS_HEADING = True
 
 # A sentence ends at . ! or ? (or one closed by emphasis or a quote: "*Transcript of a
 # chat.* The agent ...") and a space before a capital or a digit, unless the stop
@@ -72,6 +82,8 @@ _WIKILINK = re.compile(r"\[\[([^\]|#\n]{1,200})(?:#[^\]|\n]*)?(?:\|([^\]\n]{1,20
 _MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+# An ATX heading ("## Session cache TTL", closing #s dropped); "#hashtag" is not one.
+_HEADING = re.compile(r"^(#{1,6})(?:\s+(.*?))?(?:\s+#+)?\s*$")
 # A pick reply as a grammar writes it: ids are read as they stream in only while the text
 # so far is this head and a list of plain strings.
 _PICKS_HEAD = re.compile(r'\s*\{\s*"sentences"\s*:\s*\[')
@@ -91,7 +103,8 @@ class Sentence:
     date: str = ""  # its page's date
     history: tuple[Sentence, ...] = ()  # older pages' sentences on its fact (dated.py)
     # the question's terms it holds (with its header or lead-in), each with its weight:
-    # its rarity among the sentences read (empty when offered without a question)
+    # its rarity among the sentences read, HEADING_WEIGHT of it for a term only the
+    # headings it sits under hold (empty when offered without a question)
     weights: tuple[tuple[str, float], ...] = ()
 
     @property
@@ -130,22 +143,29 @@ def number_sentences(
         # table row is read with its header, a list item with its lead-in, as they are
         # quoted (and as coverage.py reads them): "How do I roll back a release?" is
         # answered by the steps under "To roll back a release:", which do not say so.
+        # A sentence is read under the headings it sits under too, its page's title first
+        # ("It is now 15 minutes." under "## Session cache TTL"), their words weighing
+        # HEADING_WEIGHT of its own; they are not quoted with it.
         wanted = query_terms(question)
-        hits = [
-            (_hits(" ".join([u.text, *u.header, u.lead]), wanted), i, u, page)
-            for _, i, u, page in found
-        ]
-        df = Counter(t for h, *_ in hits for t in h)
+        hits = []
+        for _, i, u, page in found:
+            own = _hits(" ".join([u.text, *u.header, u.lead]), wanted)
+            above = _hits(" ".join(_section(u, page)), wanted) - own if HEADING_WEIGHT else set()
+            hits.append((own, above, i, u, page))
+        df = Counter(t for own, above, *_ in hits for t in own | above)
         n = len(hits)
         rarity = {t: math.log((n + 1) / (df[t] + 0.5)) for t in df}
-        held = {i: tuple(sorted((t, rarity[t]) for t in h)) for h, i, _, _ in hits}
-
-        def weight(h: set[str]) -> float:
-            return sum(rarity[t] for t in h)
+        held = {
+            i: tuple(sorted([(t, rarity[t]) for t in own]
+                            + [(t, HEADING_WEIGHT * rarity[t]) for t in above]))
+            for own, above, i, _, _ in hits
+        }  # fmt: skip
 
         found = sorted(
-            ((-weight(h), i, u, page) for h, i, u, page in hits if h), key=lambda f: f[:2]
-        )
+            ((-sum(w for _, w in held[i]), i, u, page) for own, above, i, u, page in hits
+             if own or above),
+            key=lambda f: f[:2],
+        )  # fmt: skip
     # A sentence an older dated page states otherwise than a newer one is not offered on
     # its own: it is quoted after the newer one, as its history (dated.py).
     later: dict[int, int] = {}
@@ -166,6 +186,14 @@ def number_sentences(
             s = replace(s, weights=held[found[k][1]])
         out.append(NumberedPage(page.path, page.title, [s]))
     return out
+
+
+def _section(u: Unit, page: Page) -> tuple[str, ...]:
+    """The headings a sentence sits under, its page's title first when TITLE_AS_HEADING
+    (a compiled page's sections are ## headings under its title, not repeated)."""
+    if TITLE_AS_HEADING and page.title and (not u.section or u.section[0] != page.title):
+        return (page.title, *u.section)
+    return u.section
 
 
 def _sentence(id: str, u: Unit, page: Page) -> Sentence:
@@ -202,6 +230,7 @@ class Unit:
     lead: str = ""
     marker: str = ""
     cells: tuple[str, ...] = ()
+    section: tuple[str, ...] = ()  # the headings it sits under, outermost first
 
 
 def sentences_of(text: str) -> Iterator[str]:
@@ -213,7 +242,8 @@ def units_of(text: str) -> Iterator[Unit]:
     """The sentences of a page: a paragraph or list item wrapped over several lines is
     joined first (notes are often hard-wrapped, and a sentence cut at a line end was
     quoted cut); each table row is one, with its table's header row (which is not one
-    itself); headings, code and table rules are left out."""
+    itself); headings, code and table rules are left out. Each knows the headings it
+    sits under (``section``: "## Session cache TTL" above "It is now 15 minutes.")."""
     in_code = False
     block: list[str] = []
     lines = [*text.splitlines(), ""]
@@ -221,6 +251,8 @@ def units_of(text: str) -> Iterator[Unit]:
     lead = marker = speaker = ""
     in_list = False
     transcript = _is_transcript(lines)
+    headings: list[tuple[int, str]] = []  # (level, text) of the headings above
+    section: tuple[str, ...] = ()
     for i, line in enumerate(lines):
         stripped = line.strip()
         fence = _FENCE.match(line)
@@ -230,13 +262,22 @@ def units_of(text: str) -> Iterator[Unit]:
         turn = _TURN.match(line) if transcript and not skipped else None
         if block and (skipped or item or turn or not stripped or stripped.startswith("|")):
             # the paragraph, item or speaker turn so far is whole
-            yield from _units(" ".join(block), marker, lead if marker else "", speaker)
+            units = _units(" ".join(block), marker, lead if marker else "", speaker)
+            yield from (replace(u, section=section) for u in units)
             if not marker:
                 last = block[-1].rstrip()
                 lead = last if last.endswith(":") and len(last) <= 300 else ""
             block = []
         if stripped.startswith("#") and not in_code and not fence:
             lead, in_list = "", False
+            if heading := _HEADING.match(stripped):
+                level = len(heading.group(1))
+                headings = [h for h in headings if h[0] < level]
+                if title := _WIKILINK.sub(
+                    lambda m: m.group(2) or m.group(1), heading.group(2) or ""
+                ):
+                    headings.append((level, title.strip()))
+                section = tuple(t for _, t in headings)
         if skipped:
             continue
         if stripped.startswith("|"):
@@ -245,7 +286,8 @@ def units_of(text: str) -> Iterator[Unit]:
                 header = cells  # the header row: quoted with each row, not alone
                 continue
             row = " | ".join(c for c in cells if c)
-            yield from (replace(u, header=header, cells=cells) for u in _units(row, "", ""))
+            units = _units(row, "", "")
+            yield from (replace(u, header=header, cells=cells, section=section) for u in units)
             continue
         header = ()
         if not block:

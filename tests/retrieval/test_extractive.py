@@ -584,3 +584,47 @@ def test_a_table_row_with_an_ellipsis_in_its_code_span_is_quoted_as_the_page_wri
     )
     assert not [f for f in answer.findings if f.check == "grounding"], answer.findings
     assert answer.faithfulness == 1.0
+
+
+CACHE = (
+    "wiki/concept/caching.md",
+    "Caching",
+    "How the caches are set.",
+    "Most caches live in Redis. The page cache is warmed at startup.\n\n"
+    "## Session cache TTL\n\n"
+    "It is now 15 minutes; it was 30 minutes before.\n\n"
+    "## Page cache size\n\n"
+    "The page cache holds 2 GB. A session cache entry is a few hundred bytes.\n",
+)
+
+
+def test_a_sentence_is_offered_and_quoted_for_the_words_of_the_heading_it_sits_under(kb, settings):
+    """Under "## Session cache TTL", "It is now 15 minutes; it was 30 minutes before."
+    holds none of the words of "What is the session cache TTL?", although a reader sees
+    the heading right above it: the question was declined (no sentence read holds
+    "TTL"), and the sentence was not even offered (the one of another section that says
+    "session cache" was). It is the answer now, quoted without the heading."""
+    make_wiki(kb, [CACHE, DEPLOY])
+    llm = FakeLLM(first_picks(2, [CACHE[0]]))
+    answer = asyncio.run(ask(kb, small(settings), llm, "What is the session cache TTL?"))
+    assert answer.covered, answer.findings
+    assert unplaced(answer.answer) == (
+        f"It is now 15 minutes; it was 30 minutes before. [Caching]({CACHE[0]})"
+    )
+    # a sentence holding more of the question itself still comes first
+    pages = [Page(CACHE[0], CACHE[1], CACHE[3], False)]
+    offered = number_sentences(pages, "How big is a session cache entry?")
+    assert offered[0].sentences[0].text == "A session cache entry is a few hundred bytes."
+
+
+def test_a_sentence_is_read_under_its_pages_title():
+    """A page's sentences speak of its title's subject without naming it ("She trained
+    at ..." on the page "Ada Park"): the one that answers comes before the one that only
+    names her, as if the title were a heading above them."""
+    text = "Ada Park is a senior engineer on the payments team. She trained at Hebron Academy."
+    pages = [Page("wiki/entity/ada-park.md", "Ada Park", text, False)]
+    offered = number_sentences(pages, "Where did Ada Park train?")
+    assert [s.text for p in offered for s in p.sentences] == [
+        "She trained at Hebron Academy.",
+        "Ada Park is a senior engineer on the payments team.",
+    ]
