@@ -161,10 +161,15 @@ def number_sentences(
             for own, above, i, _, _ in hits
         }  # fmt: skip
 
+        # Of sentences that weigh the same, those holding more of the question themselves
+        # first: under a title that names the question every sentence of its page weighs
+        # the same, and the first few in page order held none of its words (the judge,
+        # shown the best four, then found none that answers).
+        own_weight = {i: sum(rarity[t] for t in own) for own, _, i, _, _ in hits}
         found = sorted(
             ((-sum(w for _, w in held[i]), i, u, page) for own, above, i, u, page in hits
              if own or above),
-            key=lambda f: f[:2],
+            key=lambda f: (f[0], -own_weight[f[1]], f[1]),
         )  # fmt: skip
     # A sentence an older dated page states otherwise than a newer one is not offered on
     # its own: it is quoted after the newer one, as its history (dated.py).

@@ -628,3 +628,19 @@ def test_a_sentence_is_read_under_its_pages_title():
         "She trained at Hebron Academy.",
         "Ada Park is a senior engineer on the payments team.",
     ]
+
+
+def test_under_a_title_that_names_the_question_the_sentences_saying_it_come_first():
+    """"What does the wiki say about fixing the flaky jobs test?" over the page of that
+    title: its title gives every sentence all the question's words, and the first ones
+    in page order said none of them, so the best four (what the coverage judge is shown)
+    held nothing of the question. Sentences holding its words themselves come first."""
+    text = (
+        "The session started on a Monday. It ran in the api repository. The agent read "
+        "the logs first. It then opened the worker module. The jobs test was flaky because "
+        "two workers claimed one row; fixing it took a row lock."
+    )
+    title = "Coding session: fixing the flaky jobs test"
+    pages = [Page("wiki/concept/coding-session.md", title, text, False)]
+    offered = number_sentences(pages, f"What does the wiki say about {title}?")
+    assert offered[0].sentences[0].text.startswith("The jobs test was flaky")
