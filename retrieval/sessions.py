@@ -13,13 +13,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb_ai.errors import NotFoundError, UsageError
 from retrieval.ask import Turn
 from wiki import one_line
 from wiki.database import store_connection
+
+if TYPE_CHECKING:
+    from retrieval.answer import Answer
 
 MIGRATIONS = (
     "CREATE TABLE chat_sessions (id TEXT PRIMARY KEY, title TEXT NOT NULL, created_at TEXT NOT NULL,"
@@ -51,6 +55,27 @@ def _now() -> str:
 
 def _short(text: str) -> str:
     return text if len(text) <= ERROR_MAX else text[: ERROR_MAX - 1] + "…"
+
+
+@dataclass(frozen=True)
+class _Message:
+    """One row of chat_messages, as it is written."""
+
+    role: str
+    content: str
+    citations: list[dict] | None = None
+    checked: str = ""
+    notes: list[str] | None = None
+    error: dict[str, Any] | None = None
+
+
+def _failed(error: dict[str, Any], notes: list[str] | None) -> _Message:
+    """The message of an answer that failed: ``error`` kept short, in the one shape."""
+    kept = {"ok": False, "error": _short(str(error.get("error") or "the answer failed"))}
+    kept |= {k: error[k] for k in ("status", "kind") if error.get(k) is not None}
+    if error.get("hint"):
+        kept["hint"] = _short(str(error["hint"]))
+    return _Message("assistant", "", None, "", notes, kept)
 
 
 class ChatStore:
@@ -153,50 +178,49 @@ class ChatStore:
         """Add a message; an answer's with what was shown beside it: its sources
         (``citations``), its citation-faithfulness line (``checked``, Answer.checked)
         and the notes above it."""
-        self._insert(sid, role, content, citations, checked, notes, None)
+        self._insert(sid, _Message(role, content, citations, checked, notes))
 
     def append_failed(
         self, sid: str, error: dict[str, Any], notes: list[str] | None = None
     ) -> None:
         """Add an answer that failed: ``error`` in kb-ai's one error shape (error_fields),
         its message and hint kept short; no text, no sources, no checked line."""
-        kept = {"ok": False, "error": _short(str(error.get("error") or "the answer failed"))}
-        kept |= {k: error[k] for k in ("status", "kind") if error.get(k) is not None}
-        if error.get("hint"):
-            kept["hint"] = _short(str(error["hint"]))
-        self._insert(sid, "assistant", "", None, "", notes, kept)
+        self._insert(sid, _failed(error, notes))
 
-    def _insert(
-        self,
-        sid: str,
-        role: str,
-        content: str,
-        citations: list[dict] | None,
-        checked: str,
-        notes: list[str] | None,
-        error: dict[str, Any] | None,
-    ) -> None:
-        if role not in ("user", "assistant"):
-            raise UsageError(f"unknown role {role!r}")
+    def keep_answer(self, sid: str, question: str, answer: Answer, notes: list[str]) -> None:
+        """A question and its answer as they were shown (sources, the checked line, the
+        notes above it), together: the web chat and ``kb-ai chat`` keep a turn so."""
+        citations = [c.as_dict() for c in answer.citations]
+        reply = _Message("assistant", answer.answer, citations, answer.checked, notes)
+        self._insert(sid, _Message("user", question), reply)
+
+    def keep_failed(self, sid: str, question: str, error: dict[str, Any], notes: list[str]) -> None:
+        """A question and the failure of its answer (see :meth:`append_failed`), together."""
+        self._insert(sid, _Message("user", question), _failed(error, notes))
+
+    def _insert(self, sid: str, *messages: _Message) -> None:
+        """Add ``messages`` in one transaction (the session must be one of the owner's)."""
+        for m in messages:
+            if m.role not in ("user", "assistant"):
+                raise UsageError(f"unknown role {m.role!r}")
         self.get(sid)
         now = _now()
-        shown = json.dumps(notes, ensure_ascii=False) if notes else None
-        failed = json.dumps(error, ensure_ascii=False) if error else None
         with self.conn:
-            self.conn.execute(
-                "INSERT INTO chat_messages (session_id, role, content, citations, created_at,"
-                " checked, notes, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    sid,
-                    role,
-                    content,
-                    json.dumps(citations or [], ensure_ascii=False),
-                    now,
-                    checked or None,
-                    shown,
-                    failed,
-                ),
-            )
+            for m in messages:
+                self.conn.execute(
+                    "INSERT INTO chat_messages (session_id, role, content, citations,"
+                    " created_at, checked, notes, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        sid,
+                        m.role,
+                        m.content,
+                        json.dumps(m.citations or [], ensure_ascii=False),
+                        now,
+                        m.checked or None,
+                        json.dumps(m.notes, ensure_ascii=False) if m.notes else None,
+                        json.dumps(m.error, ensure_ascii=False) if m.error else None,
+                    ),
+                )
             self.conn.execute("UPDATE chat_sessions SET updated_at = ? WHERE id = ?", (now, sid))
 
     def rename(self, sid: str, title: str) -> dict[str, Any]:

@@ -211,24 +211,16 @@ def event_data(event: AskEvent, sid: str | None) -> dict[str, Any]:
     return data
 
 
-def _save_failed(
-    svc: Services, who: Visitor, sid: str, question: str, error: dict, notes: list[str]
-) -> None:
-    """Keep a question whose answer failed, and the failure (its error as the ``error``
-    event carried it), so that reopening the session shows that it failed."""
-    with svc.db() as conn:
-        store = chat_store(conn, who)
-        store.append(sid, "user", question)
-        store.append_failed(sid, error, notes)
-
-
 def _keep_failed(
     svc: Services, who: Visitor, sid: str, question: str, error: dict, notes: list[str]
 ) -> None:
-    """:func:`_save_failed` where the database may be what failed: a failure to keep it
-    is logged, the reader is told the first error."""
+    """Keep a question whose answer failed, and the failure (its error as the ``error``
+    event carried it), so that reopening the session shows that it failed; where the
+    database may be what failed, a failure to keep it is logged (the reader is told the
+    first error)."""
     try:
-        _save_failed(svc, who, sid, question, error, notes)
+        with svc.db() as conn:
+            chat_store(conn, who).keep_failed(sid, question, error, notes)
     except StorageError as exc:
         log.warning("could not keep the question in chat session %s: %s", sid, exc)
 
@@ -239,9 +231,4 @@ def _save(
     """Keep the question and its answer with what the page showed beside it (sources,
     the "Cited claims" line, the notes), so that reopening the session shows it so."""
     with svc.db() as conn:
-        store = chat_store(conn, who)
-        store.append(sid, "user", question)
-        citations = [c.as_dict() for c in answer.citations]
-        store.append(
-            sid, "assistant", answer.answer, citations, checked=answer.checked, notes=notes
-        )
+        chat_store(conn, who).keep_answer(sid, question, answer, notes)

@@ -266,21 +266,12 @@ def chat(ctx: Context, session_id: str | None, corpus: str | None, model: str | 
                     # kept as asked and failed, so that reopening the chat shows it so
                     from kb_ai.service import error_fields
 
-                    store.append(session["id"], "user", question)
                     failed = exc.error if isinstance(exc, CliError) else exc
-                    store.append_failed(session["id"], error_fields(failed), notes)
+                    store.keep_failed(session["id"], question, error_fields(failed), notes)
                     continue
                 _print_sources(answer)
-                store.append(session["id"], "user", question)
-                citations = [c.as_dict() for c in answer.citations]
-                store.append(  # with what the chat page shows of it when reopened there
-                    session["id"],
-                    "assistant",
-                    answer.answer,
-                    citations,
-                    checked=answer.checked,
-                    notes=notes,
-                )
+                # with what the chat page shows of it when reopened there
+                store.keep_answer(session["id"], question, answer, notes)
         finally:
             loop.run_until_complete(llm.aclose())
             loop.close()

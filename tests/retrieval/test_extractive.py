@@ -631,8 +631,8 @@ def test_a_sentence_is_read_under_its_pages_title():
 
 
 def test_under_a_title_that_names_the_question_the_sentences_saying_it_come_first():
-    """"What does the wiki say about fixing the flaky jobs test?" over the page of that
-    title: its title gives every sentence all the question's words, and the first ones
+    """Asked "What does the wiki say about fixing the flaky jobs test?" over the page of
+    that title: its title gives every sentence all the question's words, and the first ones
     in page order said none of them, so the best four (what the coverage judge is shown)
     held nothing of the question. Sentences holding its words themselves come first."""
     text = (
