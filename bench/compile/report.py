@@ -121,20 +121,23 @@ def render(
     lines += [
         "",
         "Where the time of the median run went (seconds from the start of the run, from the "
-        "server's arrival times): the first call; the last extract/classify reply; the first "
+        "server's arrival times): the first call; the spread of the first round (from the "
+        "first call to the one that filled the last slot: each slot's next call follows its "
+        "own reply, so the rounds after keep it); the last extract/classify reply; the first "
         "write call (the write stage starts only when every source is extracted and "
         "classified); the last write reply; what followed it (indexes, state.db, git "
         "commit); and the mean number of calls in flight (N x d / wall).",
         "",
-        "| in flight | docs | s/call | first call | last prepare reply | first write call | "
-        "gap at stage barrier | last write reply | after last reply | mean in flight |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| in flight | docs | s/call | first call | first round spread | last prepare reply | "
+        "first write call | gap at stage barrier | last write reply | after last reply | "
+        "mean in flight |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in all_runs:
         t = r.timeline()
         lines.append(
             f"| {r.concurrency} | {r.docs} | {r.delay:g} | {t.get('first_call_s', 0):.2f} | "
-            f"{t.get('last_prepare_reply_s', 0):.2f} | {t.get('first_write_call_s', 0):.2f} | "
+            f"{t.get('first_round_spread_s', 0):.2f} | {t.get('last_prepare_reply_s', 0):.2f} | {t.get('first_write_call_s', 0):.2f} | "
             f"{t.get('barrier_gap_s', 0):.2f} | {t.get('last_write_reply_s', 0):.2f} | "
             f"{t.get('tail_after_last_reply_s', 0):.2f} | {t.get('mean_in_flight', 0):.1f} |"
         )

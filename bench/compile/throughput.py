@@ -75,6 +75,10 @@ class Run:
         prep = [t for t, s in rel if s in ("extract", "classify")]
         write = [t for t, s in rel if s in ("write", "patch")]
         out = {"first_call_s": min(t for t, _ in rel)}
+        # How long the run took to fill every slot once: a spread the later rounds keep
+        # (each slot's next call follows its own reply), so the run ends that much later.
+        starts = sorted(t for t, _ in rel)[: self.concurrency]
+        out["first_round_spread_s"] = starts[-1] - starts[0]
         if prep:
             out["last_prepare_reply_s"] = max(prep) + self.delay
         if write:
