@@ -180,13 +180,6 @@ class ChatStore:
         and the notes above it."""
         self._insert(sid, _Message(role, content, citations, checked, notes))
 
-    def append_failed(
-        self, sid: str, error: dict[str, Any], notes: list[str] | None = None
-    ) -> None:
-        """Add an answer that failed: ``error`` in kb-ai's one error shape (error_fields),
-        its message and hint kept short; no text, no sources, no checked line."""
-        self._insert(sid, _failed(error, notes))
-
     def keep_answer(self, sid: str, question: str, answer: Answer, notes: list[str]) -> None:
         """A question and its answer as they were shown (sources, the checked line, the
         notes above it), together: the web chat and ``kb-ai chat`` keep a turn so."""
@@ -195,7 +188,9 @@ class ChatStore:
         self._insert(sid, _Message("user", question), reply)
 
     def keep_failed(self, sid: str, question: str, error: dict[str, Any], notes: list[str]) -> None:
-        """A question and the failure of its answer (see :meth:`append_failed`), together."""
+        """A question and the answer that failed, together: ``error`` in kb-ai's one error
+        shape (error_fields), its message and hint kept short; no text, no sources, no
+        checked line."""
         self._insert(sid, _Message("user", question), _failed(error, notes))
 
     def _insert(self, sid: str, *messages: _Message) -> None:

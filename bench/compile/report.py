@@ -137,7 +137,8 @@ def render(
         t = r.timeline()
         lines.append(
             f"| {r.concurrency} | {r.docs} | {r.delay:g} | {t.get('first_call_s', 0):.2f} | "
-            f"{t.get('first_round_spread_s', 0):.2f} | {t.get('last_prepare_reply_s', 0):.2f} | {t.get('first_write_call_s', 0):.2f} | "
+            f"{t.get('first_round_spread_s', 0):.2f} | {t.get('last_prepare_reply_s', 0):.2f} | "
+            f"{t.get('first_write_call_s', 0):.2f} | "
             f"{t.get('barrier_gap_s', 0):.2f} | {t.get('last_write_reply_s', 0):.2f} | "
             f"{t.get('tail_after_last_reply_s', 0):.2f} | {t.get('mean_in_flight', 0):.1f} |"
         )

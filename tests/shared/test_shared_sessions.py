@@ -126,8 +126,7 @@ def test_a_failed_answer_is_kept_as_failed_on_every_server(shared, second):
         here = ChatStore(conn)
         (kept,) = here.get("s1")["messages"]
         assert (kept["content"], kept["error"]) == ("Every Tuesday.", None)
-        here.append("s1", "user", "From which branch?")
-        here.append_failed("s1", timed_out)
+        here.keep_failed("s1", "From which branch?", timed_out, [])
     with closing(open_state(second)) as conn:
         there = ChatStore(conn)
         *_, asked, failed = there.get("s1")["messages"]
