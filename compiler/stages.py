@@ -22,7 +22,7 @@ from functools import partial
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.ahead import Ahead, is_current, previous_extraction
-from compiler.allocate import Identities, allocate_source, copy_in_run, taken_slugs
+from compiler.allocate import Identities, allocate_source, copy_in_run, is_new, taken_slugs
 from compiler.claims import ExtractionClaims, claim_key
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
@@ -45,7 +45,7 @@ from compiler.record import (
 from compiler.recovery import after_learning, before_recording, finish_journal, journaled
 from compiler.result import COPY, Deletion, Failure, Revision
 from compiler.sources import Source
-from compiler.state import Plan, PlannedArticle, RunState, Work
+from compiler.state import Pending, Plan, PlannedArticle, RunState, Work
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 from kb_ai.settings import Settings
@@ -92,9 +92,9 @@ class RunContext:
 
 
 async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
-    """Every pending source read (one after another, in input order, which hands out raw
-    slugs deterministically), stored in raw/, extracted and classified, each on its way
-    to the model as soon as it is read."""
+    """Every pending source read, its extraction asked for as soon as it is read; then
+    each given its raw slug (one after another, in input order, which hands out slugs
+    deterministically), stored in raw/ and classified once extracted."""
     ctx.progress("stage", name="extract", total=len(state.pending))
     failed: list[Failure] = []
     skipped: list[str] = []
@@ -104,25 +104,44 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
     taken = taken_slugs(state.known)
     found = Identities()  # revisions recognised, perhaps-revisions, copies superseded
 
-    async def prepare(w: Work) -> Work:
-        w = await classify(ctx, await extract(ctx, w))
+    async def prepare(w: Work, asked: asyncio.Future | None) -> Work:
+        w = await classify(ctx, await extract(ctx, w, asked))
         ctx.progress("advance", name="extract", item=w.source.origin)
         return w
 
+    def gone(item: Pending, reason: str) -> None:
+        failed.append(Failure(item.origin, reason))
+        ctx.progress("advance", name="extract", item=item.origin)
+
+    # Read first, every source, a new one's extraction asked for as soon as it is read:
+    # the model's slots fill at the pace of reading alone. Slugs (state.db's identity
+    # index, 1-2 ms a source) and raw copies come after, while the model works: given
+    # between the reads, they spaced the first calls 4-5 ms apart, a spread every later
+    # round kept (issue 23: 34-41 ms a compile at 16 in flight, bench.compile.paired).
+    read: list[tuple[Pending, Source, asyncio.Future | None]] = []
+    checksums: set[str] = set()
+    for item in state.pending:
+        if ctx.interrupted:
+            gone(item, "interrupted before it was read")
+            continue
+        try:  # intake's deferred read (compiler/intake.py)
+            src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
+        except KbAiError as exc:
+            gone(item, str(exc))
+            continue
+        if isinstance(src, Skipped):  # an agent session with nothing new
+            skipped.append(src.key)
+            ctx.progress("advance", name="extract", item=item.origin)
+            continue
+        read.append((item, src, _ask_early(ctx, src, state, checksums)))
+        checksums.add(src.checksum)
     with closing(open_state(ctx.kb, any_thread=True)) as conn:
         index = await run_io(SourceIndex, ctx.kb, conn, state.known)
-        for item in state.pending:
-            if ctx.interrupted:
-                failed.append(Failure(item.origin, "interrupted before it was read"))
-                continue
-            try:  # intake's deferred read (compiler/intake.py)
-                src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
-                if isinstance(src, Skipped):  # an agent session with nothing new
-                    skipped.append(src.key)
-                    ctx.progress("advance", name="extract", item=item.origin)
-                    continue
+        for item, src, asked in read:  # (interrupted: each read one is reported as such)
+            try:
                 copy = copy_in_run(src, state.known, found)
                 if copy is not None:  # one document twice in this run: one source
+                    _drop(asked)
                     found.revisions.append(Revision(src.origin, copy, COPY, 1.0))
                     ctx.progress("advance", name="extract", item=item.origin)
                     continue
@@ -130,14 +149,16 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
                 w = await run_io(partial(allocate_source, src, state.known, taken, index, found,
                                          arrival=state.arrivals.get(src.origin)))  # fmt: skip
             except KbAiError as exc:
-                failed.append(Failure(item.origin, str(exc)))
-                ctx.progress("advance", name="extract", item=item.origin)
+                _drop(asked)
+                gone(item, str(exc))
                 continue
             redactions += src.redactions
             taken.add(w.slug)
             work.append(w)
-            tasks.append(ctx.tasks.spawn(prepare(w)))
+            tasks.append(ctx.tasks.spawn(prepare(w, asked)))
     outcomes = await ctx.tasks.collect(tasks)
+    for _, _, asked in read:  # an interrupted run's, never awaited
+        _drop(asked)
     done: list[Work] = []
     for w, task, outcome in zip(work, tasks, outcomes, strict=True):
         if outcome is None:
@@ -158,11 +179,12 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
     return replace(state, result=result, work=tuple(done))
 
 
-async def extract(ctx: RunContext, w: Work) -> Work:
+async def extract(ctx: RunContext, w: Work, asked: asyncio.Future | None = None) -> Work:
     """``w`` with its extraction: the stored one when it is of this source, model and
     prompt version (an interrupted or failed run already paid for it), else the model's
-    (asked before the run took the lock, compiler/ahead.py, or now). Its raw copy is
-    written meanwhile, and kept even when the model fails."""
+    (asked before the run took the lock, compiler/ahead.py; by ``asked``, the call made
+    as the source was read; or now). Its raw copy is written meanwhile, and kept even
+    when the model fails."""
     src = w.source
     model = ctx.settings.model or ""
     # A source seen for the first time has no earlier extraction: no thread to look.
@@ -175,7 +197,12 @@ async def extract(ctx: RunContext, w: Work) -> Work:
         ahead = ctx.ahead.of(src, model, ctx.mode)
         if isinstance(ahead, KbAiError):  # the model failed it then: one try, as ever
             raise ahead
-        extraction = ahead if ahead is not None else await _extract_claimed(ctx, src)
+        if ahead is not None:
+            extraction = ahead
+        elif asked is not None:
+            extraction = await asked
+        else:
+            extraction = await _extract_claimed(ctx, src)
         await run_io(
             write_extraction,
             ctx.kb,
@@ -194,7 +221,35 @@ async def extract(ctx: RunContext, w: Work) -> Work:
             previous = Extraction.from_data(old.data).to_markdown()
         return replace(w, extraction=extraction, previous_text=previous)
     finally:
+        _drop(asked)  # not needed after all (an earlier extraction reused), or failed here
         await raw  # written even when the model failed: the next run reuses it
+
+
+def _ask_early(
+    ctx: RunContext, src: Source, state: RunState, checksums: set[str]
+) -> asyncio.Future | None:
+    """The model's extraction of a source seen for the first time (read, not yet given
+    a slug), asked for now. None for the others, which are asked (or not) once they
+    have their slug: a source compiled or tried before (a failed or interrupted run may
+    have left its extraction, which is reused, not paid for again), a second copy of a
+    text this run read already (it is recorded as the first), a source extracted before
+    the lock (compiler/ahead.py)."""
+    if not is_new(src, state.known) or src.checksum in checksums:
+        return None
+    if ctx.ahead.of(src, ctx.settings.model or "", ctx.mode) is not None:
+        return None
+    return ctx.tasks.spawn(_extract_claimed(ctx, src))
+
+
+def _drop(asked: asyncio.Future | None) -> None:
+    """An early call not used: cancelled if still under way, and a failure it ended
+    with taken, so that nothing reports it (its reply, if it came, was cached)."""
+    if asked is None:
+        return
+    if not asked.done():
+        asked.cancel()
+    elif not asked.cancelled():
+        asked.exception()
 
 
 async def _extract_claimed(ctx: RunContext, src: Source) -> Extraction:

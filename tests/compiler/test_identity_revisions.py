@@ -12,6 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kb_ai.cli import main
+from tests.fakes.kb_responder import stage_of
 from wiki import list_articles, list_raw, read_article
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "notes"
@@ -221,6 +222,9 @@ def test_two_copies_of_one_text_in_one_run_are_one_source(kb, fake_model, tmp_pa
     write(tmp_path / "b" / "deploy-howto-copy.md", DEPLOY)
     summary = compile_json(kb, tmp_path / "a", tmp_path / "b")
     assert list_raw(kb) == [RAW] and len(titled(kb)) == 1 and len(list_articles(kb)) == 1
+    # the model is asked about the text once: the second copy's extraction is not asked
+    # for, although every source's is asked as soon as it is read
+    assert [stage_of(r) for r in fake_model.requests].count("extract") == 1
     (copy,) = summary["revisions"]
     assert copy["raw_path"] == RAW and copy["way"] == "the same text, a copy in this run"
     assert copy["origin"].endswith("deploy-howto-copy.md")
