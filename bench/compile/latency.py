@@ -40,8 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compile.corpus import ADR_DIR, adr_files
-from bench.compile.fake_model import FakeModelProcess
-from bench.compile.throughput import compile_once, make_settings
+from bench.compile.throughput import fresh_compiler, warm_fake
 
 
 class CallClock:
@@ -174,9 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
-    from compiler import Compiler
     from kb_ai.llm._litellm import _litellm
-    from wiki import KnowledgeBase
 
     _litellm()  # imported once, outside every timed run (as bench.compile.run)
     if args.free_checks:
@@ -188,14 +185,10 @@ def main(argv: list[str] | None = None) -> None:
     walls: list[float] = []
     runs: list[list] = []
     try:
-        with FakeModelProcess(args.delay) as fake:
-            compile_once("warmup", work, paths[:2], fake, fake, 4)
+        with warm_fake(args.delay, paths, work) as fake:
             for i in range(args.runs):
                 kb_dir = work / f"kb-{i}"
-                compiler = Compiler(
-                    KnowledgeBase.init(kb_dir),
-                    make_settings(kb_dir, fake.base_url, args.concurrency),
-                )
+                compiler = fresh_compiler(kb_dir, fake.base_url, args.concurrency)
                 clock.clear()
                 mark = fake.mark()
                 t0 = time.monotonic()

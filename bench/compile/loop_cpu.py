@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 
 from bench.compile.corpus import ADR_DIR, adr_files
-from bench.compile.fake_model import FakeModelProcess
-from bench.compile.throughput import CHAIN, compile_once, make_settings
+from bench.compile.throughput import CHAIN, fresh_compiler, warm_fake
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -38,22 +37,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--adr-dir", type=Path, default=ADR_DIR)
     args = parser.parse_args(argv)
-    from compiler import Compiler
     from kb_ai.llm._litellm import _litellm
-    from wiki import KnowledgeBase
 
     _litellm()  # imported once, outside every timed run
     paths = adr_files(args.adr_dir)
     work = Path(tempfile.mkdtemp(prefix="kb-bench-loop-"))
     try:
-        with FakeModelProcess(args.delay) as fake:
-            compile_once("warmup", work, paths[:2], fake, fake, 4)
+        with warm_fake(args.delay, paths, work) as fake:
             for i in range(args.runs):
-                kb_dir = work / f"kb-{i}"
-                compiler = Compiler(
-                    KnowledgeBase.init(kb_dir),
-                    make_settings(kb_dir, fake.base_url, args.concurrency),
-                )
+                compiler = fresh_compiler(work / f"kb-{i}", fake.base_url, args.concurrency)
                 load = os.getloadavg()[0]
                 wall0, cpu0, all0 = time.monotonic(), time.thread_time(), time.process_time()
                 kids0 = _children_cpu()

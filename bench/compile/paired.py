@@ -40,8 +40,7 @@ from pathlib import Path
 from types import ModuleType
 
 from bench.compile.corpus import ADR_DIR, adr_files
-from bench.compile.fake_model import FakeModelProcess
-from bench.compile.throughput import compile_once, make_settings
+from bench.compile.throughput import fresh_compiler, warm_fake
 
 VARIANTS = ("base", "free-checks", "stages", "stages+free-checks")
 
@@ -92,9 +91,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown variant(s) {', '.join(unknown)}: choose from {', '.join(VARIANTS)}")
     if any(v.startswith("stages") for v in variants) and args.stages is None:
         parser.error("the stages variants need --stages FILE")
-    from compiler import Compiler
     from kb_ai.llm._litellm import _litellm
-    from wiki import KnowledgeBase
 
     _litellm()  # imported once, outside every timed run (as bench.compile.run)
     install = installer(load_stages(args.stages) if args.stages else None)
@@ -105,16 +102,12 @@ def main(argv: list[str] | None = None) -> None:
     tails: dict[str, list[float]] = {v: [] for v in variants}
     firsts: dict[str, list[float]] = {v: [] for v in variants}
     try:
-        with FakeModelProcess(args.delay) as fake:
-            compile_once("warmup", work, paths[:2], fake, fake, 4)
+        with warm_fake(args.delay, paths, work) as fake:
             for i in range(args.pairs):
                 for variant in variants if i % 2 == 0 else reversed(variants):
                     install(variant)
                     kb_dir = work / f"kb-{i}-{variant}"
-                    compiler = Compiler(
-                        KnowledgeBase.init(kb_dir),
-                        make_settings(kb_dir, fake.base_url, args.concurrency),
-                    )
+                    compiler = fresh_compiler(kb_dir, fake.base_url, args.concurrency)
                     mark = fake.mark()
                     t0 = time.monotonic()
                     result = asyncio.run(compiler.compile_paths(paths))

@@ -9,12 +9,13 @@ import shutil
 import sqlite3
 import time
 from collections import Counter
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench._common import load_average
-from bench.compile.fake_model import DelayedResponder, listen_overflows
+from bench.compile.fake_model import DelayedResponder, FakeModelProcess, listen_overflows
 from tests.fakes.openai_server import FakeOpenAIServer
 
 CHAIN = 3  # calls one after another for a one-chunk source: extract -> classify -> write
@@ -104,6 +105,23 @@ def make_settings(kb_dir: Path, base_url: str, concurrency: int):
         },
         environ={},
     )
+
+
+def fresh_compiler(kb_dir: Path, base_url: str, concurrency: int):
+    """A Compiler for a new knowledge base at ``kb_dir``, its model the fake at ``base_url``."""
+    from compiler import Compiler
+    from wiki import KnowledgeBase
+
+    return Compiler(KnowledgeBase.init(kb_dir), make_settings(kb_dir, base_url, concurrency))
+
+
+@contextmanager
+def warm_fake(delay: float, paths: list[Path], work: Path) -> Iterator[FakeModelProcess]:
+    """The fake model in a process of its own, after one small compile against it (its
+    connections and the client's first imports are not timed)."""
+    with FakeModelProcess(delay) as fake:
+        compile_once("warmup", work, paths[:2], fake, fake, 4)
+        yield fake
 
 
 def compile_once(
