@@ -44,6 +44,9 @@ def test_the_corpus_keeps_other_articles_out_and_the_whole_wiki_has_them(page):
     inside = ask(page, "How long are nightly backups kept?")
     expect(inside.locator(".answer")).to_contain_text("does not cover", timeout=20_000)
     expect(inside.locator(".cites")).to_have_count(0)
+    # the answer finished (its words come before its end): one question at a time, so a
+    # second one asked while it streams stays in the box
+    expect(inside).not_to_have_attribute("aria-busy", "true", timeout=20_000)
     page.get_by_label("Answer from").select_option("")
     whole = ask(page, "How long are nightly backups kept?")
     expect(whole.locator(".cites a")).to_have_text(["Nightly backups"], timeout=20_000)
