@@ -140,8 +140,7 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
         for item, src, asked in read:  # (interrupted: each read one is reported as such)
             try:
                 copy = copy_in_run(src, state.known, found)
-                if copy is not None:  # one document twice in this run: one source
-                    _drop(asked)
+                if copy is not None:  # one document twice in this run: one source (not asked)
                     found.revisions.append(Revision(src.origin, copy, COPY, 1.0))
                     ctx.progress("advance", name="extract", item=item.origin)
                     continue
