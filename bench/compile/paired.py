@@ -15,9 +15,10 @@ Variants:
 - ``base``: the code as it is;
 - ``free-checks``: the grounding checks replaced by ones that pass everything at no
   cost (bench.compile.latency.free_checks): what making them faster could give at most;
-- ``stages``: the extract stage (``extract_stage`` and ``extract``) of another version of
-  compiler/stages.py, given with ``--stages FILE`` (e.g. ``git show REV:compiler/stages.py
-  > FILE``), in place of this one's; only for a change confined to those two;
+- ``stages``: the stages of another version of compiler/stages.py, given with
+  ``--stages FILE`` (e.g. ``git show REV:compiler/stages.py > FILE``), in place of this
+  one's; only for a change confined to that file (the helpers it imports are this
+  version's);
 - ``stages+free-checks``: both.
 
 Printed per variant: the median and mean wall time, the first call's arrival, the time
@@ -43,6 +44,8 @@ from bench.compile.corpus import ADR_DIR, adr_files
 from bench.compile.throughput import fresh_compiler, warm_fake
 
 VARIANTS = ("base", "free-checks", "stages", "stages+free-checks")
+#: The stages compiler/run.py calls, each taken from ``--stages FILE`` in its variants.
+STAGES = ("extract_stage", "plan_stage", "write_stage", "index_stage", "commit_stage")
 
 
 def load_stages(path: Path) -> ModuleType:
@@ -61,15 +64,17 @@ def installer(alt: ModuleType | None) -> Callable[[str], None]:
     from bench.compile.latency import free_checks
     from compiler import extract, run, write
 
-    base_stage = run.extract_stage
+    base_stages = {name: getattr(run, name) for name in STAGES}
     as_is = (extract.check_extraction, write.review_body, write.evidence_for)
 
     def install(variant: str) -> None:
         extract.check_extraction, write.review_body, write.evidence_for = as_is
-        run.extract_stage = base_stage
+        for name, stage in base_stages.items():
+            setattr(run, name, stage)
         if variant.startswith("stages"):
             assert alt is not None
-            run.extract_stage = alt.extract_stage
+            for name in STAGES:
+                setattr(run, name, getattr(alt, name))
         if variant.endswith("free-checks"):
             free_checks()
 
