@@ -42,7 +42,7 @@ from compiler.record import (
     update_search,
     write_run_indexes,
 )
-from compiler.recovery import after_learning, before_recording, finish_journal, journaled
+from compiler.recovery import Journal, after_learning, before_recording, finish_journal
 from compiler.result import COPY, Deletion, Failure, Revision
 from compiler.sources import Source
 from compiler.state import Pending, Plan, PlannedArticle, RunState, Work
@@ -340,6 +340,7 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     # written: git hashes them while the model writes the rest, not after the last.
     stager = Stager(partial(stage_ahead, ctx.kb), after=edits)
     stager.add("raw", "extraction")
+    journal = Journal(ctx.kb)  # (one connection for the stage's stores)
     written: dict[str, Article] = {}  # stored on disk: what the run commits, whatever else
     deleted: dict[str, Deletion] = {}
     notes: dict[str, list[str]] = {}  # what the checks changed, by path (for log.md)
@@ -396,7 +397,7 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
             # (waited for here, in the store's thread: a reply paid for is stored even
             # when the run is interrupted while the edits are still being committed)
             committing.result()
-            with journaled(ctx.kb, path):
+            with journal.writing(path):
                 stored = store_merged(ctx.kb, article, look, mine)
             if isinstance(stored, Held):
                 held.append(stored)
@@ -414,6 +415,7 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         await edits_committed()  # (its failure is the stage's, not each article's)
     finally:
         await stager.close()  # before the commit, which stages too
+        journal.close()  # (not the last connection to state.db: no checkpoint here)
     if wrote:
         await run_io(_save_versions, ctx.kb, wrote)
     held.sort(key=lambda h: h.path)
