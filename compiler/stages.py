@@ -27,7 +27,7 @@ from compiler.claims import ExtractionClaims, claim_key
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
 from compiler.extract import Extraction
-from compiler.hand_edits import Held, hold_deletion, look_at, person_material, store_merged
+from compiler.hand_edits import Held, Look, hold_deletion, look_at, person_material, store_merged
 from compiler.identity_index import SourceIndex
 from compiler.intake import Skipped, Unread
 from compiler.lessons import learn_from_run
@@ -354,8 +354,44 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     )
     by_raw = {w.raw_path: w for w in state.work}
     origins = state.origins
+    # Writes whose model call has not come back. Staging ahead hides git's hashing in the
+    # model's time; once the last reply is in there is none left to hide it in, and the
+    # articles stored after it are left to the commit, which stages everything (waiting
+    # for a last `git add` of theirs took 8-15 ms after the last reply).
+    unanswered = len(plan.articles)
 
     async def write(path: str, planned: PlannedArticle) -> None:
+        nonlocal unanswered
+        try:
+            composed = await compose(path, planned)
+        finally:
+            unanswered -= 1
+        if composed is None:
+            return
+        article, look, mine = composed
+
+        def store() -> None:
+            # (waited for here, in the store's thread: a reply paid for is stored even
+            # when the run is interrupted while the edits are still being committed)
+            committing.result()
+            with journal.writing(path):
+                stored = store_merged(ctx.kb, article, look, mine)
+            if isinstance(stored, Held):
+                held.append(stored)
+            else:
+                written[path] = stored.article
+                wrote[path] = stored.blob
+
+        await run_io(store)
+        if unanswered:
+            stager.add(path)
+        ctx.progress("advance", name="write", item=path)
+
+    async def compose(
+        path: str, planned: PlannedArticle
+    ) -> tuple[Article, Look | None, list[str]] | None:
+        """The article the model writes for ``path``, checked and linked; None when there
+        is nothing to store (its deletion, or a hold)."""
         target, material = planned.target, list(planned.material)
         # File work runs in threads: an fsync per file on the event loop held back
         # every other call in flight.
@@ -377,10 +413,10 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
                 hold = hold_deletion(look, path, ", ".join(sorted(dropped))) if look else None
                 if hold is not None:
                     held.append(hold)
-                    return
+                    return None
                 deleted[path] = await run_io(delete_left, ctx.kb, existing, dropped, origins)
                 stager.add(path)
-                return
+                return None
             target, material, existing = rewrite.target, rewrite.material, rewrite.existing
         mine = notes.setdefault(path, [])
         # a person's lines are material of a composed article (grounded, cited); a small
@@ -391,23 +427,7 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         article = await ctx.mode.write(ctx.llm, target, material, existing, mine, by_raw)
         if rewrite is not None:
             article = rewrite.finish(article)
-        article = replace(article, body=link_mentions(article.body, links, article.path))
-
-        def store() -> None:
-            # (waited for here, in the store's thread: a reply paid for is stored even
-            # when the run is interrupted while the edits are still being committed)
-            committing.result()
-            with journal.writing(path):
-                stored = store_merged(ctx.kb, article, look, mine)
-            if isinstance(stored, Held):
-                held.append(stored)
-            else:
-                written[path] = stored.article
-                wrote[path] = stored.blob
-
-        await run_io(store)
-        stager.add(path)
-        ctx.progress("advance", name="write", item=path)
+        return replace(article, body=link_mentions(article.body, links, article.path)), look, mine
 
     items = list(plan.articles.items())
     try:
