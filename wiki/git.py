@@ -44,6 +44,15 @@ KB_AI_IDENTITY = ("-c", "user.name=kb-ai", "-c", "user.email=kb-ai@localhost")
 
 _REV = re.compile(r"[0-9A-Za-z][0-9A-Za-z._/~^-]*")
 
+#: Every ``git add`` writes the blobs it hashes into one pack file, not one file each
+#: (git streams a blob over core.bigFileThreshold into a pack; the setting lives only in
+#: the add's own command line, where nothing is diffed). A loose object is a directory,
+#: a temporary file, a link and an unlink: ~2 ms of the kernel's time each on the disks
+#: measured here, and a compile of 38 sources adds ~120 (adding 76 raw copies and
+#: extractions took 194 ms, 18 ms into a pack). git gc merges the packs, as it packs
+#: loose objects.
+_ADD_INTO_PACK = ("-c", "core.bigFileThreshold=1")
+
 
 #: git must never ask for a password or a host key: a server has no one to answer.
 QUIET_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
@@ -83,7 +92,8 @@ def _run(
     env: dict[str, str] | None = None,
     timeout: float | None = None,
 ) -> subprocess.CompletedProcess:
-    command = ["git", *_identity_args(str(kb.root), *_identity_env()), *args]
+    packed = _ADD_INTO_PACK if _subcommand(args) == "add" else ()
+    command = ["git", *_identity_args(str(kb.root), *_identity_env()), *packed, *args]
     actor = getattr(kb, "actor", None)
     extra = {**(actor.git_env() if actor is not None else {}), **(env or {})}
     env = {**os.environ, **extra} if extra else None
@@ -103,6 +113,19 @@ def _run(
     if check and proc.returncode != 0:
         raise _failed(kb, args, proc)
     return proc
+
+
+def _subcommand(args: tuple[str, ...]) -> str | None:
+    """The git command ``args`` run (``add`` of ``--literal-pathspecs add -A``)."""
+    taking_value = False
+    for arg in args:
+        if taking_value:
+            taking_value = False
+        elif arg in ("-c", "-C"):
+            taking_value = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def _failed(kb: Repository, args: tuple[str, ...], proc: subprocess.CompletedProcess) -> KbAiError:

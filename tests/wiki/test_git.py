@@ -72,3 +72,30 @@ def test_stage_ahead_stages_versioned_paths_only_and_the_commit_takes_them(kb):
     commit_all(kb, "run")
     assert git(kb, "show", "--name-only", "--format=", "HEAD").split() == staged
     assert "notes.txt" in git(kb, "status", "--porcelain")
+
+
+def test_what_kb_ai_adds_goes_into_a_pack_and_reads_back_whole(kb):
+    """A compile adds a hundred files or more; each as a loose object was a directory,
+    a temporary file and a link of its own. Into a pack, the history is the same: the
+    objects check out, diffs show text, and git's own maintenance still works."""
+    from wiki.git import stage_ahead
+
+    texts = {f"raw/note-{i}.md": f"note {i}\n" + "a line of the note\n" * i for i in range(40)}
+    for rel, text in texts.items():
+        (kb.root / rel).write_text(text)
+    stage_ahead(kb, ["raw"])
+    (kb.wiki_dir / "t").mkdir()
+    (kb.wiki_dir / "t" / "a.md").write_text("the article\n")
+    sha = commit_all(kb, "run")
+
+    counts = dict(
+        line.split(": ") for line in git(kb, "count-objects", "-v").splitlines()
+    )
+    assert int(counts["in-pack"]) >= len(texts) + 1  # every blob added, in packs
+    assert int(counts["count"]) < 10  # loose: the commits and trees only
+    assert all(git(kb, "show", f"{sha}:{rel}") == text for rel, text in texts.items())
+    (kb.root / "raw" / "note-3.md").write_text("note 3, revised\n")
+    assert "+note 3, revised" in git(kb, "diff", "--", "raw/note-3.md")  # text, not binary
+    git(kb, "fsck", "--strict")
+    git(kb, "gc", "--quiet")
+    assert git(kb, "show", f"{sha}:raw/note-39.md") == texts["raw/note-39.md"]
