@@ -88,9 +88,7 @@ def test_what_kb_ai_adds_goes_into_a_pack_and_reads_back_whole(kb):
     (kb.wiki_dir / "t" / "a.md").write_text("the article\n")
     sha = commit_all(kb, "run")
 
-    counts = dict(
-        line.split(": ") for line in git(kb, "count-objects", "-v").splitlines()
-    )
+    counts = dict(line.split(": ") for line in git(kb, "count-objects", "-v").splitlines())
     assert int(counts["in-pack"]) >= len(texts) + 1  # every blob added, in packs
     assert int(counts["count"]) < 10  # loose: the commits and trees only
     assert all(git(kb, "show", f"{sha}:{rel}") == text for rel, text in texts.items())
