@@ -370,6 +370,8 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
             return
         article, look, mine = composed
 
+        # File work runs in threads: an fsync per file on the event loop held back
+        # every other call in flight.
         def store() -> None:
             # (waited for here, in the store's thread: a reply paid for is stored even
             # when the run is interrupted while the edits are still being committed)
@@ -393,8 +395,6 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         """The article the model writes for ``path``, checked and linked; None when there
         is nothing to store (its deletion, or a hold)."""
         target, material = planned.target, list(planned.material)
-        # File work runs in threads: an fsync per file on the event loop held back
-        # every other call in flight.
         # a person's change to the article: the writer works from kb-ai's own last
         # version, and the change is merged in when the new one is stored
         known = versions.get(path)
