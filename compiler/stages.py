@@ -434,8 +434,10 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         outcomes = await ctx.tasks.run_all(write(p, a) for p, a in items)
         await edits_committed()  # (its failure is the stage's, not each article's)
     finally:
-        await stager.close()  # before the commit, which stages too
-        journal.close()  # (not the last connection to state.db: no checkpoint here)
+        try:
+            await stager.close()  # before the commit, which stages too
+        finally:
+            journal.close()  # (not the last connection to state.db: no checkpoint here)
     if wrote:
         await run_io(_save_versions, ctx.kb, wrote)
     held.sort(key=lambda h: h.path)

@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.compile.paired import difference
+
 # Run in the checkout's own interpreter process; only what every version since
 # bench.compile.throughput came has (fresh_compiler, warm_fake, adr_files).
 _WALLS = """
@@ -54,16 +56,12 @@ def walls(checkout: Path, runs: int) -> list[float]:
     """Wall seconds of ``runs`` compiles in a process running ``checkout``'s code."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     proc = subprocess.run(
-        [sys.executable, "-c", f"if __name__ == '__main__':{_indented(_WALLS)}", str(runs)],
+        [sys.executable, "-c", _WALLS, str(runs)],
         cwd=checkout, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if proc.returncode != 0:
         raise SystemExit(f"{checkout}: the compiles failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _indented(code: str) -> str:
-    return "\n" + "\n".join("    " + line for line in code.strip().splitlines())
 
 
 @contextmanager
@@ -99,10 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name} {checkout}: median {statistics.median(values):.3f} s, "
               f"mean {statistics.mean(values):.3f} s")  # fmt: skip
     diffs = [y - x for x, y in zip(medians[a], medians[b], strict=True)]
-    print(
-        f"B - A: {statistics.median(diffs) * 1000:+.0f} ms median, "
-        f"{statistics.mean(diffs) * 1000:+.0f} ms mean, over {len(diffs)} rounds"
-    )
+    print(f"B - A: {difference(diffs, 'rounds')}")
 
 
 if __name__ == "__main__":

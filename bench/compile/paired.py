@@ -143,10 +143,15 @@ def main(argv: list[str] | None = None) -> None:
     first = variants[0]
     for v in variants[1:]:
         diffs = [a - b for a, b in zip(walls[v], walls[first], strict=True)]
-        print(
-            f"\n{v} - {first}: {statistics.median(diffs) * 1000:+.0f} ms median, "
-            f"{statistics.mean(diffs) * 1000:+.0f} ms mean, over {len(diffs)} pairs"
-        )
+        print(f"\n{v} - {first}: {difference(diffs, 'pairs')}")
+
+
+def difference(diffs: list[float], over: str) -> str:
+    """Differences in seconds, said as their median and mean in milliseconds."""
+    return (
+        f"{statistics.median(diffs) * 1000:+.0f} ms median, "
+        f"{statistics.mean(diffs) * 1000:+.0f} ms mean, over {len(diffs)} {over}"
+    )
 
 
 if __name__ == "__main__":
