@@ -99,12 +99,18 @@ class Stager:
     finds most objects written. Staging is best effort: the commit stages everything."""
 
     def __init__(
-        self, stage: Callable[[list[str]], None], after: asyncio.Future | None = None
+        self,
+        stage: Callable[[list[str]], None],
+        after: asyncio.Future | None = None,
+        worth: Callable[[], bool] = lambda: True,
     ) -> None:
         """``after``: git work of the run's own that must be done before any staging
-        (what it raises is its owner's to report; the stager only waits for it)."""
+        (what it raises is its owner's to report; the stager only waits for it).
+        ``worth``: asked before each ``git add``; when it says no, what is pending is
+        left to the commit (staging helps only while there is other waiting to hide it in)."""
         self._stage = stage
         self._after = after
+        self._worth = worth
         self._pending: list[str] = []
         self._wake = asyncio.Event()
         self._closing = False
@@ -123,7 +129,7 @@ class Stager:
             await self._wake.wait()
             self._wake.clear()
             batch, self._pending = self._pending, []
-            if batch and not self._closing:
+            if batch and not self._closing and self._worth():
                 with suppress(Exception):  # best effort, see above
                     await run_io(self._stage, batch)
 

@@ -13,7 +13,7 @@ gives the same wiki whichever call finishes first.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future as ThreadFuture
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -336,9 +336,14 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         if edits is not None:  # (a write cancelled while it waits must not cancel it)
             await asyncio.shield(edits)
 
+    # Writes whose model call has not come back. Staging ahead hides git's hashing in the
+    # model's time; once the last reply is in there is none left to hide it in, and the
+    # articles stored after it are left to the commit, which stages everything (waiting
+    # for a last `git add` of theirs took 8-15 ms after the last reply).
+    unanswered = len(plan.articles)
     # Every raw copy and extraction of the run is on disk, and each article is once
     # written: git hashes them while the model writes the rest, not after the last.
-    stager = Stager(partial(stage_ahead, ctx.kb), after=edits)
+    stager = Stager(partial(stage_ahead, ctx.kb), after=edits, worth=lambda: unanswered > 0)
     stager.add("raw", "extraction")
     journal = Journal(ctx.kb)  # (one connection for the stage's stores)
     written: dict[str, Article] = {}  # stored on disk: what the run commits, whatever else
@@ -354,11 +359,6 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     )
     by_raw = {w.raw_path: w for w in state.work}
     origins = state.origins
-    # Writes whose model call has not come back. Staging ahead hides git's hashing in the
-    # model's time; once the last reply is in there is none left to hide it in, and the
-    # articles stored after it are left to the commit, which stages everything (waiting
-    # for a last `git add` of theirs took 8-15 ms after the last reply).
-    unanswered = len(plan.articles)
 
     async def write(path: str, planned: PlannedArticle) -> None:
         nonlocal unanswered
@@ -537,10 +537,13 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     return replace(state, result=result, written=written, held=held, recorded=recorded)
 
 
-async def commit_stage(ctx: RunContext, state: RunState) -> RunState:
+async def commit_stage(
+    ctx: RunContext, state: RunState, beside: Callable[[], Awaitable[None]] | None = None
+) -> RunState:
     """One git commit of everything the run wrote; the search index meanwhile. Just
     before it, the run makes sure again that it is still the one writer: the lock may
-    have been lost while it indexed (then what it recorded and wrote is put back)."""
+    have been lost while it indexed (then what it recorded and wrote is put back).
+    ``beside``: the event loop's own work to do while git runs (once git has started)."""
     await run_io(ctx.guard, state.recorded)
     written, deleted = state.written, [d.path for d in state.result.deleted]
     # The search index is not versioned: it is brought up to date while git commits
@@ -551,10 +554,14 @@ async def commit_stage(ctx: RunContext, state: RunState) -> RunState:
         else None
     )
     ctx.progress("stage", name="commit", total=0)
+    committing = asyncio.ensure_future(run_io(commit_all, ctx.kb, commit_message(state.result)))
+    # (tasks start in the order they were made: both threads are under way before it)
+    other = asyncio.ensure_future(beside()) if beside is not None else None
     try:
-        commit = await run_io(commit_all, ctx.kb, commit_message(state.result))
+        commit = await committing
         await run_io(finish_journal, ctx.kb)
     finally:
-        if search is not None:
-            await search
+        for task in (search, other):
+            if task is not None:
+                await task
     return replace(state, result=replace(state.result, commit=commit))
