@@ -46,7 +46,7 @@ from compiler.stages import (
 )
 from compiler.state import Recorded, RunState
 from kb_ai.errors import StorageError
-from kb_ai.grounding import forget_claims
+from kb_ai.grounding import forget_remembered
 from kb_ai.llm import LLM, calling_as, open_llm
 from kb_ai.settings import Settings
 from wiki import KnowledgeBase, all_sources, current_catalog, get_meta, open_state, record_run
@@ -151,7 +151,7 @@ class Compiler:
         # run was otherwise the last connection's, and SQLite checkpoints and deletes the
         # WAL on such a close and makes it again on the next open, ~15 ms each time, six
         # times after the last model reply (the run's record, the sources, the tracker).
-        forget_claims()
+        forget_remembered()
         with closing(open_state(self.kb)):
             return await self._compile_held(state, started, force)
 

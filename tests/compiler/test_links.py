@@ -74,3 +74,21 @@ def test_same_text_and_catalog_give_the_same_links() -> None:
     shuffled = LinkTargets.of(list(reversed(ARTICLES)))
 
     assert link_mentions(body, TARGETS, "a") == link_mentions(body, shuffled, "a")
+
+
+def test_the_longest_title_wins_and_never_across_punctuation() -> None:
+    targets = LinkTargets.of(
+        [
+            ("wiki/concept/release.md", "Release"),
+            ("wiki/concept/release-process.md", "Release Process"),
+            ("wiki/concept/release-process-review.md", "Release Process Review"),
+        ]
+    )
+    body = "The release process-review comes after the Release. Process notes: release, process."
+
+    linked = link_mentions(body, targets, "wiki/decision/x.md")
+
+    assert linked == (
+        "The [[release-process-review|release process-review]] comes after the "
+        "[[release|Release]]. Process notes: release, process."
+    )
