@@ -5,9 +5,24 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def burners(n: int) -> Iterator[None]:
+    """``n`` CPU-burning processes meanwhile: the loaded figure (two on these two cores)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def load_average() -> float:

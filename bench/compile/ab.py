@@ -21,10 +21,9 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from bench._common import burners
 from bench.compile.paired import difference
 
 # Run in the checkout's own interpreter process; only what every version since
@@ -62,17 +61,6 @@ def walls(checkout: Path, runs: int) -> list[float]:
     if proc.returncode != 0:
         raise SystemExit(f"{checkout}: the compiles failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-@contextmanager
-def burners(n: int) -> Iterator[None]:
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,7 +42,8 @@ def render(
         "## Compile",
         "",
         f"Measured {today} with `python -m bench.compile.run{' --quick' if args.quick else ''}"
-        f"{f' --delay {args.delay:g}' if args.delay != 0.2 else ''}` "
+        f"{f' --delay {args.delay:g}' if args.delay != 0.2 else ''}"
+        f"{f' --burners {args.burners}' if args.burners else ''}` "
         f"(the whole bench took {total_s:.0f} s). Reproduce with the same command; "
         "`python -m bench.compile.diagnose` repeats the diagnosis alone.",
         "",
@@ -50,7 +51,13 @@ def render(
         f"litellm {m['litellm']}, git {m['git']}. The machine was shared: the 1-minute load "
         f"average before the runs was {min(loads):.1f}-{max(loads):.1f} (other processes "
         "competing for the 2 cores), so figures vary from run to run; each is the median of "
-        f"{args.runs} runs, with the range shown.",
+        f"{args.runs} runs, with the range shown."
+        + (
+            f" Every compile ran beside {args.burners} CPU-burning processes started by the "
+            "bench (`while True: pass`): the loaded figure."
+            if args.burners
+            else ""
+        ),
         "",
         "Setup: the fake OpenAI-compatible server of tests/fakes (real HTTP on loopback, "
         "TCP_NODELAY) "

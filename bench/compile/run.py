@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._common import REPO
+from bench._common import REPO, burners
 from bench.compile.corpus import ADR_DIR, adr_files, synthetic_notes
 from bench.compile.fake_model import fake_model
 from bench.compile.into_wiki import into_large_wiki
@@ -102,6 +102,12 @@ def main(argv: list[str] | None = None) -> None:
         help=f"write the Markdown here (default {DOC.relative_to(REPO)}, not with --quick)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument(
+        "--burners",
+        type=int,
+        default=0,
+        help="CPU-burning processes beside the compiles, not the diagnosis (loaded: 2 here)",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.delay = args.delay if args.delay is not None else (0.05 if quick else 0.2)
@@ -128,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix="kb-bench-compile-"))
     diagnosis = None
     try:
-        with fake_model(args) as fake:
+        with burners(args.burners), fake_model(args) as fake:
             # One object plays both parts in the process variant; the thread variant
             # hands out the server and its responder.
             server, responder = fake
