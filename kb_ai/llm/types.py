@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -73,16 +72,27 @@ class Completion:
         if self.receipt is not None:
             self.receipt.reject()
 
-    @contextmanager
-    def checked(self) -> Iterator[Completion]:
+    def checked(self) -> _Checked:
         """Accept the reply when the block ends normally, reject it when the block raises
         an error (a cancelled task decides nothing: the reply is simply not cached)."""
-        try:
-            yield self
-        except Exception:  # noqa: BLE001 - not caught: whatever failed, the reply was not used
-            self.reject()
-            raise
-        self.accept()
+        return _Checked(self)
+
+
+class _Checked:
+    """``with reply.checked():``. The context manager is handed how the block ended
+    (nothing is caught here: whatever failed propagates as it was)."""
+
+    def __init__(self, reply: Completion) -> None:
+        self.reply = reply
+
+    def __enter__(self) -> Completion:
+        return self.reply
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.reply.accept()
+        elif issubclass(kind, Exception):  # not a cancellation, nor an interrupt
+            self.reply.reject()
 
 
 class LLM(Protocol):

@@ -96,3 +96,28 @@ def test_a_selection_of_escaping_paths_is_asked_again_next_time(kb, tmp_path):
     with sqlite3.connect(kb.state_db) as conn:
         cached = [row[0] for row in conn.execute("SELECT text FROM llm_cache")]
     assert not any(ESCAPE in text for text in cached)
+
+
+def test_a_checked_block_accepts_rejects_or_when_cancelled_decides_nothing():
+    from kb_ai.llm.types import Completion, Usage
+
+    class Verdicts:
+        def __init__(self):
+            self.said = []
+
+        def accept(self):
+            self.said.append("accepted")
+
+        def reject(self):
+            self.said.append("rejected")
+
+    verdicts = Verdicts()
+    reply = Completion("{}", {}, "m", Usage(), False, "stop", 0.1, receipt=verdicts)
+    with reply.checked() as checked:
+        assert checked is reply
+    with pytest.raises(LLMOutputError, match="no article"), reply.checked():
+        raise LLMOutputError("classification named no article")
+    with pytest.raises(asyncio.CancelledError), reply.checked():
+        raise asyncio.CancelledError
+
+    assert verdicts.said == ["accepted", "rejected"]
