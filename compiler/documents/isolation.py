@@ -16,7 +16,9 @@ import threading
 import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from multiprocessing.connection import Connection
+from types import TracebackType
 from typing import Any
 
 from compiler.documents.convert import ConvertOptions, convert_document
@@ -64,6 +66,8 @@ class ConvertProcess:
                         cause="timeout",
                     )
                 reply = conn.recv()
+                if reply[0] == "crash":  # its process ends on it (see serve)
+                    self._stop(kill=True)
             except (EOFError, OSError) as exc:
                 code = self._stop(kill=True)
                 raise DocumentError(
@@ -190,6 +194,10 @@ def serve(read_fd: int, write_fd: int) -> None:
     # what a converter prints must not mix into the caller's output (`compile --json`)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # A converter's bug (anything but a DocumentError) is not caught: it ends the process,
+    # whose state is no longer trusted, and its traceback goes to the caller first, to be
+    # raised there (ConverterCrashError); the next conversion starts a new process.
+    sys.excepthook = partial(_report_crash, conn)
     conn.send(("ready",))
     while True:
         try:
@@ -203,5 +211,9 @@ def serve(read_fd: int, write_fd: int) -> None:
             conn.send(("ok", target(data, name, options)))
         except DocumentError as exc:
             conn.send(("document", exc.message, exc.cause, exc.hint))
-        except Exception:  # noqa: BLE001 - not swallowed: raised in the caller, traceback and all
-            conn.send(("crash", traceback.format_exc()))
+
+
+def _report_crash(
+    conn: _Channel, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    conn.send(("crash", "".join(traceback.format_exception(kind, exc, tb))))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from compiler import Compiler
-from compiler.documents import ConvertProcess, isolation
+from compiler.documents import ConverterCrashError, ConvertProcess, isolation
 from kb_ai.errors import DocumentError
 from tests.conftest import needs_shared_data, shared_data
 from tests.fakes.stand_in_converters import misbehaving_convert
@@ -55,3 +55,18 @@ def test_the_converter_process_is_gone_after_a_timeout_and_the_next_file_convert
         assert doc.units == 3
         with pytest.raises(DocumentError, match="password-protected"):
             converter.convert((DATA / "libreoffice-writer-password.pdf").read_bytes(), "x.pdf")
+
+
+def test_a_converter_bug_is_raised_with_its_traceback_and_the_next_file_converts():
+    # not a damaged file: the caller gets the converter's own error, traceback and all;
+    # the process it happened in is not used again
+    with ConvertProcess(20.0, target=misbehaving_convert) as converter:
+        converter.start()
+        pid = converter.pid
+        with pytest.raises(ConverterCrashError) as caught:
+            converter.convert(INVOICE.read_bytes(), "bug-report.pdf")
+        assert "converting bug-report.pdf failed" in str(caught.value)
+        assert "ValueError: a stand-in bug converting bug-report.pdf" in str(caught.value)
+        assert "stand_in_converters.py" in str(caught.value)  # where it was raised
+        assert not Path(f"/proc/{pid}").exists()
+        assert converter.convert(INVOICE.read_bytes(), "invoice.pdf").units == 3

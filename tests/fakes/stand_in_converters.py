@@ -2,7 +2,8 @@
 (compiler/documents/isolation.py). They run in the converter process, so they live in a
 module it can import. Files named slow* never finish (and ignore SIGTERM, so only a
 kill stops them); files named crash* take the process down as a native library's crash
-would; every other file goes to the real converter."""
+would; files named bug* raise what no converter should (a bug of ours); every other file
+goes to the real converter."""
 
 import os
 import signal
@@ -20,4 +21,6 @@ def misbehaving_convert(data, name, options=None):
             time.sleep(3600)
     if base.startswith("crash"):
         os.kill(os.getpid(), signal.SIGSEGV)
+    if base.startswith("bug"):
+        raise ValueError(f"a stand-in bug converting {base}")
     return convert_document(data, name, options)
