@@ -15,7 +15,7 @@ answer reaches the user). Pure functions over text; no model calls, no files.
   in place of Markdown.
 """
 
-from kb_ai.grounding.claims import Claim, extract_claims, forget_claims, normalise, number_value
+from kb_ai.grounding.claims import Claim, extract_claims, normalise, number_value
 from kb_ai.grounding.markup import MarkupError, html_tags, is_html, strip_wrapper, to_markdown
 from kb_ai.grounding.shape import (
     Repeat,
@@ -47,7 +47,6 @@ __all__ = [
     "ends_on_sentence",
     "extract_claims",
     "find_repetition",
-    "forget_claims",
     "forget_remembered",
     "fit_sentences",
     "html_tags",

@@ -232,8 +232,8 @@ def _remembered_claims(text: str, kinds: frozenset[str]) -> tuple[Claim, ...]:
 
 
 def forget_claims() -> None:
-    """Empty the claims remembered (a compile run starts with none: what an earlier run
-    compiled is rarely asked again, and the memory is given back)."""
+    """Empty the claims remembered (see support.forget_remembered, which a compile run
+    starts with)."""
     _remembered_claims.cache_clear()
 
 

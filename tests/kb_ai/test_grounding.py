@@ -238,19 +238,25 @@ def test_tens_written_as_words_support_their_digits():
 
 
 def test_material_of_several_texts_supports_what_each_states():
-    # Each text of a material is indexed apart (a source is indexed for its extraction's
-    # check, then again in its article's material): the material states what any of them
-    # does, a long text too, and the same text read again gives the same answers.
+    # Each text of a material is indexed apart and remembered (a source is indexed for
+    # its extraction's check, then again in its article's material): the material states
+    # what any of them does, a long text too, and a text read again, from memory or
+    # after it was forgotten, gives the same answers; what one material adds is not
+    # given to the next material with the same text.
     from kb_ai.grounding import Evidence, forget_remembered
 
     source = "On 2 March 2026 Priya moved 1,000 jobs to the `jobs-v2` queue."
     long_text = "Filler sentence. " * 2_000 + "The replica in Leeds answers in 40 ms."
-    for _ in range(2):
+    forget_remembered()
+    for read in ("first", "remembered", "forgotten"):
+        if read == "forgotten":
+            forget_remembered()
         evidence = Evidence("Queue move", source, "", long_text)
         assert evidence.unsupported("Priya moved 1000 jobs on 2026-03-02 to jobs-v2.") == []
         assert evidence.unsupported("The Leeds replica answers in 40 ms.") == []
         assert [c.value for c in evidence.unsupported("Priya moved 2,000 jobs.")] == ["2000"]
-        forget_remembered()
+        evidence.add("Then Priya moved 2,000 more.")
+        assert evidence.unsupported("Priya moved 2,000 jobs.") == []
     # a date's parts in two texts: the day in one and the year in the other still count
     apart = Evidence("It was decided on 2 March.", "That was 2026.")
     assert apart.unsupported("It was decided on 2026-03-02.") == []
