@@ -26,6 +26,21 @@ class Interruptible:
         """Run concurrently; each outcome is None, the KbAiError raised, or CANCELLED."""
         return await self.collect([self.spawn(c) for c in coros])
 
+    async def run_paced(self, coros: Iterable[Awaitable[None]], paced: int) -> list[Any]:
+        """As :meth:`run_all`, the first ``paced`` started one turn of the event loop
+        apart (the calls the model's slots take at once), the rest together after them.
+
+        Each of them builds its request and starts sending it, and on Python 3.11 aiohttp
+        writes a request in a task of its own, which runs a turn later: started together,
+        every coroutine built its request before the first one went out (at the write
+        stage, 37 prompts, 7 ms quiet, before the first byte reached the model)."""
+        tasks = []
+        for i, coro in enumerate(coros):
+            tasks.append(self.spawn(coro))
+            if i < paced:
+                await asyncio.sleep(0)
+        return await self.collect(tasks)
+
     def spawn(self, coro: Awaitable[None]) -> asyncio.Future:
         """Start ``coro`` now; an interrupt cancels it like the rest (at once if it came first)."""
         task = asyncio.ensure_future(coro)

@@ -431,7 +431,8 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
 
     items = list(plan.articles.items())
     try:
-        outcomes = await ctx.tasks.run_all(write(p, a) for p, a in items)
+        calls = ctx.settings.max_concurrency  # each request out before the next is built
+        outcomes = await ctx.tasks.run_paced((write(p, a) for p, a in items), calls)
         await edits_committed()  # (its failure is the stage's, not each article's)
     finally:
         try:
