@@ -585,6 +585,43 @@ def test_a_slot_whose_request_is_never_reported_sent_delays_readers_by_patience_
     assert 0.04 <= waited < 0.5
 
 
+def test_a_reader_lets_calls_waiting_for_a_slot_take_one_before_it_reads():
+    """A reply read while other calls still wait for a slot would hold back the slot of
+    the next reply to come in (the loop does one thing at a time): the reader waits until
+    no call waits (here: the second waiting call gets the slot once the first is done),
+    and never longer than the slots' patience."""
+    from kb_ai.llm._slots import Slots
+
+    async def main(patience: float, hold: float) -> tuple[list[str], float]:
+        slots = Slots(1, patience=patience)
+        order: list[str] = []
+
+        async def call(name: str) -> None:
+            async with slots.slot() as sent:
+                sent()
+                order.append(f"{name} sent")
+                await asyncio.sleep(hold)
+
+        async with slots.slot() as sent:
+            sent()
+            waiting = [asyncio.ensure_future(call(n)) for n in ("b", "c")]
+            await asyncio.sleep(0.01)  # both wait for this slot
+        started = time.monotonic()
+        await slots.sent_first()
+        order.append("a reads its reply")
+        waited = time.monotonic() - started
+        for task in waiting:
+            task.cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        return order, waited
+
+    order, _ = asyncio.run(main(patience=5.0, hold=0.05))
+    assert order == ["b sent", "c sent", "a reads its reply"]
+    order, waited = asyncio.run(main(patience=0.05, hold=10.0))  # c waits for ever
+    assert order == ["b sent", "a reads its reply"]
+    assert 0.04 <= waited < 0.5
+
+
 def test_a_stream_closed_from_another_task_gives_its_slot_back():
     """A web client gone mid-answer: the answer's stream is closed by the event loop's
     finaliser, in another task. Its slot comes back (it did not: after max_concurrency
