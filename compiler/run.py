@@ -24,6 +24,7 @@ from compiler.categories import current_categories, ensure_categories
 from compiler.claims import ExtractionClaims
 from compiler.classify import CatalogRanker
 from compiler.documents import convert_process
+from compiler.early import Early, read_early
 from compiler.identity_index import Arrival
 from compiler.intake import intake_paths, intake_sources, still_pending
 from compiler.mode import PROMPTS, choose_mode, extraction_version
@@ -194,14 +195,22 @@ class Compiler:
                 llm = self.llm_factory(self.settings, db_path=self.kb.state_db)
                 self._claims = await run_io(ExtractionClaims.of, self.kb)
             self._tasks.install_handler()
-            ahead = Ahead()
+            ahead, early = Ahead(), None
             if llm is not None and not held:
                 state, ahead = await self._extract_ahead(llm, state)
-            if self.interrupted:  # nothing of it reached the wiki: nothing to write
-                state = _interrupted(state, ahead)
-            else:
-                taken, held = held, False  # from here _locked releases it
-                state = await self._locked(llm, state, ahead, tracker, force, lock, taken)
+            elif llm is not None and self._claims is None:
+                early = await self._read_early(llm, state)
+            try:
+                if self.interrupted:  # nothing of it reached the wiki: nothing to write
+                    state = _interrupted(state, ahead)
+                else:
+                    taken, held = held, False  # from here _locked releases it
+                    state = await self._locked(
+                        llm, state, ahead, tracker, force, lock, taken, early
+                    )
+            finally:
+                if early is not None:
+                    early.drop()  # (the extract stage's, unless the run stopped before it)
         finally:
             if held:
                 lock.release()
@@ -267,6 +276,12 @@ class Compiler:
                 self._claims,
             )  # fmt: skip
 
+    async def _read_early(self, llm: LLM, state: RunState) -> Early:
+        """The first sources read and asked for, before the setup (compiler/early.py)."""
+        mode = choose_mode(self.settings, current_categories(self.kb, self.settings))
+        with calling_as(self._caller):
+            return await read_early(llm, mode, self._tasks, state, self.settings.max_concurrency)
+
     async def _locked(
         self,
         llm: LLM | None,
@@ -276,6 +291,7 @@ class Compiler:
         force: bool,
         lock: CompileLock,
         held: bool,
+        early: Early | None = None,
     ) -> RunState:
         """The run's writing part, holding the compile lock (taken here unless ``held``;
         released when this returns): the wiki as it is now (the remote's commits, a
@@ -300,7 +316,7 @@ class Compiler:
                 commit = await run_io(reconcile, self.kb)
                 state = replace(state, result=replace(state.result, commit=commit))
                 if state.pending and llm is not None:
-                    state = await self._run_stages(llm, state, ahead, tracker)
+                    state = await self._run_stages(llm, state, ahead, tracker, early)
             except BaseException as exc:
                 tracker.finish("failed", {"error": str(exc) or type(exc).__name__}, None)
                 raise
@@ -330,14 +346,14 @@ class Compiler:
         return actor.name if actor is not None else ""
 
     async def _run_stages(
-        self, llm: LLM, state: RunState, ahead: Ahead, progress: ProgressFn
+        self, llm: LLM, state: RunState, ahead: Ahead, progress: ProgressFn, early: Early | None
     ) -> RunState:
         """The stages, the model serving the run's submitter (in turn with others)."""
         with calling_as(self._caller):
-            return await self._stages(llm, state, ahead, progress)
+            return await self._stages(llm, state, ahead, progress, early)
 
     async def _stages(
-        self, llm: LLM, state: RunState, ahead: Ahead, progress: ProgressFn
+        self, llm: LLM, state: RunState, ahead: Ahead, progress: ProgressFn, early: Early | None
     ) -> RunState:
         """extract (and classify) -> plan -> write -> index -> commit."""
         categories = ensure_categories(self.kb, self.settings)
@@ -353,7 +369,7 @@ class Compiler:
         ctx = RunContext(self.kb, self.settings, llm, mode, self._tasks, progress, ranker,
                          self._still_the_writer, ahead, self._claims)  # fmt: skip
         try:
-            state = await extract_stage(ctx, state)
+            state = await extract_stage(ctx, state, early)
             if not state.work:  # nothing could be read: nothing to write, log or commit
                 return state
             state = plan_stage(ctx, state, await asyncio.shield(ranker))

@@ -22,10 +22,12 @@ from functools import partial
 
 from compiler._tasks import CANCELLED, Interruptible, Stager, run_io
 from compiler.ahead import Ahead, is_current, previous_extraction
-from compiler.allocate import Identities, allocate_source, copy_in_run, is_new, taken_slugs
+from compiler.allocate import Identities, allocate_source, copy_in_run, taken_slugs
 from compiler.claims import ExtractionClaims, claim_key
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
+from compiler.early import Early, worth_asking
+from compiler.early import drop as drop_call
 from compiler.extract import Extraction
 from compiler.hand_edits import Held, Look, hold_deletion, look_at, person_material, store_merged
 from compiler.identity_index import SourceIndex
@@ -91,10 +93,21 @@ class RunContext:
 # -- extract and classify ---------------------------------------------------------------
 
 
-async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
-    """Every pending source read, its extraction asked for as soon as it is read; then
-    each given its raw slug (one after another, in input order, which hands out slugs
-    deterministically), stored in raw/ and classified once extracted."""
+async def extract_stage(ctx: RunContext, state: RunState, early: Early | None = None) -> RunState:
+    """Every pending source read, its extraction asked for as soon as it is read (or
+    before the run's setup: ``early``, compiler/early.py); then each given its raw slug
+    (one after another, in input order, which hands out slugs deterministically),
+    stored in raw/ and classified once extracted."""
+    try:
+        return await _extract_stage(ctx, state, early)
+    finally:
+        if early is not None:
+            early.drop()  # what the stage did not take (interrupted, no longer pending)
+
+
+async def _extract_stage(ctx: RunContext, state: RunState, early: Early | None) -> RunState:
+    if early is not None and not early.usable(state.known, ctx.mode):
+        early.drop()  # read against other sources, or for another mode: read again
     ctx.progress("stage", name="extract", total=len(state.pending))
     failed: list[Failure] = []
     skipped: list[str] = []
@@ -124,8 +137,14 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
         if ctx.interrupted:
             gone(item, "interrupted before it was read")
             continue
+        got = early.take(item.origin) if early is not None else None
         try:  # intake's deferred read (compiler/intake.py)
-            src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
+            if got is not None:
+                src, asked = got
+                if isinstance(src, KbAiError):
+                    raise src
+            else:
+                src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
         except KbAiError as exc:
             gone(item, str(exc))
             continue
@@ -133,7 +152,9 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
             skipped.append(src.key)
             ctx.progress("advance", name="extract", item=item.origin)
             continue
-        read.append((item, src, _ask_early(ctx, src, state, checksums)))
+        if got is None:
+            asked = _ask_early(ctx, src, state, checksums)
+        read.append((item, src, asked))
         checksums.add(src.checksum)
     with closing(open_state(ctx.kb, any_thread=True)) as conn:
         index = await run_io(SourceIndex, ctx.kb, conn, state.known)
@@ -148,7 +169,7 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
                 w = await run_io(partial(allocate_source, src, state.known, taken, index, found,
                                          arrival=state.arrivals.get(src.origin)))  # fmt: skip
             except KbAiError as exc:
-                _drop(asked)
+                drop_call(asked)
                 gone(item, str(exc))
                 continue
             redactions += src.redactions
@@ -157,7 +178,7 @@ async def extract_stage(ctx: RunContext, state: RunState) -> RunState:
             tasks.append(ctx.tasks.spawn(prepare(w, asked)))
     outcomes = await ctx.tasks.collect(tasks)
     for _, _, asked in read:  # an interrupted run's, never awaited
-        _drop(asked)
+        drop_call(asked)
     done: list[Work] = []
     for w, task, outcome in zip(work, tasks, outcomes, strict=True):
         if outcome is None:
@@ -220,7 +241,7 @@ async def extract(ctx: RunContext, w: Work, asked: asyncio.Future | None = None)
             previous = Extraction.from_data(old.data).to_markdown()
         return replace(w, extraction=extraction, previous_text=previous)
     finally:
-        _drop(asked)  # not needed after all (an earlier extraction reused), or failed here
+        drop_call(asked)  # not needed after all (an earlier extraction reused), or failed here
         await raw  # written even when the model failed: the next run reuses it
 
 
@@ -233,22 +254,11 @@ def _ask_early(
     have left its extraction, which is reused, not paid for again), a second copy of a
     text this run read already (it is recorded as the first), a source extracted before
     the lock (compiler/ahead.py)."""
-    if not is_new(src, state.known) or src.checksum in checksums:
+    if not worth_asking(src, state.known, checksums):
         return None
     if ctx.ahead.of(src, ctx.settings.model or "", ctx.mode) is not None:
         return None
     return ctx.tasks.spawn(_extract_claimed(ctx, src))
-
-
-def _drop(asked: asyncio.Future | None) -> None:
-    """An early call not used: cancelled if still under way, and a failure it ended
-    with taken, so that nothing reports it (its reply, if it came, was cached)."""
-    if asked is None:
-        return
-    if not asked.done():
-        asked.cancel()
-    elif not asked.cancelled():
-        asked.exception()
 
 
 async def _extract_claimed(ctx: RunContext, src: Source) -> Extraction:
