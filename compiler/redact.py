@@ -158,22 +158,34 @@ def redact(text: str) -> tuple[str, int]:
 
     text = sub(_PRIVATE_SPAN, lambda m: PRIVATE, text)
     text = sub(_PEM, lambda m: REDACTED, text)
+    # A pattern is tried only when the word it cannot match without is in the text (a
+    # scan each, ~0.2 ms of a note's 0.33 ms, and most notes hold none of them). What
+    # follows only replaces with markers, which hold none of these words and cannot join
+    # two pieces into one: a word not in the text now never is.
+    low = text.lower()
     # before the key ids it looks for go; a key id anywhere in the text is context enough
-    key_id = _AWS_KEY_ID.search(text) is not None
-    text = sub(_AWS_SECRET, lambda m: _aws_secret(m, key_id), text)
+    key_id = ("akia" in low or "asia" in low) and _AWS_KEY_ID.search(text) is not None
+    if key_id or "aws" in low:  # (else _aws_secret keeps every match)
+        text = sub(_AWS_SECRET, lambda m: _aws_secret(m, key_id), text)
     text = sub(_TOKENS, _token, text)
     text = sub(_SLACK_WEBHOOK, lambda m: m.group(1) + REDACTED, text)
-    text = sub(_AUTH_HEADER, _keep_prefix, text)
-    text = sub(_BEARER, _bearer, text)
-    text = sub(_URL_PASSWORD, _url_password, text)
+    if "authorization" in low:
+        text = sub(_AUTH_HEADER, _keep_prefix, text)
+    if "bearer" in low:
+        text = sub(_BEARER, _bearer, text)
+    if "://" in low:
+        text = sub(_URL_PASSWORD, _url_password, text)
     if _ASSIGNED.search(text):  # what all three need, found at a fraction of their cost
         text = sub(_ASSIGN_QUOTED, _quoted, text)
         text = sub(_ASSIGN_ANNOTATED, _quoted, text)
         text = sub(_ASSIGN_BARE, _bare, text)
-    text = sub(_NETRC, _keep_prefix, text)
+    if "machine" in low:
+        text = sub(_NETRC, _keep_prefix, text)
     text = sub(_FLAG, _keep_prefix, text)
-    text = sub(_CURL_USER, _keep_prefix, text)
-    text = sub(_PROSE_PASSWORD, _prose, text)
+    if "curl" in low:
+        text = sub(_CURL_USER, _keep_prefix, text)
+    if "pass" in low or "pwd" in low:
+        text = sub(_PROSE_PASSWORD, _prose, text)
     return text, count
 
 
