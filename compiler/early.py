@@ -26,7 +26,7 @@ from compiler._tasks import Interruptible, run_io
 from compiler.allocate import is_new
 from compiler.mode import ComposedArticles
 from compiler.sources import Source
-from compiler.state import RunState, Skipped, Unread
+from compiler.state import Pending, RunState, Skipped, Unread
 from kb_ai.errors import KbAiError
 from kb_ai.llm import LLM
 
@@ -54,9 +54,9 @@ class Early:
         return self.read.pop(origin, None)
 
     def drop(self) -> None:
-        """Every call not taken: cancelled, or its outcome taken (see :func:`drop`)."""
+        """Every call not taken: cancelled, or its outcome taken (:func:`drop_call`)."""
         for _, asked in self.read.values():
-            drop(asked)
+            drop_call(asked)
         self.read.clear()
 
 
@@ -76,11 +76,7 @@ async def read_early(
     for item in state.pending[:count]:
         if tasks.interrupted:
             break
-        try:  # intake's deferred read (compiler/intake.py)
-            src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
-        except KbAiError as exc:  # the stage reports it, as if it had read it itself
-            early.read[item.origin] = (exc, None)
-            continue
+        src = await read_item(item, state.known)  # (a failure: the stage reports it)
         asked = None
         if isinstance(src, Source):
             if worth_asking(src, state.known, checksums):
@@ -90,7 +86,18 @@ async def read_early(
     return early
 
 
-def drop(asked: asyncio.Future | None) -> None:
+async def read_item(item: Pending, known: Mapping[str, Any]) -> Read:
+    """``item`` read (intake's deferred read, compiler/intake.py); what could not be read
+    as the KbAiError that says why."""
+    if not isinstance(item, Unread):
+        return item
+    try:
+        return await run_io(item.read, known)
+    except KbAiError as exc:
+        return exc
+
+
+def drop_call(asked: asyncio.Future | None) -> None:
     """An early call not used: cancelled if still under way, and a failure it ended
     with taken, so that nothing reports it (its reply, if it came, was cached)."""
     if asked is None:

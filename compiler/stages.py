@@ -26,12 +26,11 @@ from compiler.allocate import Identities, allocate_source, copy_in_run, taken_sl
 from compiler.claims import ExtractionClaims, claim_key
 from compiler.classify import CatalogRanker
 from compiler.document_article import write_document_articles
-from compiler.early import Early, worth_asking
-from compiler.early import drop as drop_call
+from compiler.early import Early, drop_call, read_item, worth_asking
 from compiler.extract import Extraction
 from compiler.hand_edits import Held, Look, hold_deletion, look_at, person_material, store_merged
 from compiler.identity_index import SourceIndex
-from compiler.intake import Skipped, Unread
+from compiler.intake import Skipped
 from compiler.lessons import learn_from_run
 from compiler.links import LinkTargets, link_mentions
 from compiler.mode import ComposedArticles
@@ -138,15 +137,9 @@ async def _extract_stage(ctx: RunContext, state: RunState, early: Early | None) 
             gone(item, "interrupted before it was read")
             continue
         got = early.take(item.origin) if early is not None else None
-        try:  # intake's deferred read (compiler/intake.py)
-            if got is not None:
-                src, asked = got
-                if isinstance(src, KbAiError):
-                    raise src
-            else:
-                src = await run_io(item.read, state.known) if isinstance(item, Unread) else item
-        except KbAiError as exc:
-            gone(item, str(exc))
+        src, asked = got if got is not None else (await read_item(item, state.known), None)
+        if isinstance(src, KbAiError):
+            gone(item, str(src))
             continue
         if isinstance(src, Skipped):  # an agent session with nothing new
             skipped.append(src.key)

@@ -46,7 +46,7 @@ def test_the_first_extractions_are_asked_for_before_the_run_records_itself(kb, s
     assert llm.stages().count("extract") == 3  # each source asked once
     # the model had the first source before the run recorded itself (it used to be
     # asked after the record, the remote's commits, a killed run settled)
-    assert runs_when_asked[0] == 0 and runs_when_asked[-1] <= 1
+    assert runs_when_asked[0] == 0
 
 
 def _run_stage(kb, settings, llm, state, count, between=None):
@@ -95,3 +95,20 @@ def test_early_calls_are_dropped_when_another_run_committed_meanwhile(kb, settin
     # 2 early (dropped: read against the sources known before the other run), the
     # other run's 1, and the stage's own 3
     assert llm.stages().count("extract") == 6
+
+
+def test_a_source_read_early_that_cannot_be_read_is_reported_as_the_stage_would(
+    kb, settings, tmp_path
+):
+    notes = _notes(tmp_path / "notes", 2)
+    binary = tmp_path / "notes" / "blob.md"
+    binary.write_bytes(b"\x00\x01\x02binary\xff" * 50)
+    state = intake_paths(kb, [binary, *notes], settings, force=False, converter=None)
+    llm = FakeLLM(responder_handler)
+    early_run = _run_stage(kb, settings, llm, state, 3)  # the blob read early
+    late_run = _run_stage(kb, settings, FakeLLM(responder_handler), state, 0)  # by the stage
+    for out in (early_run, late_run):
+        assert [f.source for f in out.result.failed] == [str(binary)]
+        assert [w.error for w in out.work] == [None, None]
+    assert early_run.result.failed == late_run.result.failed
+    assert llm.stages().count("extract") == 2  # the blob never reached the model
