@@ -490,13 +490,20 @@ def _save_versions(kb: KnowledgeBase, wrote: dict[str, str | None]) -> None:
 
 async def index_stage(ctx: RunContext, state: RunState) -> RunState:
     """Long documents' outlines, each source's outcome in state.db, the master index,
-    the topics and log.md."""
-    await run_io(ctx.guard)  # still the one writer? (nothing recorded so far)
+    the topics and log.md. File work in two threads (each step in a thread of its own,
+    the hops cost 1-5 ms each beside two busy processes, after the last model reply)."""
+    state = await run_io(_record, ctx, state)
+    ctx.progress("stage", name="index", total=len(state.written))
+    await run_io(_write_indexes, ctx, state)
+    return state
+
+
+def _record(ctx: RunContext, state: RunState) -> RunState:
+    """The outlines, the sources' outcomes and the lessons (a thread's)."""
+    ctx.guard()  # still the one writer? (nothing recorded so far)
     written, result, held = dict(state.written), state.result, state.held
     if not ctx.interrupted:  # a long document's outline, linking what it fed
-        outlines, kept = await run_io(
-            write_document_articles, ctx.kb, state.work, state.plan, written
-        )
+        outlines, kept = write_document_articles(ctx.kb, state.work, state.plan, written)
         written.update({path: article for path, (article, _) in outlines.items()})
         result = replace(
             result,
@@ -507,10 +514,10 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
         held = (*held, *kept)
     copies = [r for r in result.revisions if r.way == COPY]
     sessions = any(w.source.kind == "transcript" for w in state.work)
-    recorded = await run_io(
-        partial(before_recording, lessons=sessions and not ctx.interrupted),
+    recorded = before_recording(
         ctx.kb,
         [*(w.source.origin for w in state.work), *(c.origin for c in copies)],
+        lessons=sessions and not ctx.interrupted,
     )
     compiled, failed = record_sources(
         ctx.kb,
@@ -526,19 +533,22 @@ async def index_stage(ctx: RunContext, state: RunState) -> RunState:
         result, compiled=[*result.compiled, *compiled], failed=[*result.failed, *failed]
     )
     if not ctx.interrupted:  # what the run's sessions taught, in lessons/ (compiler/lessons.py)
-        learned = await run_io(learn_from_run, ctx.kb, ctx.settings, state.work, state.plan)
-        recorded = await run_io(after_learning, ctx.kb, recorded, learned.written)
+        learned = learn_from_run(ctx.kb, ctx.settings, state.work, state.plan)
+        recorded = after_learning(ctx.kb, recorded, learned.written)
         result = replace(
             result,
             lessons_found=result.lessons_found + learned.sightings,
             lessons_new=[*result.lessons_new, *learned.new],
             lessons_seen=[*result.lessons_seen, *learned.seen_again],
         )
-    ctx.progress("stage", name="index", total=len(written))
-    if written or result.deleted:
-        await run_io(write_run_indexes, ctx.kb, state.catalog, state.catalog_ns, written)
-    log_run(ctx.kb, result, interrupted=ctx.interrupted)
     return replace(state, result=result, written=written, held=held, recorded=recorded)
+
+
+def _write_indexes(ctx: RunContext, state: RunState) -> None:
+    """The master index and the topics (when an article changed), and log.md."""
+    if state.written or state.result.deleted:
+        write_run_indexes(ctx.kb, state.catalog, state.catalog_ns, state.written)
+    log_run(ctx.kb, state.result, interrupted=ctx.interrupted)
 
 
 async def commit_stage(
@@ -550,16 +560,18 @@ async def commit_stage(
     ``beside``: the event loop's own work to do while git runs (once git has started)."""
     await run_io(ctx.guard, state.recorded)
     written, deleted = state.written, [d.path for d in state.result.deleted]
-    # The search index is not versioned: it is brought up to date while git commits
-    # (git is a process of its own; two Python threads would only take turns).
+    ctx.progress("stage", name="commit", total=0)
+    # Tasks start in the order they are made: git first, the run's last wait. The search
+    # index is not versioned: it is brought up to date while git commits (git is a
+    # process of its own; two Python threads would only take turns), and so is
+    # ``beside``. (Started first, the search index's thread held git's back 3-11 ms
+    # beside two busy processes.)
+    committing = asyncio.ensure_future(run_io(commit_all, ctx.kb, commit_message(state.result)))
     search = (
         asyncio.ensure_future(run_io(update_search, ctx.kb, written, deleted))
         if written or deleted
         else None
     )
-    ctx.progress("stage", name="commit", total=0)
-    committing = asyncio.ensure_future(run_io(commit_all, ctx.kb, commit_message(state.result)))
-    # (tasks start in the order they were made: both threads are under way before it)
     other = asyncio.ensure_future(beside()) if beside is not None else None
     try:
         commit = await committing

@@ -97,3 +97,39 @@ def test_what_kb_ai_adds_goes_into_a_pack_and_reads_back_whole(kb):
     git(kb, "fsck", "--strict")
     git(kb, "gc", "--quiet")
     assert git(kb, "show", f"{sha}:raw/note-39.md") == texts["raw/note-39.md"]
+
+
+def _packs(kb) -> int:
+    counts = dict(line.split(": ") for line in git(kb, "count-objects", "-v").splitlines())
+    return int(counts["packs"])
+
+
+def _many_packs(kb, count: int) -> None:
+    """``count`` packs more, each of one ``git add`` (kb-ai's adds write packs)."""
+    from wiki.git import stage_ahead
+
+    first = len(list((kb.root / "raw").glob("note-*.md")))
+    for i in range(first, first + count):
+        (kb.root / "raw" / f"note-{i}.md").write_text(f"note {i}\n")
+        stage_ahead(kb, [f"raw/note-{i}.md"])
+
+
+@pytest.mark.parametrize("setting", [None, "maintenance.auto=false", "gc.auto=0"])
+def test_a_commit_merges_packs_once_there_are_more_than_git_allows(kb, setting):
+    """kb-ai's commits leave git's automatic gc to kb-ai, which runs it when git would:
+    more packs than gc.autoPackLimit. A user who turned it off keeps it off."""
+    from wiki.git import _config
+
+    limit = _packs(kb) + 2  # (creating the knowledge base added one)
+    git(kb, "config", "gc.autoPackLimit", str(limit))
+    git(kb, "config", "gc.autoDetach", "false")  # (gc in the foreground: counted at once)
+    if setting is not None:
+        git(kb, "config", *setting.split("="))
+    _config.cache_clear()  # (read once per process and knowledge base)
+    _many_packs(kb, 2)
+    commit_all(kb, "at the limit, not over it")
+    assert _packs(kb) == limit
+    _many_packs(kb, 2)
+    sha = commit_all(kb, "over it")
+    assert _packs(kb) == (limit + 2 if setting else 1)
+    assert git(kb, "show", f"{sha}:raw/note-0.md") == "note 0\n"  # (nothing lost)
