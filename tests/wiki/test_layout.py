@@ -99,6 +99,26 @@ def test_resolve_refuses_a_symlink_pointing_outside(kb, tmp_path):
         kb.resolve("wiki/t/secret.md")
 
 
+def test_resolve_looks_through_every_part_below_the_root(kb, tmp_path):
+    """A symlinked article file leading out is refused like a symlinked folder; one
+    leading to another place inside its part is followed; a path not there yet is fine."""
+    outside = tmp_path / "secret.md"
+    outside.write_text("secret")
+    (kb.wiki_dir / "t").mkdir()
+    (kb.wiki_dir / "t" / "out.md").symlink_to(outside)
+    (kb.wiki_dir / "u").mkdir()
+    (kb.wiki_dir / "u" / "real.md").write_text("inside")
+    (kb.wiki_dir / "t" / "in.md").symlink_to(kb.wiki_dir / "u" / "real.md")
+    (kb.raw_dir / "w").symlink_to(kb.wiki_dir)
+
+    with pytest.raises(PathEscapeError):
+        kb.resolve("wiki/t/out.md")
+    with pytest.raises(PathEscapeError):  # inside the knowledge base, but not its part
+        kb.resolve("raw/w/u/real.md", under="raw")
+    assert kb.resolve("wiki/t/in.md") == kb.wiki_dir / "t" / "in.md"
+    assert kb.resolve("wiki/new/a/b.md") == kb.wiki_dir / "new" / "a" / "b.md"
+
+
 def test_resolve_and_relpath_agree_inside(kb):
     path = kb.resolve("wiki/topic/./a.md")
     assert path == kb.root / "wiki" / "topic" / "a.md"
