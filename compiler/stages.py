@@ -13,7 +13,7 @@ gives the same wiki whichever call finishes first.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future as ThreadFuture
 from contextlib import closing
 from dataclasses import dataclass, field, replace
@@ -435,7 +435,11 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     items = list(plan.articles.items())
     try:
         calls = ctx.settings.max_concurrency  # each request out before the next is built
-        outcomes = await ctx.tasks.run_paced((write(p, a) for p, a in items), calls)
+        order = longest_first(items)
+        started = await ctx.tasks.run_paced((write(*items[i]) for i in order), calls)
+        outcomes = [None] * len(items)  # (in plan order again)
+        for i, outcome in zip(order, started, strict=True):
+            outcomes[i] = outcome
         await edits_committed()  # (its failure is the stage's, not each article's)
     finally:
         try:
@@ -473,6 +477,16 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     return replace(state, result=result, written=written, article_errors=errors,
                    held=(*state.held, *held),
                    hand_merged=(*state.hand_merged, *merged))  # fmt: skip
+
+
+def longest_first(items: Sequence[tuple[str, PlannedArticle]]) -> list[int]:
+    """The order to write ``items`` in (indexes): the most material first. A model
+    writes a long article for long material, and the calls still out when the rest are
+    done are then short ones; the replies of the last calls, checked and stored one
+    after another once they are in, are then the lightest to check (the classic
+    longest-processing-time rule). Equal ones keep their plan order."""
+    size = [sum(len(m.text) for m in a.material) for _, a in items]
+    return sorted(range(len(items)), key=lambda i: -size[i])
 
 
 def _load_versions(kb: KnowledgeBase) -> dict[str, str]:
