@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 KNOWN_KEYS_MAX = 50_000
 #: ... once this many lookups went to SQLite (a question makes 2-4 calls, a compile more).
 KNOWN_KEYS_AFTER = 5
+#: A cache of at most this many keys has them read as the store connects.
+KNOWN_KEYS_AT_ONCE = 2_000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_calls (
@@ -228,7 +230,21 @@ class CallStore:
         self._lookups = 0
         if self._open is not None:  # connect while the caller prepares its first call
             # (a failure here is said by the first use, which meets it again)
-            self._submit(self._conn).add_done_callback(_note_failure)
+            self._submit(self._conn_and_glance).add_done_callback(_note_failure)
+
+    def _conn_and_glance(self) -> None:
+        """Connect; a small cache's keys are read at once (a new knowledge base's is
+        empty): its first lookups then cost no trip to this thread either."""
+        conn = self._conn()
+        if self.shared:  # (other servers cache replies meanwhile: every lookup asks)
+            return
+        try:
+            rows = conn.execute("SELECT key FROM llm_cache LIMIT ?", (KNOWN_KEYS_AT_ONCE + 1,))
+            keys = {row[0] for row in rows}
+        except sqlite3.Error:
+            return  # (the lookups ask, and say what fails)
+        if len(keys) <= KNOWN_KEYS_AT_ONCE and self._known is None:
+            self._known = keys  # (what this store caches from now on: self._recorded)
 
     def _load_known(self) -> None:
         assert self._open is not None

@@ -408,6 +408,20 @@ def test_a_busy_client_still_finds_replies_an_earlier_client_cached(server, sett
     assert len(server.requests) == 1 + 11 and llm.usage.calls == 11
 
 
+def test_a_new_cache_finds_what_its_own_client_cached_since(server, settings, tmp_path):
+    """A new knowledge base's cache holds no key: its misses are answered at once, and
+    a reply this client cached since is found (not asked for again)."""
+    db = tmp_path / "state.db"
+
+    async def twice(llm):
+        await asyncio.sleep(0.05)  # (the store has connected and looked at its keys)
+        return [await used(llm.complete(ASK, stage="select")) for _ in range(2)]
+
+    (paid, again), llm = run(settings, "fast", twice, db)
+    assert not paid.cached and again.cached and again.text == paid.text
+    assert len(server.requests) == 1 and llm.usage.calls == 1
+
+
 def test_a_cache_too_large_to_hold_its_keys_is_still_used(server, settings, tmp_path, monkeypatch):
     import kb_ai.llm.store
 
