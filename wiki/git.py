@@ -167,7 +167,7 @@ class _Config:
 
 
 #: A commit kb-ai makes runs no `git maintenance run --auto` process of its own after it
-#: (6-10 ms each commit on two loaded cores, to find nothing to do nearly every time):
+#: (~6 ms a commit beside two busy processes, to find nothing to do nearly every time):
 #: kb-ai counts what git's gc task counts (git's need_to_gc: the loose objects in
 #: objects/17, the packs) and runs `git gc --auto` only once one of them is over its
 #: limit. Only where git's maintenance is the default (its gc task alone): any other

@@ -171,8 +171,8 @@ class KnowledgeBase:
 def _has_symlink(root: str, norm: str) -> bool:
     """Whether a part of ``root/norm`` below ``root`` is a symlink (or cannot be looked
     at): only then does resolving it say more. One lstat a part, where Path.resolve
-    walks every part from / in Python (64 us a path, ~300 paths a compile of 38 sources,
-    in the threads that write while the model works)."""
+    walks every part from / in Python (64 us a path against 22; a compile of 38 sources
+    resolves 150, in the threads that write while the model works)."""
     current = root
     for part in norm.split("/"):
         current = f"{current}/{part}"
