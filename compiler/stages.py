@@ -437,9 +437,8 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
         calls = ctx.settings.max_concurrency  # each request out before the next is built
         order = longest_first(items)
         started = await ctx.tasks.run_paced((write(*items[i]) for i in order), calls)
-        outcomes = [None] * len(items)  # (in plan order again)
-        for i, outcome in zip(order, started, strict=True):
-            outcomes[i] = outcome
+        by_index = dict(zip(order, started, strict=True))
+        outcomes = [by_index[i] for i in range(len(items))]  # (in plan order again)
         await edits_committed()  # (its failure is the stage's, not each article's)
     finally:
         try:

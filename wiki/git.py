@@ -162,8 +162,8 @@ class _Config:
 
     identity: tuple[str, ...]  # kb-ai's own, when git finds no user.email
     own_gc: bool  # kb-ai asks whether gc is due after a commit, not git's child process
-    gc_auto: int = 6700  # gc.auto: loose objects before git gc packs them (0: never)
-    pack_limit: int = 50  # gc.autoPackLimit: packs before git gc merges them (0: never)
+    gc_auto: int = 6700  # gc.auto (git's default): loose objects before gc packs them
+    pack_limit: int = 50  # gc.autoPackLimit (git's default): packs before gc merges them
 
 
 #: A commit kb-ai makes runs no `git maintenance run --auto` process of its own after it
@@ -193,8 +193,8 @@ def _config(root: str, *env: str | None) -> _Config:
     has_env = os.environ.get("GIT_AUTHOR_EMAIL") and os.environ.get("GIT_COMMITTER_EMAIL")
     identity = () if values.get("user.email", "").strip() or has_env else KB_AI_IDENTITY
     maintenance = {k for k in values if k.startswith("maintenance.")}
-    gc_auto = _config_int(values.get("gc.auto", "6700"))
-    pack_limit = _config_int(values.get("gc.autopacklimit", "50"))
+    gc_auto = _config_int(values.get("gc.auto", str(_Config.gc_auto)))
+    pack_limit = _config_int(values.get("gc.autopacklimit", str(_Config.pack_limit)))
     if maintenance - {"maintenance.auto"} or gc_auto is None or pack_limit is None:
         return _Config(identity, own_gc=False)  # git's own maintenance, as configured
     if "maintenance.auto" in maintenance and not _config_true(values["maintenance.auto"]):
@@ -229,10 +229,8 @@ def _gc_due(git_dir: Path, config: _Config) -> bool:
             if len(packs) > config.pack_limit:
                 return True
         loose = os.listdir(objects / "17")
-    except FileNotFoundError:  # no loose object there (nor a pack directory: none yet)
+    except OSError:  # (none there yet: no loose object of that prefix; else: next commit)
         return False
-    except OSError:
-        return False  # (the next commit looks again)
     threshold = (config.gc_auto + 255) // 256
     return sum(len(n) == 38 and _HEX.fullmatch(n) is not None for n in loose) > threshold
 

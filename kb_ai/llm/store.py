@@ -239,23 +239,19 @@ class CallStore:
         if self.shared:  # (other servers cache replies meanwhile: every lookup asks)
             return
         try:
-            rows = conn.execute("SELECT key FROM llm_cache LIMIT ?", (KNOWN_KEYS_AT_ONCE + 1,))
-            keys = {row[0] for row in rows}
+            keys = _cached_keys(conn, KNOWN_KEYS_AT_ONCE)
         except sqlite3.Error:
             return  # (the lookups ask, and say what fails)
-        if len(keys) <= KNOWN_KEYS_AT_ONCE and self._known is None:
+        if keys is not None and self._known is None:
             self._known = keys  # (what this store caches from now on: self._recorded)
 
     def _load_known(self) -> None:
         assert self._open is not None
         try:
             with closing(self._open()) as conn:
-                rows = conn.execute("SELECT key FROM llm_cache LIMIT ?", (KNOWN_KEYS_MAX + 1,))
-                keys = {row[0] for row in rows}
+                self._known = _cached_keys(conn, KNOWN_KEYS_MAX)
         except (sqlite3.Error, StorageError) as exc:
             log.warning("could not read the response cache's keys: %s", exc)
-            return
-        self._known = keys if len(keys) <= KNOWN_KEYS_MAX else None
 
     def _submit(self, fn: Callable[..., Any], *args: Any) -> Future:
         if self._thread is None:
@@ -272,7 +268,7 @@ class CallStore:
         if known is not None and key not in known and key not in self._recorded:
             return None
         self._lookups += 1
-        if self._lookups == KNOWN_KEYS_AFTER and not self.shared:
+        if self._lookups == KNOWN_KEYS_AFTER and not self.shared and self._known is None:
             # Many calls coming (a compile): read the keys on a connection of their own,
             # while lookups go on through the store's thread. A question's few calls
             # never pay for it.
@@ -567,3 +563,10 @@ def unlogged_calls(db_path: Path) -> dict[str, Any] | None:
         return None
     since = datetime.fromtimestamp(row[1], UTC).isoformat(timespec="seconds")
     return {"calls": int(row[0]), "since": since, "error": row[2] or ""}
+
+
+def _cached_keys(conn: Any, limit: int) -> set[str] | None:
+    """The keys of the response cache, or None when it holds more than ``limit``."""
+    rows = conn.execute("SELECT key FROM llm_cache LIMIT ?", (limit + 1,))
+    keys = {row[0] for row in rows}
+    return keys if len(keys) <= limit else None
