@@ -15,13 +15,13 @@ from compiler.identity_index import Arrival, SourceIndex
 from compiler.result import MaybeRevision, Revision
 from compiler.sources import Source
 from compiler.state import Work
-from wiki import slugify, source_articles, unique_slug
+from wiki import slug_of, slugify, source_articles, unique_slug
 from wiki.slugs import FALLBACK_SLUG
 
 
 def taken_slugs(known: Mapping[str, Any]) -> set[str]:
     """The raw slugs the sources compiled before hold (state rows by origin)."""
-    return {PurePosixPath(p).stem for p in (r["raw_path"] for r in known.values()) if p}
+    return {slug_of(p) for p in (r["raw_path"] for r in known.values()) if p}
 
 
 @dataclass

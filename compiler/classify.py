@@ -20,7 +20,7 @@ from compiler.schemas import classification_schema
 from kb_ai.errors import LLMOutputError
 from kb_ai.llm import LLM
 from kb_ai.prompts import PromptLibrary
-from wiki import CatalogEntry, format_entry, normalise_article_path, slugify
+from wiki import CatalogEntry, format_entry, normalise_article_path, slug_of, slugify
 from wiki.words import STOP_WORDS, words
 
 DEFAULT_CATEGORIES = ("concept", "decision", "howto", "reference", "pitfall", "convention")
@@ -47,21 +47,22 @@ class CatalogRanker:
         self.entries = list(entries)
         self.by_path = {e.path: e for e in self.entries}
         self._lines: dict[int, str] = {}  # formatted when first ranked: most never are
+        self._by_slug: dict[str, CatalogEntry] | None = None
         self.bags = [
             Counter(
                 terms(" ".join([e.title, e.title, e.summary, " ".join(e.keys), " ".join(e.tags)]))
             )
             for e in self.entries
         ]
-        df: Counter[str] = Counter()
-        for bag in self.bags:
-            df.update(bag.keys())
-        n = max(len(self.entries), 1)
-        self.idf = {t: math.log(1 + n / c) for t, c in df.items()}
-        self.index: dict[str, list[int]] = {}
+        self.index: dict[str, list[int]] = {}  # term -> the entries that have it
         for i, bag in enumerate(self.bags):
             for t in bag:
-                self.index.setdefault(t, []).append(i)
+                if (postings := self.index.get(t)) is None:
+                    self.index[t] = [i]
+                else:
+                    postings.append(i)
+        n = max(len(self.entries), 1)
+        self.idf = {t: math.log(1 + n / len(postings)) for t, postings in self.index.items()}
 
     def slice(self, query_terms: list[str], budget_chars: int) -> list[CatalogEntry]:
         """The best-matching entries whose lines fit in budget_chars, best first."""
@@ -78,6 +79,14 @@ class CatalogRanker:
             picked.append(self.entries[i])
             used += cost
         return picked
+
+    def with_slug(self, slug: str) -> CatalogEntry | None:
+        """The first entry whose path has this slug (in any type's folder)."""
+        if self._by_slug is None:  # (made when first asked: a run proposes few new titles)
+            self._by_slug = {}
+            for path, entry in self.by_path.items():
+                self._by_slug.setdefault(slug_of(path), entry)
+        return self._by_slug.get(slug)
 
     def _line(self, i: int) -> str:
         line = self._lines.get(i)
@@ -197,8 +206,7 @@ def _target(
     title = title or fallback_title
     kind = item.get("type") if item.get("type") in categories else categories[0]
     slug = slugify(title)
-    same = next((e for p, e in known.items() if PurePosixPath(p).stem == slug), None)
-    same = same or matching_entry(title, ranker)
+    same = ranker.with_slug(slug) or matching_entry(title, ranker)
     if same is not None:  # one subject, one article, whatever type the model picked this time
         return Target(same.path, same.title, same.type, exists=True)
     return Target(f"wiki/{kind}/{slug}.md", title, kind, exists=False)

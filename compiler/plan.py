@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from pathlib import PurePosixPath
 
 from compiler.classify import Target
 from compiler.dating import source_date
 from compiler.state import Plan, PlannedArticle, Work
 from compiler.write import Material
+from wiki import slug_of
 
 
 def plan_articles(work: Sequence[Work], existing: Iterable[str]) -> Plan:
@@ -21,7 +21,7 @@ def plan_articles(work: Sequence[Work], existing: Iterable[str]) -> Plan:
     material: dict[str, list[Material]] = {}
     sources: dict[str, list[int]] = {}
     dropped: dict[str, set[str]] = {}
-    by_slug: dict[str, str] = {PurePosixPath(p).stem: p for p in existing}
+    by_slug: dict[str, str] = {slug_of(p): p for p in existing}
 
     def plan(path: str, target: Target) -> None:
         if path not in targets:
@@ -38,7 +38,7 @@ def plan_articles(work: Sequence[Work], existing: Iterable[str]) -> Plan:
                 dropped.setdefault(old, set()).add(w.raw_path)
                 plan(old, Target(old, "", "", exists=True))
         for t in w.targets:
-            path = by_slug.setdefault(PurePosixPath(t.path).stem, t.path)
+            path = by_slug.setdefault(slug_of(t.path), t.path)
             if path != t.path or (path in targets and not t.exists):
                 t = targets[path] if path in targets else Target(path, t.title, t.type, True)
             revised = w.previous_text is not None and path in w.previous_articles

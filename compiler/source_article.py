@@ -31,7 +31,7 @@ from compiler.write import clean_body
 from kb_ai.grounding import Evidence
 from kb_ai.llm import LLM
 from kb_ai.prompts import PromptLibrary
-from wiki import Article, CatalogEntry, derive_keys, slugify, unique_slug
+from wiki import Article, CatalogEntry, derive_keys, slug_of, slugify, unique_slug
 
 #: The article keeps at most this much of its source; the rest stays in raw/, linked.
 BODY_MAX_CHARS = 100_000
@@ -94,7 +94,7 @@ def source_targets(
     """Where each source goes (by its index in ``work``), in input order: the article it
     fed before, else a new one of its own (under a slug no article of the wiki or of
     this run has)."""
-    taken = {PurePosixPath(p).stem for p in existing}
+    taken = {slug_of(p) for p in existing}
     placed: dict[int, tuple[Target]] = {}
     for i, w in enumerate(work):
         if not w.usable:

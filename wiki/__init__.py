@@ -36,7 +36,7 @@ from wiki.git import commit_all, file_history, git, head_sha, show_diff
 from wiki.layout import KnowledgeBase
 from wiki.log import append_log
 from wiki.raw import RawSource, list_raw, read_raw, write_raw
-from wiki.slugs import is_slug, slugify, unique_slug
+from wiki.slugs import is_slug, slug_of, slugify, unique_slug
 from wiki.state import (
     all_sources,
     apply_migrations,
@@ -103,6 +103,7 @@ __all__ = [
     "record_run",
     "sha256_bytes",
     "show_diff",
+    "slug_of",
     "slugify",
     "set_meta",
     "source_articles",

@@ -32,3 +32,17 @@ def test_unique_slug_counts_up():
     assert unique_slug("a", set()) == "a"
     assert unique_slug("a", {"a"}) == "a-2"
     assert unique_slug("a", {"a", "a-2", "a-3"}) == "a-4"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["wiki/decision/use-redis.md", "raw/notes.tar.gz", "wiki/x/", "wiki/./a.md", "a//b.md",
+     "wiki/.hidden", "wiki/a.", "log", "", ".."],
+)  # fmt: skip
+def test_the_slug_of_a_path_is_its_file_name_without_the_suffix(path):
+    """What the catalog's lookups by slug compare: pathlib's stem, edge cases included."""
+    from pathlib import PurePosixPath
+
+    from wiki import slug_of
+
+    assert slug_of(path) == PurePosixPath(path).stem
