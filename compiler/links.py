@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from wiki.words import CJK_RUN, STOP_WORDS, WORD, words
 
@@ -41,27 +41,55 @@ class LinkTargets:
     by_key: Mapping[str, tuple[str, str]]
     longest_cjk: int = 0
     first_words: frozenset[str] = frozenset()  # a title can only start at one of these
+    # (what :meth:`extended` needs: how many articles have each slug, and the titles of
+    # by_key by the slug of their article)
+    slug_count: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
+    keys_by_slug: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, articles: Iterable[tuple[str, str]]) -> LinkTargets:
         """From (path, title) pairs; the first article of a title wins."""
+        return _NONE.extended(articles)
+
+    def extended(self, articles: Iterable[tuple[str, str]]) -> LinkTargets:
+        """These targets and those of more (path, title) pairs, listed after the ones
+        they were made of: ``of(a).extended(b) == of(a + b)``. A wiki's catalog is made
+        into targets while the model works (10,000 titles: ~45 ms), and a run adds its
+        own articles to them at the stage barrier."""
         pairs = list(articles)
-        slug_count: dict[str, int] = {}
+        counts = dict(self.slug_count)
         for path, _ in pairs:
             slug = _slug(path)
-            slug_count[slug] = slug_count.get(slug, 0) + 1
-        by_key: dict[str, tuple[str, str]] = {}
-        longest = 0
+            counts[slug] = counts.get(slug, 0) + 1
+        by_key = dict(self.by_key)
+        keys_by_slug = dict(self.keys_by_slug)
+        # a slug shared now: the link names the whole path of those articles
+        for slug in {_slug(path) for path, _ in pairs} & keys_by_slug.keys():
+            for key in keys_by_slug[slug]:
+                path = by_key[key][0]
+                by_key[key] = (path, slug if counts[slug] == 1 else path)
+        longest = self.longest_cjk
+        firsts = set(self.first_words)
         for path, title in pairs:
             key = _key(title)
             if not _linkable(key):
                 continue
-            target = _slug(path) if slug_count[_slug(path)] == 1 else path
-            by_key.setdefault(key, (path, target))
-            if CJK_RUN.fullmatch(key):
-                longest = max(longest, len(key))
-        firsts = frozenset(key.split(" ", 1)[0] for key in by_key if not CJK_RUN.fullmatch(key))
-        return cls(by_key, min(longest, _MAX_CJK), firsts)
+            cjk = CJK_RUN.fullmatch(key) is not None
+            if cjk:
+                longest = max(longest, min(len(key), _MAX_CJK))
+            if key in by_key:
+                continue
+            slug = _slug(path)
+            by_key[key] = (path, slug if counts[slug] == 1 else path)
+            keys_by_slug[slug] = (*keys_by_slug.get(slug, ()), key)
+            if not cjk:
+                firsts.add(key.split(" ", 1)[0])
+        return LinkTargets(by_key, longest, frozenset(firsts), counts, keys_by_slug)
+
+
+_NONE = LinkTargets({})
 
 
 def link_mentions(body: str, targets: LinkTargets, self_path: str, limit: int = MAX_LINKS) -> str:

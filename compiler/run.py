@@ -39,6 +39,7 @@ from compiler.sources import Source
 from compiler.stages import (
     ProgressFn,
     RunContext,
+    catalog_links,
     commit_stage,
     extract_stage,
     index_stage,
@@ -366,8 +367,9 @@ class Compiler:
         # Only classify needs the catalog: it loads while the first sources are extracted
         # (a wiki of 10,000 articles took ~0.5 s to load and rank before the first call).
         ranker = asyncio.ensure_future(run_io(_load_ranker, self.kb, fingerprint))
+        links = asyncio.ensure_future(catalog_links(ranker))  # (for the write stage)
         ctx = RunContext(self.kb, self.settings, llm, mode, self._tasks, progress, ranker,
-                         self._still_the_writer, ahead, self._claims)  # fmt: skip
+                         self._still_the_writer, ahead, self._claims, links)  # fmt: skip
         try:
             state = await extract_stage(ctx, state, early)
             if not state.work:  # nothing could be read: nothing to write, log or commit
@@ -383,8 +385,9 @@ class Compiler:
             finally:
                 await _close(llm)  # (closed already, unless the stages failed first)
         finally:
-            with suppress(Exception):  # a failure to load it was reported by classify
-                await ranker
+            for loading in (ranker, links):  # a failure to load was reported by classify
+                with suppress(Exception):
+                    await loading
 
     def _still_the_writer(self, recorded: Recorded | None = None) -> None:
         """Before the run records anything, and again just before its commit: it still

@@ -92,3 +92,46 @@ def test_the_longest_title_wins_and_never_across_punctuation() -> None:
         "The [[release-process-review|release process-review]] comes after the "
         "[[release|Release]]. Process notes: release, process."
     )
+
+
+def _targets_in_one_pass(pairs: list[tuple[str, str]]) -> tuple[dict, int, frozenset]:
+    """What the targets of ``pairs`` are, by their definition: every title normalised,
+    the first article of a title wins, a link names the slug unless two articles share
+    it (then the path)."""
+    from compiler.links import _MAX_CJK, _key, _linkable, _slug
+    from wiki.words import CJK_RUN
+
+    slugs = [_slug(path) for path, _ in pairs]
+    by_key: dict[str, tuple[str, str]] = {}
+    longest = 0
+    for (path, title), slug in zip(pairs, slugs, strict=True):
+        key = _key(title)
+        if _linkable(key):
+            by_key.setdefault(key, (path, slug if slugs.count(slug) == 1 else path))
+            if CJK_RUN.fullmatch(key):
+                longest = max(longest, len(key))
+    firsts = frozenset(k.split(" ", 1)[0] for k in by_key if not CJK_RUN.fullmatch(k))
+    return by_key, min(longest, _MAX_CJK), firsts
+
+
+def test_a_catalogs_targets_extended_with_a_runs_articles_are_those_of_both() -> None:
+    """The catalog's targets are made while the model works, the run's articles added at
+    the barrier: the same links as one pass over both, whichever articles share a slug
+    or a title (an article the run updates is in both lists)."""
+    import random
+
+    titles = ["Release process", "Redis cache", "Release Process", "The", "部署流程",
+              "数据库迁移与回滚方案总览说明文档", "On-call rotation", "x", "Deploy 2026"]  # fmt: skip
+    rng = random.Random(2026)
+    for _ in range(300):
+        pairs = [
+            (f"wiki/{rng.choice(['concept', 'howto', 'decision'])}/{rng.choice('abcde')}.md",
+             rng.choice(titles))
+            for _ in range(rng.randrange(0, 12))
+        ]  # fmt: skip
+        cut = rng.randrange(0, len(pairs) + 1)
+        made = LinkTargets.of(pairs[:cut]).extended(pairs[cut:])
+        by_key, longest, firsts = _targets_in_one_pass(pairs)
+        assert dict(made.by_key) == by_key, pairs
+        assert (made.longest_cjk, made.first_words) == (longest, firsts)
+        assert LinkTargets.of(pairs) == made
