@@ -141,3 +141,31 @@ def test_a_setting_of_no_new_articles_is_refused_with_a_hint(kb):
         load_settings(
             kb.root, {"model": "fake/model", "max_new_articles_per_source": 0}, environ={}
         )
+
+
+def test_a_catalog_ranked_again_in_the_same_process_picks_the_same_articles():
+    """A long-lived process reuses the term counts of the catalog it ranked last: the
+    same slices as counting afresh, and an entry changed since counted again."""
+    import compiler.classify as classify
+    from compiler.classify import CatalogRanker, terms
+    from wiki import CatalogEntry
+
+    def catalog(billing_summary: str) -> list[CatalogEntry]:
+        return [
+            CatalogEntry("wiki/howto/billing.md", "Billing runs", billing_summary, ["invoice"]),
+            CatalogEntry("wiki/concept/cache.md", "Redis cache", "Sessions in Redis.", [],
+                         tags=["infra"]),
+            CatalogEntry("wiki/decision/mondays.md", "Deploy on Mondays", "Why Mondays.", []),
+        ]  # fmt: skip
+
+    def picked(entries: list[CatalogEntry], question: str) -> list[str]:
+        return [e.path for e in CatalogRanker(entries).slice(terms(question), 10_000)]
+
+    asked = "where are the redis sessions kept"
+    classify._BAGS.clear()
+    fresh = picked(catalog("How the monthly invoice run works."), asked)
+    assert picked(catalog("How the monthly invoice run works."), asked) == fresh
+    changed = catalog("Its Redis sessions: which Redis, what sessions.")
+    counted = picked(changed, asked)
+    classify._BAGS.clear()
+    assert counted == picked(changed, asked) != fresh

@@ -198,3 +198,51 @@ def test_splitting_at_unescaped_separators_matches_its_definition():
         text = "".join(rng.choice("ab\\|,\n ") for _ in range(rng.randint(0, 14)))
         for sep in "|,":
             assert _split_unescaped(text, sep) == by_definition(text, sep), (text, sep)
+
+
+TRICKY = [
+    *ENTRIES,
+    CatalogEntry("wiki/x/spaced.md", "  Two   spaces\n", " A  summary\twith tabs ", [" k ", ""],
+                 "not-its-folder", ["  two  words ", "", "infra", "Infra"]),
+    CatalogEntry("wiki/x/back.md", "Ends in a backslash \\", "a \\ b \\| c", ["x\\,y", "p|q"]),
+    CatalogEntry("wiki/x/a b.md", "A path no index line can hold", "gone on reading back"),
+]  # fmt: skip
+
+
+def _loaded(entries):
+    return [(e, e.line, e.tags) for e in entries]
+
+
+def test_the_indexes_a_process_wrote_load_back_without_parsing_as_parsing_gives(kb):
+    """A long-lived process (the web server's worker) loads the catalog a run before it
+    wrote from what it wrote, not by parsing the files: the same entries, lines and tags
+    as parsing them, for entries read from a master index and entries made from
+    articles alike; indexes someone else wrote since are parsed."""
+    from wiki.catalog import _as_written, index_fingerprint
+
+    first = write_indexes(kb, TRICKY)
+    assert _loaded(_as_written(kb, first)) == _loaded(load_catalog(kb, keep_lines=True))
+    read_back = load_catalog(kb, keep_lines=True)  # (entries with their lines)
+    second = write_indexes(kb, [*read_back[1:], *TRICKY[:2]])  # lines and no lines, mixed
+    remembered = _as_written(kb, second)
+    assert _loaded(remembered) == _loaded(load_catalog(kb, keep_lines=True))
+    assert "wiki/x/a b.md" not in {e.path for e in remembered}
+    assert remembered[0] is not read_back[1]  # (new objects: a run's changes stay its own)
+
+    other = ENTRIES[1:]  # another server's indexes since: the files and fingerprint theirs
+    kb.master_index_path.write_text(
+        "# Master index\n\n" + "".join(f"{format_entry(e)}\n" for e in other), encoding="utf-8"
+    )
+    assert _as_written(kb, index_fingerprint(kb)) is None
+
+
+def test_a_run_after_one_in_the_same_process_reads_neither_index_nor_article(
+    indexed_wiki, monkeypatch
+):
+    import wiki.catalog
+
+    kb, fingerprint, reads = indexed_wiki
+    monkeypatch.setattr(wiki.catalog, "load_catalog", lambda *a, **k: pytest.fail("parsed"))
+    catalog = current_catalog(kb, fingerprint)
+    assert reads == [] and [e.title for e in catalog] == ["Alpha", "Beta", "Gamma"]
+    assert catalog == build_catalog(kb)
