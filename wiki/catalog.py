@@ -255,6 +255,9 @@ def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> str:
     topics = TOPICS_HEADER + "".join(sections)
     atomic_write_text(kb.topics_path, topics)
     fingerprint = _digest(master.encode("utf-8"), topics.encode("utf-8"))
+    _WRITTEN.pop(str(kb.root), None)
+    while len(_WRITTEN) >= _WRITTEN_KEPT:  # (the knowledge base written longest ago goes)
+        _WRITTEN.pop(next(iter(_WRITTEN)))
     _WRITTEN[str(kb.root)] = (fingerprint, ordered)
     return fingerprint
 
@@ -265,12 +268,15 @@ def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> str:
 # (nothing in a run changes a catalog entry once made) took 32-36 ms for 10,000 articles,
 # parsing the files 95-99 ms.
 _WRITTEN: dict[str, tuple[str, list[CatalogEntry]]] = {}
+_WRITTEN_KEPT = 8  # knowledge bases (a server may hold several)
 
 
 def _as_written(kb: KnowledgeBase, fingerprint: str) -> list[CatalogEntry] | None:
     """What :func:`load_catalog` gives for the indexes this process last wrote here, if
     they are still the ones with ``fingerprint``: new objects, each as parsing its line
-    back would give it (its tags as the topic index lists them)."""
+    back would give it (its tags as the topic index lists them). None, to parse the
+    files, when an entry's line reads back as another path or as more than one entry (a
+    file name with a parenthesis or a line break: the line pattern cannot hold it)."""
     written = _WRITTEN.get(str(kb.root))
     if written is None or written[0] != fingerprint:
         return None
@@ -278,8 +284,10 @@ def _as_written(kb: KnowledgeBase, fingerprint: str) -> list[CatalogEntry] | Non
     for e in written[1]:
         if not e.line:  # (formatted for the file: read back as a line of it would be)
             parsed = parse_master_index(format_entry(e), keep_lines=True)
-            if not parsed:
+            if not parsed:  # (a path with a space: its lines are skipped when parsed)
                 continue
+            if len(parsed) != 1 or parsed[0].path != e.path:
+                return None
             e = replace(parsed[0], tags=e.tags)
         tags = sorted({" ".join(t.split()) for t in e.tags} - {""}, key=_tag_order)
         out.append(replace(e, keys=list(e.keys), tags=tags))

@@ -56,7 +56,8 @@ _ADD_INTO_PACK = ("-c", "core.bigFileThreshold=1")
 #: Their blobs are compressed fast (zlib level 1, not git's 6) unless the user chose a
 #: level: in a wiki of 10,000 articles every compile rewrites a 2.3 MB master index and a
 #: 1.7 MB topic index, and their `git add` took 220-240 ms, 100-110 ms at level 1, for 22%
-#: more pack (1,156 against 947 KiB). gc's repack stores old versions as deltas either way.
+#: more pack (1,156 against 947 KiB). gc's repack stores old versions as deltas and keeps
+#: the rest as they are (`git repack -F` compresses them again at the configured level).
 _FAST_COMPRESSION = ("-c", "pack.compression=1")
 
 

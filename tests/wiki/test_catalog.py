@@ -229,6 +229,13 @@ def test_the_indexes_a_process_wrote_load_back_without_parsing_as_parsing_gives(
     assert "wiki/x/a b.md" not in {e.path for e in remembered}
     assert remembered[0] is not read_back[1]  # (new objects: a run's changes stay its own)
 
+    odd = [  # a file name the line pattern cannot hold: the files are parsed
+        CatalogEntry("wiki/x/a.md", "A", "s", tags=["t1"]),
+        CatalogEntry("wiki/x/a.md)b.md", "B", "s", tags=["t2"]),
+        CatalogEntry("wiki/x/c.md)\n- [Fake](wiki/x/f.md", "C", "s"),
+    ]
+    assert _as_written(kb, write_indexes(kb, odd)) is None
+
     other = ENTRIES[1:]  # another server's indexes since: the files and fingerprint theirs
     kb.master_index_path.write_text(
         "# Master index\n\n" + "".join(f"{format_entry(e)}\n" for e in other), encoding="utf-8"
