@@ -360,8 +360,9 @@ async def write_stage(ctx: RunContext, state: RunState) -> RunState:
     wrote: dict[str, str | None] = {}  # path -> blob id of kb-ai's own text stored
     versions = await run_io(_load_versions, ctx.kb)  # path -> kb-ai's last blob there
     # Every article of the wiki as it will be after the run: mentions become links.
-    catalog = await asyncio.shield(ctx.links) if ctx.links is not None else None
-    if catalog is None:
+    if ctx.links is not None:  # (made from state.catalog while the model worked)
+        catalog = await asyncio.shield(ctx.links)
+    else:
         catalog = _catalog_targets(state.catalog)
     links = catalog.extended((path, a.target.title) for path, a in plan.articles.items())
     by_raw = {w.raw_path: w for w in state.work}

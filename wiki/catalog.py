@@ -151,10 +151,16 @@ def load_catalog(kb: KnowledgeBase, *, keep_lines: bool = False) -> list[Catalog
     """The catalog as the last compile wrote it (tags from topics.md); [] if there is none."""
     if not kb.master_index_path.is_file():
         return []
-    text = kb.master_index_path.read_text(encoding="utf-8")
-    entries = parse_master_index(text, keep_lines=keep_lines)
-    if kb.topics_path.is_file():
-        tags = _parse_topics(kb.topics_path.read_text(encoding="utf-8"))
+    master = kb.master_index_path.read_text(encoding="utf-8")
+    topics = kb.topics_path.read_text(encoding="utf-8") if kb.topics_path.is_file() else None
+    return _entries_of(master, topics, keep_lines=keep_lines)
+
+
+def _entries_of(master: str, topics: str | None, *, keep_lines: bool) -> list[CatalogEntry]:
+    """The entries of a master index, their tags from the topic index (if there is one)."""
+    entries = parse_master_index(master, keep_lines=keep_lines)
+    if topics is not None:
+        tags = _parse_topics(topics)
         for entry in entries:
             entry.tags = sorted(tags.get(entry.path, ()), key=_tag_order)
     return entries
@@ -177,12 +183,14 @@ def current_catalog(kb: KnowledgeBase, fingerprint: str | None) -> list[CatalogE
     fingerprint, indexes edited or gone) reads every article, as :func:`build_catalog`.
     A compile of a few sources into a wiki of thousands thus reads a few articles.
     """
-    if fingerprint is None or index_fingerprint(kb) != fingerprint:
+    files = _index_files(kb) if fingerprint is not None else None
+    if files is None or _digest(*files) != fingerprint:
         return build_catalog(kb)
     written_ns = min(kb.master_index_path.stat().st_mtime_ns, kb.topics_path.stat().st_mtime_ns)
     loaded = _as_written(kb, fingerprint)
-    if loaded is None:
-        loaded = load_catalog(kb, keep_lines=True)
+    if loaded is None:  # (parsed from the bytes just fingerprinted, not read again)
+        master, topics = (_text(data) for data in files)
+        loaded = _entries_of(master, topics, keep_lines=True)
     return refresh_catalog(kb, loaded, written_ns)
 
 
@@ -214,12 +222,21 @@ def refresh_catalog(
 
 def index_fingerprint(kb: KnowledgeBase) -> str | None:
     """A digest of master-index.md and topics.md as they are on disk; None if one is missing."""
+    files = _index_files(kb)
+    return _digest(*files) if files is not None else None
+
+
+def _index_files(kb: KnowledgeBase) -> tuple[bytes, bytes] | None:
+    """The bytes of master-index.md and topics.md; None if one is missing."""
     try:
-        master = kb.master_index_path.read_bytes()
-        topics = kb.topics_path.read_bytes()
+        return kb.master_index_path.read_bytes(), kb.topics_path.read_bytes()
     except OSError:
         return None
-    return _digest(master, topics)
+
+
+def _text(data: bytes) -> str:
+    """``data`` as ``read_text(encoding="utf-8")`` reads a file (newlines translated)."""
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 #: Mixed into the fingerprint: a change to the line format must rebuild the indexes,
@@ -244,10 +261,13 @@ def write_indexes(kb: KnowledgeBase, entries: list[CatalogEntry]) -> str:
     atomic_write_text(kb.master_index_path, master)
 
     by_tag: dict[str, list[CatalogEntry]] = {}
+    listed: dict[str, str] = {}  # path -> its line of the topic index
     for e in ordered:
-        for tag in {" ".join(t.split()) for t in e.tags} - {""}:
+        tags = _index_tags(e.tags)
+        if tags:
+            listed[e.path] = f"- [{_escape(e.title, '[]')}]({e.path})\n"
+        for tag in tags:
             by_tag.setdefault(tag, []).append(e)
-    listed = {e.path: f"- [{_escape(e.title, '[]')}]({e.path})\n" for e in ordered if e.tags}
     sections = [
         f"\n## {tag}\n\n" + "".join(listed[e.path] for e in by_tag[tag])
         for tag in sorted(by_tag, key=_tag_order)
@@ -289,9 +309,14 @@ def _as_written(kb: KnowledgeBase, fingerprint: str) -> list[CatalogEntry] | Non
             if len(parsed) != 1 or parsed[0].path != e.path:
                 return None
             e = replace(parsed[0], tags=e.tags)
-        tags = sorted({" ".join(t.split()) for t in e.tags} - {""}, key=_tag_order)
+        tags = sorted(_index_tags(e.tags), key=_tag_order)
         out.append(replace(e, keys=list(e.keys), tags=tags))
     return out
+
+
+def _index_tags(tags: list[str]) -> set[str]:
+    """The tags the topic index lists an entry under: spaces normalised, empty ones out."""
+    return {" ".join(t.split()) for t in tags} - {""}
 
 
 def _parse_topics(text: str) -> dict[str, list[str]]:

@@ -253,3 +253,27 @@ def test_a_run_after_one_in_the_same_process_reads_neither_index_nor_article(
     catalog = current_catalog(kb, fingerprint)
     assert reads == [] and [e.title for e in catalog] == ["Alpha", "Beta", "Gamma"]
     assert catalog == build_catalog(kb)
+
+
+def test_a_process_that_did_not_write_the_indexes_parses_them_and_reads_no_article(
+    indexed_wiki, monkeypatch
+):
+    """A CLI process, or another server: the indexes are read once (fingerprinted and
+    parsed from the same bytes), and no article is read."""
+    from pathlib import Path
+
+    import wiki.catalog
+
+    kb, fingerprint, reads = indexed_wiki
+    wiki.catalog._WRITTEN.clear()
+    opened: list[str] = []
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: opened.append(p.name) or read_bytes(p))
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("read again"))
+    catalog = current_catalog(kb, fingerprint)
+    assert reads == [] and sorted(opened) == ["master-index.md", "topics.md"]
+    monkeypatch.undo()
+    assert catalog == build_catalog(kb)
+    assert [(e.line, e.tags) for e in catalog] == [
+        (e.line, e.tags) for e in load_catalog(kb, keep_lines=True)
+    ]
